@@ -1,0 +1,25 @@
+# The two commands a newcomer needs: `make demo` and `make test`. Everything else is `azdl --help`.
+.PHONY: demo test test-fast setup setup-operator setup-training setup-azurite lint
+
+demo: setup-operator setup-training  ## local 2-worker Horovod training on synthetic data
+	.venv/bin/azdl train --workers 2
+
+test: setup  ## every test: unit, Pulumi-under-mocks, multi-process Horovod, Azurite
+	scripts/test.sh
+
+test-fast: setup-operator  ## unit tests of the operator side only (seconds)
+	.venv/bin/python -m pytest -m "not slow and not training_env"
+
+setup: setup-operator setup-training setup-azurite
+
+setup-operator:
+	scripts/setup-operator.sh
+
+setup-training:
+	scripts/setup-training.sh
+
+setup-azurite:
+	scripts/setup-azurite.sh
+
+lint: setup-operator
+	.venv/bin/ruff check . && .venv/bin/ruff format --check .

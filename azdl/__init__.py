@@ -1,0 +1,1 @@
+"""Operator tooling for distributed Horovod training on Azure: one CLI, `azdl`."""

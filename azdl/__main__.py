@@ -1,0 +1,3 @@
+from azdl.cli import main
+
+raise SystemExit(main())

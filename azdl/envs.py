@@ -1,0 +1,42 @@
+"""Locate the training environment and run commands in it.
+
+The operator tools (this package, Pulumi, Azure SDKs) and the training code (TensorFlow 2.15,
+PyTorch, Horovod) live in separate virtual environments because their protobuf majors
+conflict. Work that needs the training stack is dispatched to `.venv-train` from here, so a
+user never activates an environment by hand.
+"""
+
+import os
+import subprocess
+from pathlib import Path
+
+from azdl.errors import AzdlError
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+TRAINING_VENV = REPO_ROOT / ".venv-train"
+
+
+def training_bin(name: str) -> Path:
+    """Path of an executable in the training environment, or a clear error if it isn't set up."""
+    path = TRAINING_VENV / "bin" / name
+    if not path.exists():
+        raise AzdlError(
+            f"the training environment has no {name!r} ({path}); "
+            "create it with `make setup-training` (scripts/setup-training.sh)"
+        )
+    return path
+
+
+def training_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """Environment for processes in the training venv: the repository is importable."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
+    env["PATH"] = os.pathsep.join([str(TRAINING_VENV / "bin"), env.get("PATH", "")])
+    env.update(extra or {})
+    return env
+
+
+def run_training_module(module: str, args: list[str]) -> int:
+    """Run `python -m module args…` in the training environment; return its exit code."""
+    cmd = [str(training_bin("python")), "-m", module, *args]
+    return subprocess.call(cmd, env=training_env(), cwd=REPO_ROOT)

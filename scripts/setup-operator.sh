@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Create or update the operator environment (.venv) from requirements.txt and install the
+# project into it (editable), which puts the `azdl` command in .venv/bin. Idempotent.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+venv=.venv
+stamp=$venv/.setup-stamp
+want=$(cat requirements.txt pyproject.toml scripts/setup-operator.sh | sha256sum | cut -d' ' -f1)
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+    echo "operator environment is up to date ($venv)"
+    exit 0
+fi
+
+python=${PYTHON:-python3.11}
+command -v "$python" >/dev/null || python=python3
+[ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
+echo "==> installing the pinned operator requirements into $venv"
+"$venv/bin/python" -m pip install --quiet --upgrade pip==24.3.1
+"$venv/bin/python" -m pip install --quiet -r requirements.txt
+"$venv/bin/python" -m pip install --quiet --no-deps --no-build-isolation -e .
+echo "$want" > "$stamp"
+echo "operator environment ready ($venv)"

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Create or update the training environment (.venv-train): TensorFlow 2.15, PyTorch,
+# and Horovod built with TensorFlow + PyTorch, Gloo + MPI. Idempotent: pip skips what is
+# already satisfied, and Horovod is rebuilt only when the frameworks or its build inputs change.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+venv=.venv-train
+req_stamp=$venv/.requirements-stamp
+hvd_stamp=$venv/.horovod-stamp
+
+# Open MPI: Azure ML launches Horovod workers with mpirun, so the local build includes MPI too.
+if ! command -v mpirun >/dev/null || ! command -v mpicxx >/dev/null; then
+    echo "==> installing Open MPI from Debian's packages"
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "error: Open MPI is missing and installing it needs root: apt-get install openmpi-bin libopenmpi-dev" >&2
+        exit 1
+    fi
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openmpi-bin libopenmpi-dev >/dev/null
+fi
+
+python=${PYTHON:-python3.11}
+command -v "$python" >/dev/null || python=python3
+[ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
+
+want_req=$(cat training/requirements.txt | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$req_stamp" 2>/dev/null)" != "$want_req" ]; then
+    echo "==> installing the pinned training requirements into $venv"
+    "$venv/bin/python" -m pip install --quiet --upgrade pip==24.3.1
+    "$venv/bin/python" -m pip install --quiet -r training/requirements.txt
+    echo "$want_req" > "$req_stamp"
+fi
+
+# Horovod must be compiled against the exact framework builds in the environment.
+frameworks=$("$venv/bin/python" -m pip freeze | grep -iE '^(tensorflow-cpu|torch)==' | sort)
+want_hvd=$(printf '%s\n' "$frameworks" | cat - training/install/build_horovod.sh \
+           training/install/horovod-0.28.1-torch-cxx17.patch | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$hvd_stamp" 2>/dev/null)" != "$want_hvd" ]; then
+    HOROVOD_WITH_TENSORFLOW=1 HOROVOD_WITH_PYTORCH=1 HOROVOD_WITHOUT_MXNET=1 \
+    HOROVOD_WITH_GLOO=1 HOROVOD_WITH_MPI=1 \
+    PYTHON="$venv/bin/python" training/install/build_horovod.sh
+    "$venv/bin/horovodrun" --check-build | tee "$venv/horovod-check-build.txt"
+    for feature in TensorFlow PyTorch MPI Gloo; do
+        grep -qE "\[X\] $feature" "$venv/horovod-check-build.txt" || {
+            echo "error: Horovod was built without $feature" >&2; exit 1; }
+    done
+    echo "$want_hvd" > "$hvd_stamp"
+fi
+echo "training environment ready ($venv)"

@@ -1,0 +1,1 @@
+"""Horovod data-parallel training: one script per framework, shared input pipeline."""
