@@ -18,6 +18,6 @@ command -v "$python" >/dev/null || python=python3
 echo "==> installing the pinned operator requirements into $venv"
 "$venv/bin/python" -m pip install --quiet --upgrade pip==24.3.1
 "$venv/bin/python" -m pip install --quiet -r requirements.txt
-"$venv/bin/python" -m pip install --quiet --no-deps --no-build-isolation -e .
+"$venv/bin/python" -m pip install --quiet --no-deps -e .
 echo "$want" > "$stamp"
 echo "operator environment ready ($venv)"
