@@ -34,18 +34,30 @@ def register(subparsers) -> None:
         default="gloo",
         help="gloo: horovodrun --gloo (default); mpi: plain mpirun, as Azure ML launches jobs",
     )
-    p.add_argument("script_args", nargs=argparse.REMAINDER, help="arguments for the training script")
+    p.add_argument(
+        "script_args", nargs=argparse.REMAINDER, help="arguments for the training script"
+    )
     p.set_defaults(func=run)
 
 
-def launch_command(framework: str, workers: int, launcher: str, script_args: list[str]) -> list[str]:
+def launch_command(
+    framework: str, workers: int, launcher: str, script_args: list[str]
+) -> list[str]:
     """The command line that starts `workers` processes of the framework's training script."""
     if workers < 1:
         raise AzdlError(f"--workers must be at least 1, got {workers}")
     worker = [str(training_bin("python")), "-m", FRAMEWORK_MODULES[framework], *script_args]
     if launcher == "gloo":
         hosts = f"localhost:{workers}"
-        return [str(training_bin("horovodrun")), "--gloo", "-np", str(workers), "-H", hosts, *worker]
+        return [
+            str(training_bin("horovodrun")),
+            "--gloo",
+            "-np",
+            str(workers),
+            "-H",
+            hosts,
+            *worker,
+        ]
     mpirun = shutil.which("mpirun")
     if mpirun is None:
         raise AzdlError("--launcher mpi needs Open MPI's mpirun (make setup-training installs it)")
