@@ -1,0 +1,187 @@
+"""Unit tests of the stdlib-only shared training modules: shards, throughput, schedule,
+checkpoints, options, synthetic source."""
+
+import json
+
+import numpy as np
+import pytest
+
+from training import checkpoints, options, schedule, shards, synthetic, throughput
+from training.errors import TrainingError
+
+
+def _touch(directory, *names):
+    for name in names:
+        (directory / name).write_bytes(b"")
+
+
+def test_list_shards_sorted_and_filtered_by_split(tmp_path):
+    _touch(tmp_path, "train-00001-of-00002", "train-00000-of-00002", "validation-00000-of-00001")
+    _touch(tmp_path, "manifest.json", "train-0-of-2", "train-00002-of-00002.tmp")
+    got = shards.list_shards(tmp_path, "train")
+    assert [p.rsplit("/", 1)[1] for p in got] == ["train-00000-of-00002", "train-00001-of-00002"]
+    assert len(shards.list_shards(tmp_path, "validation")) == 1
+
+
+def test_list_shards_errors_name_the_problem(tmp_path):
+    with pytest.raises(TrainingError, match="does not exist"):
+        shards.list_shards(tmp_path / "missing", "train")
+    _touch(tmp_path, "validation-00000-of-00001")
+    with pytest.raises(TrainingError, match=r"no train shards .*train-00000-of-01024"):
+        shards.list_shards(tmp_path, "train")
+    with pytest.raises(TrainingError, match="unknown split"):
+        shards.list_shards(tmp_path, "test")
+
+
+def test_shards_for_rank_splits_by_global_rank_without_overlap():
+    files = [shards.shard_name("train", i, 8) for i in range(8)]
+    parts = [shards.shards_for_rank(files, r, 3) for r in range(3)]
+    assert parts[0] == [files[0], files[3], files[6]]
+    assert sorted(f for part in parts for f in part) == files
+    with pytest.raises(TrainingError, match=r"9 workers but only 8 shard"):
+        shards.shards_for_rank(files, 0, 9)
+    with pytest.raises(TrainingError, match="outside"):
+        shards.shards_for_rank(files, 3, 3)
+
+
+def test_shard_name_format():
+    assert shards.shard_name("train", 0, 1024) == "train-00000-of-01024"
+    assert shards.shard_name("validation", 127, 128) == "validation-00127-of-00128"
+
+
+class FakeClock:
+    def __init__(self, ticks):
+        self.ticks = iter(ticks)
+
+    def __call__(self):
+        return next(self.ticks)
+
+
+def test_meter_excludes_warmup_and_counts_only_timed_images():
+    # 4 steps: the first (warm-up) takes 10 s, the others 1, 2 and 3 s, with a 50 s gap (an
+    # epoch boundary) before the last one that must not count.
+    clock = FakeClock([0, 10, 10, 11, 11, 13, 63, 66])
+    meter = throughput.ThroughputMeter(images_per_step=64, warmup_steps=1, clock=clock)
+    for _ in range(4):
+        meter.begin()
+        meter.end()
+    r = meter.result(
+        framework="keras",
+        model="resnet50",
+        image_size=32,
+        batch_per_worker=32,
+        workers=2,
+        precision="fp32",
+        data_source="synthetic",
+    )
+    assert r["timed_steps"] == 3 and r["warmup_steps"] == 1
+    assert r["images_timed"] == 3 * 64
+    assert r["images_per_sec"] == pytest.approx(192 / 6)
+    assert r["images_per_sec_per_worker"] == pytest.approx(16)
+    assert r["median_step_time_s"] == 2
+    assert r["wall_time_s"] == 66
+    assert tuple(r) == throughput.FIELDS
+
+
+def test_throughput_lines_round_trip_through_the_parser():
+    meter = throughput.ThroughputMeter(8, 0, clock=FakeClock([0, 0.5]))
+    meter.begin()
+    meter.end()
+    r = meter.result(
+        framework="tf",
+        model="tiny",
+        image_size=32,
+        batch_per_worker=4,
+        workers=2,
+        precision="bf16",
+        data_source="tfrecord",
+    )
+    human, line = throughput.format_lines(r)
+    assert human.startswith("Total images/sec: 16.0")
+    log = f"noise\n[1,0]<stdout>:{human}\n[1,0]<stdout>:{line}\n{{not json}}\n"
+    assert throughput.parse_throughput_lines(log) == [r]
+    assert throughput.parse_throughput_lines(json.dumps({"schema": "other"})) == []
+
+
+def test_meter_with_only_warmup_steps_reports_no_rate():
+    meter = throughput.ThroughputMeter(8, 5, clock=FakeClock([0, 1]))
+    meter.begin()
+    meter.end()
+    r = meter.result(
+        framework="tf",
+        model="tiny",
+        image_size=32,
+        batch_per_worker=4,
+        workers=2,
+        precision="fp32",
+        data_source="synthetic",
+    )
+    assert r["images_per_sec"] is None and r["timed_steps"] == 0
+    assert "n/a" in throughput.format_lines(r)[0]
+
+
+def test_lr_scales_with_global_batch_and_warms_up_like_horovod():
+    peak = schedule.peak_lr(0.1, 256, batch_per_worker=64, workers=8)
+    assert peak == pytest.approx(0.2)
+    assert schedule.peak_lr(0.1, 256, 32, 2) == schedule.peak_lr(0.1, 256, 64, 1)
+    kw = dict(peak=peak, workers=8, warmup_epochs=5, decay="step", epochs=90)
+    assert schedule.lr_at(0, **kw) == pytest.approx(peak / 8)
+    assert schedule.lr_at(2.5, **kw) == pytest.approx(peak / 8 * (2.5 * 7 / 5 + 1))
+    assert schedule.lr_at(5, **kw) == pytest.approx(peak)
+    assert schedule.lr_at(30, **kw) == pytest.approx(peak * 0.1)
+    assert schedule.lr_at(85, **kw) == pytest.approx(peak * 0.001)
+
+
+def test_cosine_decay_goes_from_peak_to_zero_after_warmup():
+    kw = dict(peak=1.0, workers=2, warmup_epochs=2, decay="cosine", epochs=12)
+    assert schedule.lr_at(2, **kw) == pytest.approx(1.0)
+    assert schedule.lr_at(7, **kw) == pytest.approx(0.5)
+    assert schedule.lr_at(12, **kw) == pytest.approx(0.0, abs=1e-12)
+    assert schedule.lr_at(3, **kw) > schedule.lr_at(4, **kw)
+
+
+def test_checkpoint_progress_is_atomic_and_pruned(tmp_path):
+    assert checkpoints.read_progress(tmp_path) is None
+    for epoch in (1, 2, 3):
+        name = checkpoints.payload_name(epoch)
+        _touch(tmp_path, f"{name}.index", f"{name}.data-00000-of-00001")
+        p = checkpoints.Progress(epoch, epoch * 10, name, "keras", "tiny")
+        checkpoints.write_progress(tmp_path, p, keep=2)
+    assert checkpoints.read_progress(tmp_path) == p
+    left = sorted(f.name for f in tmp_path.iterdir())
+    assert left == [
+        "ckpt-00002.data-00000-of-00001",
+        "ckpt-00002.index",
+        "ckpt-00003.data-00000-of-00001",
+        "ckpt-00003.index",
+        "progress.json",
+    ]
+    with pytest.raises(TrainingError, match="for keras/tiny, not torch/tiny"):
+        checkpoints.check_compatible(p, "torch", "tiny", tmp_path)
+
+
+def test_options_reject_bad_values_with_clear_messages(capsys):
+    args = options.parse_args("keras", ["--batch-size", "4", "--model", "tiny", "--xla"])
+    assert (args.batch_size, args.model, args.xla, args.data_dir) == (4, "tiny", True, None)
+    for argv, message in [
+        (["--batch-size", "0"], "--batch-size: must be at least 1, got 0"),
+        (["--model", "vgg"], "invalid choice: 'vgg'"),
+        (["--precision", "fp8"], "invalid choice: 'fp8'"),
+        (["--num-classes", "x"], "expected an integer"),
+    ]:
+        with pytest.raises(SystemExit) as exc:
+            options.parse_args("tf", argv)
+        assert exc.value.code == 2
+        assert message in capsys.readouterr().err
+
+
+def test_synthetic_batch_is_deterministic_and_sliced_by_rank():
+    images, labels = synthetic.global_batch(8, 32, 5, seed=3)
+    assert images.shape == (8, 32, 32, 3) and images.dtype == np.float32
+    assert labels.min() >= 0 and labels.max() < 5
+    again, _ = synthetic.global_batch(8, 32, 5, seed=3)
+    np.testing.assert_array_equal(images, again)
+    r1_images, r1_labels = synthetic.rank_batch(4, 1, 2, 32, 5, seed=3)
+    np.testing.assert_array_equal(r1_images, images[4:])
+    np.testing.assert_array_equal(r1_labels, labels[4:])
+    assert synthetic.steps_per_epoch(synthetic.IMAGENET_TRAIN_IMAGES, 32, 2) == 20_018

@@ -1,0 +1,70 @@
+"""Checkpoint rules every flavour follows (stdlib only; each flavour writes its own payload).
+
+- Only rank 0 writes, at the end of every epoch: the checkpoint interval is one epoch.
+- The payload is written first (`ckpt-00003.*`: model + optimizer state), then `progress.json`
+  is replaced atomically to point at it. A worker killed mid-write leaves `progress.json`
+  pointing at the previous, complete checkpoint, so a relaunch loses at most one epoch.
+- On resume only rank 0 reads; the weights, optimizer state and progress are broadcast.
+- The last `keep` payloads are kept, older ones removed.
+"""
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from training.errors import TrainingError
+
+PROGRESS_FILE = "progress.json"
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where a run stands after a checkpoint: `epoch` epochs done = the next epoch to run."""
+
+    epoch: int
+    global_step: int
+    checkpoint: str  # payload name inside the checkpoint dir, e.g. "ckpt-00003"
+    framework: str
+    model: str
+
+
+def payload_name(epoch: int) -> str:
+    return f"ckpt-{epoch:05d}"
+
+
+def read_progress(ckpt_dir: str | Path | None) -> Progress | None:
+    """The last complete checkpoint's progress, or None when there is none (a fresh start)."""
+    if not ckpt_dir:
+        return None
+    path = Path(ckpt_dir) / PROGRESS_FILE
+    if not path.exists():
+        return None
+    try:
+        return Progress(**json.loads(path.read_text()))
+    except (json.JSONDecodeError, TypeError) as exc:
+        raise TrainingError(f"unreadable checkpoint progress file {str(path)!r}: {exc}") from exc
+
+
+def check_compatible(progress: Progress, framework: str, model: str, ckpt_dir) -> None:
+    """Refuse to resume a checkpoint written by another framework or for another model."""
+    if (progress.framework, progress.model) != (framework, model):
+        raise TrainingError(
+            f"checkpoint in {str(ckpt_dir)!r} is for {progress.framework}/{progress.model}, "
+            f"not {framework}/{model}: use another --checkpoint-dir or the same settings"
+        )
+
+
+def write_progress(ckpt_dir: str | Path, progress: Progress, keep: int = 2) -> Path:
+    """Point `progress.json` at a payload that is already written, then prune old payloads."""
+    ckpt_dir = Path(ckpt_dir)
+    path = ckpt_dir / PROGRESS_FILE
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(asdict(progress), indent=2) + "\n")
+    os.replace(tmp, path)
+    names = sorted({p.name.split(".")[0] for p in ckpt_dir.glob("ckpt-*")})
+    for old in names[:-keep] if keep > 0 else []:
+        if old != progress.checkpoint:
+            for file in ckpt_dir.glob(f"{old}.*"):
+                file.unlink()
+    return ckpt_dir / progress.checkpoint

@@ -1,0 +1,136 @@
+"""The command-line options every training script shares (`--help` on any of them lists them).
+
+Defaults are ImageNet's ResNet50 recipe (224 px, 1000 classes, 90 epochs, step decay);
+`azdl train` passes small settings for the local demo.
+"""
+
+import argparse
+
+from training.schedule import DECAYS
+from training.synthetic import IMAGENET_TRAIN_IMAGES
+
+FRAMEWORKS = ("keras", "tf", "torch")
+MODELS = ("resnet50", "tiny")
+PRECISIONS = ("fp32", "fp16", "bf16")
+
+
+def _at_least(minimum: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
+def build_parser(framework: str) -> argparse.ArgumentParser:
+    if framework not in FRAMEWORKS:
+        raise ValueError(f"unknown framework {framework!r}; allowed: {', '.join(FRAMEWORKS)}")
+    p = argparse.ArgumentParser(
+        prog=f"python -m training.train_{framework}",
+        description=f"Horovod data-parallel training ({framework}); run one process per worker "
+        "(horovodrun or mpirun). Rank 0 prints the throughput lines at the end.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    data = p.add_argument_group("data")
+    data.add_argument(
+        "--data-dir",
+        help="directory with TFRecord shards (train-00000-of-01024, validation-…); "
+        "synthetic data when not given",
+    )
+    data.add_argument(
+        "--synthetic-length",
+        type=_at_least(1),
+        default=IMAGENET_TRAIN_IMAGES,
+        help="images per epoch of the synthetic source",
+    )
+    data.add_argument("--image-size", type=_at_least(32), default=224, help="pixels per side")
+    data.add_argument("--num-classes", type=_at_least(2), default=1000)
+    data.add_argument("--shuffle-buffer", type=_at_least(1), default=10_000)
+    data.add_argument(
+        "--val-steps",
+        type=_at_least(0),
+        help="validation batches per worker per epoch (default: the whole validation split "
+        "with --data-dir, none with synthetic data)",
+    )
+
+    train = p.add_argument_group("training")
+    train.add_argument("--model", choices=MODELS, default="resnet50")
+    train.add_argument("--batch-size", type=_at_least(1), default=32, help="images per worker")
+    train.add_argument(
+        "--grad-accum",
+        type=_at_least(1),
+        default=1,
+        help="micro-batches of --batch-size per optimizer step (gradient accumulation)",
+    )
+    train.add_argument("--epochs", type=_at_least(1), default=90)
+    train.add_argument(
+        "--steps-per-epoch",
+        type=_at_least(1),
+        help="default: one pass over the data (synthetic: --synthetic-length images)",
+    )
+    train.add_argument("--seed", type=int, default=0)
+
+    lr = p.add_argument_group("learning rate")
+    lr.add_argument("--base-lr", type=_non_negative_float, default=0.1)
+    lr.add_argument(
+        "--base-batch",
+        type=_at_least(1),
+        default=256,
+        help="global batch --base-lr is meant for; the rate scales linearly from there",
+    )
+    lr.add_argument("--momentum", type=_non_negative_float, default=0.9)
+    lr.add_argument("--warmup-epochs", type=_non_negative_float, default=5.0)
+    lr.add_argument("--lr-decay", choices=DECAYS, default="step")
+    lr.add_argument("--decay-epochs", type=_at_least(1), nargs="*", default=[30, 60, 80])
+    lr.add_argument("--decay-factor", type=_non_negative_float, default=0.1)
+
+    perf = p.add_argument_group("performance")
+    perf.add_argument("--precision", choices=PRECISIONS, default="fp32")
+    perf.add_argument("--fp16-allreduce", action="store_true", help="fp16 gradient compression")
+    perf.add_argument(
+        "--timeline", metavar="FILE", help="write a Horovod timeline (chrome://tracing)"
+    )
+    perf.add_argument(
+        "--threads",
+        type=_at_least(0),
+        default=0,
+        help="CPU threads per worker for the framework's ops (0: the framework's default)",
+    )
+    perf.add_argument(
+        "--timing-warmup-steps",
+        type=_at_least(0),
+        default=10,
+        help="first steps left out of the throughput figures",
+    )
+    if framework in ("keras", "tf"):
+        perf.add_argument("--xla", action="store_true", help="compile the model step with XLA")
+
+    out = p.add_argument_group("outputs")
+    out.add_argument("--checkpoint-dir", help="rank 0 checkpoints here every epoch; resumes")
+    out.add_argument("--keep-checkpoints", type=_at_least(1), default=2)
+    out.add_argument("--log-dir", help="TensorBoard logs (rank 0)")
+    out.add_argument(
+        "--dump-weights",
+        metavar="DIR",
+        help="every rank writes its final weights to DIR/rank-<r>.npz (to compare ranks)",
+    )
+    return p
+
+
+def parse_args(framework: str, argv: list[str] | None = None) -> argparse.Namespace:
+    return build_parser(framework).parse_args(argv)

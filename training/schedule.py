@@ -1,0 +1,64 @@
+"""The learning-rate schedule every flavour uses (pure Python).
+
+- Linear scaling (Goyal et al., 2017): `--base-lr` is the rate for `--base-batch` images per
+  step, so the peak rate is `base_lr × global_batch / base_batch`. With a fixed per-worker batch
+  this is linear in the number of workers — and 2 workers × b gets the same rate as
+  1 worker × 2b, which keeps the averaging identity exact.
+- Gradual warm-up over `warmup_epochs`: from `peak / workers` up to `peak`, Horovod's
+  `LearningRateWarmupCallback` formula, so the Keras flavour (which uses that callback) and the
+  others agree.
+- Then step decay (× `decay_factor` at each of `decay_epochs`) or cosine decay to 0 at `epochs`.
+"""
+
+import math
+
+DECAYS = ("step", "cosine", "none")
+
+
+def peak_lr(base_lr: float, base_batch: int, batch_per_worker: int, workers: int) -> float:
+    return base_lr * batch_per_worker * workers / base_batch
+
+
+def decay_multiplier(
+    epoch: float,
+    *,
+    decay: str,
+    epochs: int,
+    warmup_epochs: float = 0.0,
+    decay_epochs: tuple[int, ...] = (30, 60, 80),
+    decay_factor: float = 0.1,
+) -> float:
+    """The factor on the peak rate after warm-up, at (fractional) `epoch`."""
+    if decay == "step":
+        return decay_factor ** sum(1 for boundary in decay_epochs if epoch >= boundary)
+    if decay == "cosine":
+        span = max(epochs - warmup_epochs, 1e-9)
+        progress = min(max((epoch - warmup_epochs) / span, 0.0), 1.0)
+        return 0.5 * (1.0 + math.cos(math.pi * progress))
+    if decay == "none":
+        return 1.0
+    raise ValueError(f"unknown decay {decay!r}; allowed: {', '.join(DECAYS)}")
+
+
+def lr_at(
+    epoch: float,
+    *,
+    peak: float,
+    workers: int,
+    warmup_epochs: float,
+    decay: str,
+    epochs: int,
+    decay_epochs: tuple[int, ...] = (30, 60, 80),
+    decay_factor: float = 0.1,
+) -> float:
+    """The learning rate at (fractional) `epoch` = completed steps / steps per epoch."""
+    if warmup_epochs > 0 and epoch < warmup_epochs:
+        return peak / workers * (epoch * (workers - 1) / warmup_epochs + 1)
+    return peak * decay_multiplier(
+        epoch,
+        decay=decay,
+        epochs=epochs,
+        warmup_epochs=warmup_epochs,
+        decay_epochs=decay_epochs,
+        decay_factor=decay_factor,
+    )
