@@ -71,12 +71,14 @@ def build_parser(framework: str) -> argparse.ArgumentParser:
     train = p.add_argument_group("training")
     train.add_argument("--model", choices=MODELS, default="resnet50")
     train.add_argument("--batch-size", type=_at_least(1), default=32, help="images per worker")
-    train.add_argument(
-        "--grad-accum",
-        type=_at_least(1),
-        default=1,
-        help="micro-batches of --batch-size per optimizer step (gradient accumulation)",
-    )
+    if framework in ("keras", "torch"):
+        train.add_argument(
+            "--grad-accum",
+            type=_at_least(1),
+            default=1,
+            help="micro-batches of --batch-size per optimizer step (Horovod's "
+            "backward_passes_per_step); the TF loop has a larger --batch-size instead",
+        )
     train.add_argument("--epochs", type=_at_least(1), default=90)
     train.add_argument(
         "--steps-per-epoch",

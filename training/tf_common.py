@@ -1,0 +1,110 @@
+"""What the Keras and TF-loop scripts share besides the data: Horovod and precision set-up,
+rank-0 checkpoints with broadcast on resume, the end-of-run report."""
+
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from training import checkpoints, throughput
+from training.errors import TrainingError
+
+POLICIES = {"fp32": "float32", "fp16": "mixed_float16", "bf16": "mixed_bfloat16"}
+
+
+def setup(args):
+    """Initialise Horovod (timeline first: it is read at init), threads, seed, precision.
+
+    Returns `horovod.tensorflow`. Every rank seeds the same way, so the initial weights already
+    agree; they are broadcast from rank 0 anyway (see `broadcast_state`).
+    """
+    if args.timeline:
+        os.environ["HOROVOD_TIMELINE"] = str(Path(args.timeline).resolve())
+    import horovod.tensorflow as hvd
+    import tensorflow as tf
+
+    if args.threads:
+        tf.config.threading.set_intra_op_parallelism_threads(args.threads)
+        tf.config.threading.set_inter_op_parallelism_threads(args.threads)
+    hvd.init()
+    tf.keras.utils.set_random_seed(args.seed)
+    tf.keras.mixed_precision.set_global_policy(POLICIES[args.precision])
+    return hvd
+
+
+def compression(args):
+    import horovod.tensorflow as hvd
+
+    return hvd.Compression.fp16 if args.fp16_allreduce else hvd.Compression.none
+
+
+def restore_and_broadcast(args, framework, model, optimizer) -> checkpoints.Progress | None:
+    """Rank 0 restores the last checkpoint (if any); every rank then gets rank 0's weights,
+    optimizer state and progress. Broadcasting before the first step (rather than Horovod's
+    Keras callback, which broadcasts after it) keeps the first resumed step exact."""
+    import horovod.tensorflow as hvd
+    import tensorflow as tf
+
+    optimizer.build(model.trainable_variables)
+    progress = None
+    if hvd.rank() == 0:
+        progress = checkpoints.read_progress(args.checkpoint_dir)
+        if progress:
+            checkpoints.check_compatible(progress, framework, args.model, args.checkpoint_dir)
+            path = Path(args.checkpoint_dir) / progress.checkpoint
+            tf.train.Checkpoint(model=model, optimizer=optimizer).read(str(path)).assert_consumed()
+            print(f"resuming from {path} at epoch {progress.epoch} (step {progress.global_step})")
+    progress = hvd.broadcast_object(progress, root_rank=0, name="progress")
+    hvd.broadcast_variables(model.variables, root_rank=0)
+    hvd.broadcast_variables(optimizer.variables, root_rank=0)
+    return progress
+
+
+def save_checkpoint(args, framework, model, optimizer, epoch: int, global_step: int) -> Path:
+    """Rank 0 only: payload, then progress.json (see training.checkpoints)."""
+    import tensorflow as tf
+
+    name = checkpoints.payload_name(epoch)
+    Path(args.checkpoint_dir).mkdir(parents=True, exist_ok=True)
+    tf.train.Checkpoint(model=model, optimizer=optimizer).write(
+        str(Path(args.checkpoint_dir) / name)
+    )
+    progress = checkpoints.Progress(epoch, global_step, name, framework, args.model)
+    return checkpoints.write_progress(args.checkpoint_dir, progress, args.keep_checkpoints)
+
+
+def dump_weights(args, model, rank: int) -> None:
+    if args.dump_weights:
+        Path(args.dump_weights).mkdir(parents=True, exist_ok=True)
+        arrays = {f"w{i:03d}": v.numpy() for i, v in enumerate(model.weights)}
+        np.savez(Path(args.dump_weights) / f"rank-{rank}.npz", **arrays)
+
+
+def report(args, framework, meter, data_source, workers, rank, checkpoint) -> None:
+    """Rank 0: the throughput lines (the contract in training.throughput), the checkpoint."""
+    if rank != 0:
+        return
+    result = meter.result(
+        framework=framework,
+        model=args.model,
+        image_size=args.image_size,
+        batch_per_worker=args.batch_size,
+        workers=workers,
+        precision=args.precision,
+        data_source=data_source,
+    )
+    for line in throughput.format_lines(result):
+        print(line, flush=True)
+    if checkpoint:
+        print(f"Checkpoint: {checkpoint}", flush=True)
+
+
+def run_main(train, args) -> int:
+    """Run `train(args)`; bad input becomes `error: …` on stderr and exit code 2."""
+    try:
+        train(args)
+    except TrainingError as exc:
+        print(f"error: {exc}", file=sys.stderr, flush=True)
+        return 2
+    return 0

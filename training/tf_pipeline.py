@@ -1,0 +1,181 @@
+"""The tf.data input pipeline of the TensorFlow flavours: TFRecord shards or the synthetic source.
+
+TFRecords: this worker's shards (by global rank) → shuffled file order → interleaved reads →
+shuffle buffer → decode + random-resized-crop + flip (train) or center crop (validation) →
+batch → prefetch. Synthetic: one fixed batch per worker, repeated.
+"""
+
+import contextlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import tensorflow as tf
+
+from training import records, shards, synthetic
+from training.errors import TrainingError
+
+AUTOTUNE = tf.data.AUTOTUNE
+MEAN = (0.485, 0.456, 0.406)  # ImageNet channel statistics of [0, 1] pixels
+STD = (0.229, 0.224, 0.225)
+CENTER_CROP_PADDING = 32  # validation crops image_size / (image_size + 32) of the short side
+LABEL_CHECK = "label >= --num-classes"
+
+
+@dataclass
+class Data:
+    train: tf.data.Dataset
+    steps_per_epoch: int
+    validation: tf.data.Dataset | None
+    source: str  # "synthetic" or "tfrecord": the throughput line's data_source
+    files: list[str]  # this worker's shards, searched when a read fails
+
+
+def make_data(args, rank: int, size: int) -> Data:
+    """Datasets of batches of `args.batch_size` for this worker; errors before any training."""
+    if args.data_dir is None:
+        return _synthetic(args, rank, size)
+    return _tfrecords(args, rank, size)
+
+
+def _synthetic(args, rank, size) -> Data:
+    images, labels = synthetic.rank_batch(
+        args.batch_size, rank, size, args.image_size, args.num_classes, args.seed
+    )
+    batch = tf.data.Dataset.from_tensors((images, labels))
+    steps = args.steps_per_epoch or synthetic.steps_per_epoch(
+        args.synthetic_length, args.batch_size, size
+    )
+    validation = batch.repeat(args.val_steps) if args.val_steps else None
+    return Data(batch.repeat(), steps, validation, "synthetic", [])
+
+
+def _tfrecords(args, rank, size) -> Data:
+    all_train = shards.list_shards(args.data_dir, "train")
+    train_files = shards.shards_for_rank(all_train, rank, size)
+    try:
+        val_files = shards.shards_for_rank(
+            shards.list_shards(args.data_dir, "validation"), rank, size
+        )
+    except TrainingError:
+        if args.val_steps:
+            raise
+        val_files = []  # no validation split: train without validation
+
+    steps = args.steps_per_epoch or max(
+        1, _count_train_examples(args.data_dir, all_train) // (args.batch_size * size)
+    )
+    files = tf.data.Dataset.from_tensor_slices(train_files)
+    files = files.shuffle(len(train_files), seed=args.seed + rank).repeat()
+    train = (
+        files.interleave(
+            tf.data.TFRecordDataset,
+            cycle_length=min(len(train_files), 8),
+            num_parallel_calls=AUTOTUNE,
+            deterministic=False,
+        )
+        .shuffle(args.shuffle_buffer, seed=args.seed + rank)
+        .map(lambda r: _train_example(r, args.image_size, args.num_classes), AUTOTUNE)
+        .batch(args.batch_size, drop_remainder=True)
+        .prefetch(AUTOTUNE)
+    )
+    validation = None
+    if val_files and args.val_steps != 0:
+        validation = (
+            tf.data.TFRecordDataset(val_files)
+            .map(lambda r: _validation_example(r, args.image_size, args.num_classes), AUTOTUNE)
+            .batch(args.batch_size)
+        )
+        if args.val_steps:
+            validation = validation.take(args.val_steps)
+        validation = validation.prefetch(AUTOTUNE)
+    return Data(train, steps, validation, "tfrecord", train_files + val_files)
+
+
+def _count_train_examples(data_dir: str, files: list[str]) -> int:
+    """From the data manifest when there is one; else by reading every record (small sets)."""
+    if (Path(data_dir) / "manifest.json").exists():
+        from training.dataprep.manifest import load_manifest
+
+        return load_manifest(Path(data_dir) / "manifest.json").splits["train"].num_examples
+    with explained_data_errors(files):
+        return int(tf.data.TFRecordDataset(files).reduce(0, lambda n, _: n + 1))
+
+
+def _checked_label(features, num_classes):
+    label = features["image/class/label"]
+    check = tf.debugging.Assert(
+        label < num_classes,
+        [LABEL_CHECK, num_classes, "label", label, "image", features["image/filename"]],
+    )
+    with tf.control_dependencies([check]):
+        return tf.identity(label)
+
+
+def _normalize(image, image_size):
+    image = tf.image.resize(image, [image_size, image_size]) / 255.0
+    return (image - MEAN) / STD
+
+
+def _train_example(serialized, image_size, num_classes):
+    features = records.parse_example(serialized)
+    label = _checked_label(features, num_classes)
+    jpeg = features["image/encoded"]
+    begin, crop, _ = tf.image.sample_distorted_bounding_box(
+        tf.image.extract_jpeg_shape(jpeg),
+        bounding_boxes=tf.constant([0.0, 0.0, 1.0, 1.0], shape=[1, 1, 4]),
+        min_object_covered=0.1,
+        aspect_ratio_range=(3 / 4, 4 / 3),
+        area_range=(0.08, 1.0),
+        max_attempts=10,
+        use_image_if_no_bounding_boxes=True,
+    )
+    window = tf.stack([begin[0], begin[1], crop[0], crop[1]])
+    image = tf.image.decode_and_crop_jpeg(jpeg, window, channels=3)
+    image = tf.image.random_flip_left_right(image)
+    return _normalize(image, image_size), label
+
+
+def _validation_example(serialized, image_size, num_classes):
+    features = records.parse_example(serialized)
+    label = _checked_label(features, num_classes)
+    jpeg = features["image/encoded"]
+    shape = tf.image.extract_jpeg_shape(jpeg)
+    side = tf.cast(
+        image_size
+        / (image_size + CENTER_CROP_PADDING)
+        * tf.cast(tf.minimum(shape[0], shape[1]), tf.float64),
+        tf.int32,
+    )
+    window = tf.stack([(shape[0] - side + 1) // 2, (shape[1] - side + 1) // 2, side, side])
+    image = tf.image.decode_and_crop_jpeg(jpeg, window, channels=3)
+    return _normalize(image, image_size), label
+
+
+def find_corrupt_shard(files: list[str]) -> str | None:
+    """The first of `files` whose records fail to read (CRC or framing errors)."""
+    for path in files:
+        try:
+            for _ in tf.data.TFRecordDataset(path):
+                pass
+        except tf.errors.DataLossError:
+            return path
+    return None
+
+
+@contextlib.contextmanager
+def explained_data_errors(files: list[str]):
+    """Turn TensorFlow's data errors into messages that name the shard or the label."""
+    try:
+        yield
+    except tf.errors.DataLossError as exc:
+        bad = find_corrupt_shard(files)
+        where = f"corrupt TFRecord file {bad!r}" if bad else "corrupt TFRecord data"
+        raise TrainingError(f"{where}: {exc.message.splitlines()[0]}") from None
+    except tf.errors.InvalidArgumentError as exc:
+        if LABEL_CHECK not in exc.message:
+            raise
+        detail = exc.message.split("assertion failed:", 1)[-1].splitlines()[0].strip()
+        raise TrainingError(
+            f"a label in the data is not below --num-classes: {detail}; "
+            "labels must be 0..num_classes-1, so raise --num-classes"
+        ) from None

@@ -1,0 +1,126 @@
+"""ResNet50 with a TensorFlow custom training loop and Horovod: one process per worker.
+
+    horovodrun --gloo -np 2 -H localhost:2 python -m training.train_tf --image-size 64 ...
+
+Each step: forward under a `tf.GradientTape` wrapped in `hvd.DistributedGradientTape`, which
+averages the gradients over all workers (optionally fp16-compressed); the learning rate comes
+from training.schedule. Validation accuracy is summed over workers (correct / seen), so it is the
+accuracy of all validation images together. Rank 0 alone checkpoints, writes TensorBoard logs
+and prints the throughput lines.
+"""
+
+import sys
+import time
+
+import horovod.tensorflow as hvd
+import tensorflow as tf
+
+from training import options, schedule, tf_common, tf_models, tf_pipeline
+from training.throughput import ThroughputMeter
+
+FRAMEWORK = "tf"
+
+
+def train(args) -> None:
+    tf_common.setup(args)
+    rank, size = hvd.rank(), hvd.size()
+    data = tf_pipeline.make_data(args, rank, size)
+    steps = data.steps_per_epoch
+
+    peak = schedule.peak_lr(args.base_lr, args.base_batch, args.batch_size, size)
+    optimizer = tf.keras.optimizers.SGD(learning_rate=peak, momentum=args.momentum)
+    fp16 = args.precision == "fp16"
+    if fp16:
+        optimizer = tf.keras.mixed_precision.LossScaleOptimizer(optimizer)
+    model = tf_models.build_model(args.model, args.image_size, args.num_classes)
+    progress = tf_common.restore_and_broadcast(args, FRAMEWORK, model, optimizer)
+    loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    compression = tf_common.compression(args)
+    # XLA compiles the model (forward and its gradient); the allreduce stays outside it.
+    forward = tf.function(lambda x: model(x, training=True), jit_compile=args.xla)
+
+    @tf.function
+    def train_step(images, labels):
+        with tf.GradientTape() as tape:
+            logits = forward(images)
+            loss = loss_fn(labels, logits)
+            scaled = optimizer.get_scaled_loss(loss) if fp16 else loss
+        tape = hvd.DistributedGradientTape(tape, compression=compression)
+        grads = tape.gradient(scaled, model.trainable_variables)
+        if fp16:
+            grads = optimizer.get_unscaled_gradients(grads)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
+        return loss, _correct(logits, labels)
+
+    @tf.function
+    def eval_step(images, labels):
+        return _correct(model(images, training=False), labels), tf.size(labels)
+
+    def lr_for(global_step: int) -> float:
+        return schedule.lr_at(
+            global_step / steps,
+            peak=peak,
+            workers=size,
+            warmup_epochs=args.warmup_epochs,
+            decay=args.lr_decay,
+            epochs=args.epochs,
+            decay_epochs=tuple(args.decay_epochs),
+            decay_factor=args.decay_factor,
+        )
+
+    writer = tf.summary.create_file_writer(args.log_dir) if rank == 0 and args.log_dir else None
+    meter = ThroughputMeter(args.batch_size * size, args.timing_warmup_steps)
+    start_epoch = progress.epoch if progress else 0
+    global_step = progress.global_step if progress else 0
+    last_checkpoint = None
+    batches = iter(data.train)
+    with tf_pipeline.explained_data_errors(data.files):
+        for epoch in range(start_epoch, args.epochs):
+            started = time.perf_counter()
+            loss_sum, correct = 0.0, 0
+            for _ in range(steps):
+                optimizer.learning_rate.assign(lr_for(global_step))
+                meter.begin()
+                images, labels = next(batches)
+                loss, hits = train_step(images, labels)
+                loss_sum += float(loss)  # waits for the step: the timing is honest
+                meter.end()
+                correct += int(hits)
+                global_step += 1
+            means = tf.constant([loss_sum / steps, correct / (steps * args.batch_size)])
+            loss_mean, accuracy = hvd.allreduce(means, op=hvd.Average, name="epoch").numpy()
+            metrics = {"loss": loss_mean, "accuracy": accuracy, "lr": lr_for(global_step - 1)}
+            if data.validation is not None:
+                hits, seen = 0, 0
+                for images, labels in data.validation:
+                    batch_hits, batch_seen = eval_step(images, labels)
+                    hits, seen = hits + int(batch_hits), seen + int(batch_seen)
+                totals = hvd.allreduce(tf.constant([hits, seen], tf.float64), op=hvd.Sum)
+                metrics["val_accuracy"] = float(totals[0] / tf.maximum(totals[1], 1.0))
+            if rank == 0:
+                shown = " - ".join(f"{k}: {v:.4g}" for k, v in metrics.items())
+                took = time.perf_counter() - started
+                print(f"epoch {epoch + 1}/{args.epochs} - {steps} steps - {took:.1f}s - {shown}")
+                if writer:
+                    with writer.as_default(step=epoch + 1):
+                        for key, value in metrics.items():
+                            tf.summary.scalar(key, value)
+                if args.checkpoint_dir:
+                    last_checkpoint = tf_common.save_checkpoint(
+                        args, FRAMEWORK, model, optimizer, epoch + 1, global_step
+                    )
+    tf_common.dump_weights(args, model, rank)
+    tf_common.report(args, FRAMEWORK, meter, data.source, size, rank, last_checkpoint)
+
+
+def _correct(logits, labels):
+    predicted = tf.argmax(logits, axis=-1, output_type=tf.int64)
+    return tf.reduce_sum(tf.cast(predicted == tf.cast(labels, tf.int64), tf.int32))
+
+
+def main(argv=None) -> int:
+    return tf_common.run_main(train, options.parse_args(FRAMEWORK, argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
