@@ -121,6 +121,12 @@ def build_parser(framework: str) -> argparse.ArgumentParser:
     )
     if framework in ("keras", "tf"):
         perf.add_argument("--xla", action="store_true", help="compile the model step with XLA")
+    if framework == "torch":
+        perf.add_argument(
+            "--channels-last",
+            action="store_true",
+            help="NHWC memory layout for the model and the images (faster convolutions)",
+        )
 
     out = p.add_argument_group("outputs")
     out.add_argument("--checkpoint-dir", help="rank 0 checkpoints here every epoch; resumes")
