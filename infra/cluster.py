@@ -1,0 +1,160 @@
+"""Cluster: the AmlCompute GPU cluster, its managed identity and that identity's roles.
+
+The identity is user-assigned so its roles exist before the first node boots: AcrPull on the
+registry, Storage Blob Data Reader on the training-data container, Storage Blob Data
+Contributor on the outputs account (the workspace's storage too, where job logs land). Role
+assignments get GUID names derived from stack and purpose, so re-runs never duplicate them.
+Nodes get no SSH and, unless the stack allows it, no public IP. Private stacks also get the
+small CPU image-build compute that the workspace names.
+"""
+
+import uuid
+from dataclasses import dataclass
+
+import pulumi
+from pulumi_azure_native import authorization, machinelearningservices, managedidentity
+
+from infra.catalogue import VmSize
+from infra.config import StackConfig
+
+# Azure's built-in role definition ids (fixed GUIDs, the same in every tenant).
+ROLES = {
+    "AcrPull": "7f951dda-4ed3-4680-a7ca-43fe172d538d",
+    "Storage Blob Data Reader": "2a2b9908-6ea1-4ae2-8e65-a410df84e7d1",
+    "Storage Blob Data Contributor": "ba92f5b4-2d11-453d-a403-e96b0029c9fe",
+}
+
+
+def role_assignment_name(project: str, stack: str, purpose: str, role: str) -> str:
+    """A GUID that depends only on project, stack, purpose and role."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"azdl://{project}/{stack}/{purpose}/{ROLES[role]}"))
+
+
+@dataclass
+class ClusterArgs:
+    config: StackConfig
+    resource_group_name: pulumi.Input[str]
+    subscription_id: pulumi.Input[str]
+    workspace_name: pulumi.Input[str]
+    training_subnet_id: pulumi.Input[str]
+    registry_id: pulumi.Input[str]
+    data_container_id: pulumi.Input[str]
+    outputs_account_id: pulumi.Input[str]
+
+
+class Cluster(pulumi.ComponentResource):
+    def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("azdl:infra:Cluster", name, None, opts)
+        cfg, rg = args.config, args.resource_group_name
+        child = pulumi.ResourceOptions(parent=self)
+
+        # Keyword arguments: the Args class's `resource_name` collides with the logical name
+        # in the SDK's constructor (the keyword form renames it `resource_name_`).
+        self.identity = managedidentity.UserAssignedIdentity(
+            "identity",
+            child,
+            resource_group_name=rg,
+            resource_name_=cfg.names.cluster_identity,
+            location=cfg.location,
+            tags=cfg.tags,
+        )
+        grants = [
+            ("registry-pull", "AcrPull", args.registry_id),
+            ("data-read", "Storage Blob Data Reader", args.data_container_id),
+            ("outputs-write", "Storage Blob Data Contributor", args.outputs_account_id),
+        ]
+        self.role_assignments = [
+            authorization.RoleAssignment(
+                purpose,
+                authorization.RoleAssignmentArgs(
+                    role_assignment_name=role_assignment_name(
+                        cfg.project, cfg.stack, purpose, role
+                    ),
+                    principal_id=self.identity.principal_id,
+                    principal_type="ServicePrincipal",
+                    role_definition_id=pulumi.Output.concat(
+                        "/subscriptions/",
+                        args.subscription_id,
+                        "/providers/Microsoft.Authorization/roleDefinitions/",
+                        ROLES[role],
+                    ),
+                    scope=scope,
+                    description=f"azdl {cfg.stack}: cluster identity, {role}",
+                ),
+                child,
+            )
+            for purpose, role, scope in grants
+        ]
+        self.compute = self._compute(
+            "compute",
+            args,
+            cfg.names.cluster,
+            cfg.cluster.vm_size,
+            cfg.cluster.priority,
+            cfg.cluster.min_nodes,
+            cfg.cluster.max_nodes,
+        )
+        self.image_build = None
+        if cfg.network.private:
+            self.image_build = self._compute(
+                "image-build",
+                args,
+                cfg.names.image_build_compute,
+                cfg.image_build_vm_size,
+                "Dedicated",
+                0,
+                1,
+            )
+        self.register_outputs(
+            {
+                "clusterName": self.compute.name,
+                "identityClientId": self.identity.client_id,
+                "identityPrincipalId": self.identity.principal_id,
+            }
+        )
+
+    def _compute(
+        self,
+        logical: str,
+        args: ClusterArgs,
+        name: str,
+        vm_size: VmSize,
+        priority: str,
+        min_nodes: int,
+        max_nodes: int,
+    ) -> machinelearningservices.Compute:
+        cfg = args.config
+        return machinelearningservices.Compute(
+            logical,
+            machinelearningservices.ComputeArgs(
+                resource_group_name=args.resource_group_name,
+                workspace_name=args.workspace_name,
+                compute_name=name,
+                location=cfg.location,
+                identity=machinelearningservices.ManagedServiceIdentityArgs(
+                    type="UserAssigned", user_assigned_identities=[self.identity.id]
+                ),
+                properties=machinelearningservices.AmlComputeArgs(
+                    compute_type="AmlCompute",
+                    disable_local_auth=True,
+                    properties=machinelearningservices.AmlComputePropertiesArgs(
+                        vm_size=vm_size.name,
+                        vm_priority=priority,
+                        os_type="Linux",
+                        scale_settings=machinelearningservices.ScaleSettingsArgs(
+                            min_node_count=min_nodes,
+                            max_node_count=max_nodes,
+                            node_idle_time_before_scale_down=(
+                                f"PT{cfg.cluster.idle_seconds_before_scale_down}S"
+                            ),
+                        ),
+                        subnet=machinelearningservices.ResourceIdArgs(id=args.training_subnet_id),
+                        # The SDK defaults are a public IP per node and "NotSpecified" SSH.
+                        enable_node_public_ip=cfg.cluster.node_public_ip,
+                        remote_login_port_public_access="Disabled",
+                    ),
+                ),
+                tags=cfg.tags,
+            ),
+            pulumi.ResourceOptions(parent=self, depends_on=self.role_assignments),
+        )

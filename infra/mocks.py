@@ -1,0 +1,248 @@
+"""Run the program offline under the Pulumi SDK's mocks, and record what it declares.
+
+`AzureMocks` answers only what Azure itself would: each resource's ARM id and the properties
+Azure computes (storage endpoints, registry login server, identity ids), plus the
+`getClientConfig` call. It never fills in inputs, so a missing required property still fails
+in the azure-native SDK as it would at deploy time. `render(...)` / `render_stack_file(...)`
+run the whole program for one stack and return every recorded resource (type token, logical
+name, inputs as Azure sees them, parent, protect/retain) and the stack outputs. The infra tests
+and `azdl plan` both use it.
+"""
+
+import json
+import threading
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pulumi
+from pulumi.runtime.mocks import MockMonitor
+
+from infra.config import PROJECT, read_stack_file, stack_name_of
+
+SUBSCRIPTION_ID = "00000000-0000-0000-0000-0000000000aa"
+TENANT_ID = "00000000-0000-0000-0000-0000000000bb"
+CLIENT_OBJECT_ID = "00000000-0000-0000-0000-0000000000cc"
+
+# Type token -> (input that carries the Azure name, ARM path below the resource group).
+ARM = {
+    "resources:ResourceGroup": ("resourceGroupName", None),
+    "network:VirtualNetwork": ("virtualNetworkName", "Microsoft.Network/virtualNetworks/{name}"),
+    "network:Subnet": (
+        "subnetName",
+        "Microsoft.Network/virtualNetworks/{virtualNetworkName}/subnets/{name}",
+    ),
+    "network:NetworkSecurityGroup": (
+        "networkSecurityGroupName",
+        "Microsoft.Network/networkSecurityGroups/{name}",
+    ),
+    "network:PublicIPAddress": (
+        "publicIpAddressName",
+        "Microsoft.Network/publicIPAddresses/{name}",
+    ),
+    "network:NatGateway": ("natGatewayName", "Microsoft.Network/natGateways/{name}"),
+    "network:PrivateEndpoint": ("privateEndpointName", "Microsoft.Network/privateEndpoints/{name}"),
+    "network:PrivateDnsZoneGroup": (
+        "privateDnsZoneGroupName",
+        "Microsoft.Network/privateEndpoints/{privateEndpointName}/privateDnsZoneGroups/{name}",
+    ),
+    "privatedns:PrivateZone": ("privateZoneName", "Microsoft.Network/privateDnsZones/{name}"),
+    "privatedns:VirtualNetworkLink": (
+        "virtualNetworkLinkName",
+        "Microsoft.Network/privateDnsZones/{privateZoneName}/virtualNetworkLinks/{name}",
+    ),
+    "storage:StorageAccount": ("accountName", "Microsoft.Storage/storageAccounts/{name}"),
+    "storage:BlobContainer": (
+        "containerName",
+        "Microsoft.Storage/storageAccounts/{accountName}/blobServices/default/containers/{name}",
+    ),
+    "storage:FileShare": (
+        "shareName",
+        "Microsoft.Storage/storageAccounts/{accountName}/fileServices/default/shares/{name}",
+    ),
+    "containerregistry:Registry": (
+        "registryName",
+        "Microsoft.ContainerRegistry/registries/{name}",
+    ),
+    "keyvault:Vault": ("vaultName", "Microsoft.KeyVault/vaults/{name}"),
+    "operationalinsights:Workspace": (
+        "workspaceName",
+        "Microsoft.OperationalInsights/workspaces/{name}",
+    ),
+    "applicationinsights:Component": ("resourceName", "Microsoft.Insights/components/{name}"),
+    "machinelearningservices:Workspace": (
+        "workspaceName",
+        "Microsoft.MachineLearningServices/workspaces/{name}",
+    ),
+    "machinelearningservices:Compute": (
+        "computeName",
+        "Microsoft.MachineLearningServices/workspaces/{workspaceName}/computes/{name}",
+    ),
+    "managedidentity:UserAssignedIdentity": (
+        "resourceName",
+        "Microsoft.ManagedIdentity/userAssignedIdentities/{name}",
+    ),
+    "authorization:RoleAssignment": ("roleAssignmentName", None),
+}
+
+
+@dataclass
+class RecordedResource:
+    type: str  # e.g. azure-native:storage:StorageAccount
+    name: str  # Pulumi's logical name
+    inputs: dict[str, Any]  # camelCase, as sent to Azure
+    custom: bool
+    id: str | None = None
+    urn: str = ""
+    parent: str = ""  # the parent's URN
+    protect: bool = False
+    retain_on_delete: bool = False
+
+
+@dataclass
+class Rendering:
+    stack: str
+    resources: list[RecordedResource]
+    outputs: dict[str, Any]
+
+    def of_type(self, token: str) -> list[RecordedResource]:
+        return [r for r in self.resources if r.type == token]
+
+    def get(self, token: str, name: str) -> RecordedResource:
+        matches = [r for r in self.resources if r.type == token and r.name == name]
+        if len(matches) != 1:
+            raise KeyError(f"{len(matches)} resources of type {token} named {name!r}")
+        return matches[0]
+
+
+def _stable_guid(*parts: str) -> str:
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, "azdl-mock://" + "/".join(parts)))
+
+
+class AzureMocks(pulumi.runtime.Mocks):
+    def __init__(self) -> None:
+        self.resources: list[RecordedResource] = []
+        self._lock = threading.Lock()
+        self._local = threading.local()
+
+    def call(self, args: pulumi.runtime.MockCallArgs):
+        if args.token == "azure-native:authorization:getClientConfig":
+            return {
+                "clientId": _stable_guid("client"),
+                "objectId": CLIENT_OBJECT_ID,
+                "subscriptionId": SUBSCRIPTION_ID,
+                "tenantId": TENANT_ID,
+            }, []
+        raise NotImplementedError(f"no Azure answer is mocked for the call {args.token}")
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs):
+        inputs = dict(args.inputs)
+        record = RecordedResource(args.typ, args.name, inputs, bool(args.custom))
+        self._local.last = record
+        with self._lock:
+            self.resources.append(record)
+        if not args.custom:
+            return None, {}
+        state = dict(inputs)
+        short = args.typ.removeprefix("azure-native:")
+        name_key, path = ARM.get(short, (None, None))
+        if short in ARM:
+            state["name"] = inputs.get(name_key) or args.name
+            record.id = arm_id(short, state, path)
+        else:
+            record.id = f"{args.name}-id"
+        state.update(_computed(short, state))
+        return record.id, state
+
+
+def arm_id(short_type: str, state: Mapping[str, Any], path: str | None) -> str:
+    if short_type == "authorization:RoleAssignment":
+        return f"{state['scope']}/providers/Microsoft.Authorization/roleAssignments/{state['name']}"
+    group = f"/subscriptions/{SUBSCRIPTION_ID}/resourceGroups/"
+    if path is None:  # the resource group itself
+        return group + state["name"]
+    return f"{group}{state['resourceGroupName']}/providers/{path.format(**state)}"
+
+
+def _computed(short_type: str, state: Mapping[str, Any]) -> dict[str, Any]:
+    """Read-only properties Azure returns for a created resource."""
+    name = state.get("name", "")
+    computed: dict[str, Any] = {}
+    identity = state.get("identity")
+    if isinstance(identity, Mapping):
+        # Azure answers a list of user-assigned identity ids with a map id -> identity, and
+        # gives a system identity its principal.
+        computed["identity"] = dict(identity)
+        assigned = identity.get("userAssignedIdentities")
+        if isinstance(assigned, list):
+            computed["identity"]["userAssignedIdentities"] = {
+                i: {
+                    "clientId": _stable_guid(i, "client"),
+                    "principalId": _stable_guid(i, "principal"),
+                }
+                for i in assigned
+            }
+        if "SystemAssigned" in str(identity.get("type", "")):
+            computed["identity"].update(
+                principalId=_stable_guid(name, "system"), tenantId=TENANT_ID
+            )
+    if short_type == "storage:StorageAccount":
+        computed["primaryEndpoints"] = {
+            svc: f"https://{name}.{svc}.core.windows.net/"
+            for svc in ("blob", "dfs", "file", "queue", "table")
+        }
+    if short_type == "containerregistry:Registry":
+        computed["loginServer"] = f"{name}.azurecr.io"
+    if short_type == "managedidentity:UserAssignedIdentity":
+        computed.update(
+            clientId=_stable_guid(name, "client"),
+            principalId=_stable_guid(name, "principal"),
+            tenantId=TENANT_ID,
+        )
+    return computed
+
+
+class _RecordingMonitor(MockMonitor):
+    """Adds what only the engine sees (URN, parent, protect, retainOnDelete) to each record."""
+
+    def RegisterResource(self, request):
+        self.mocks._local.last = None
+        response = super().RegisterResource(request)
+        record = getattr(self.mocks._local, "last", None)
+        if record is not None:
+            record.urn, record.parent = response.urn, request.parent
+            record.protect, record.retain_on_delete = request.protect, request.retainOnDelete
+        return response
+
+
+def render(config: Mapping[str, Any], stack: str, project: str = PROJECT) -> Rendering:
+    """Run the program for `stack` with `config` (keys with or without `azdl:`; values as in a
+    stack file) under mocks. Raises `infra.config.ConfigError` for invalid config."""
+    from infra import program  # imported here: it pulls in the azure-native modules
+
+    mocks = AzureMocks()
+    pulumi.runtime.set_mocks(
+        mocks, project=project, stack=stack, preview=False, monitor=_RecordingMonitor(mocks)
+    )
+    values = {}
+    for key, value in config.items():
+        full = key if ":" in key else f"{project}:{key}"
+        values[full] = value if isinstance(value, str) else json.dumps(value)
+    pulumi.runtime.set_all_config(values)
+    outputs: dict[str, Any] = {}
+
+    @pulumi.runtime.test
+    def run():
+        declared = program.declare(program.read_config())
+        return pulumi.Output.all(**declared).apply(outputs.update)
+
+    run()
+    return Rendering(stack, mocks.resources, outputs)
+
+
+def render_stack_file(path: Path) -> Rendering:
+    """`render` for `stacks/Pulumi.<stack>.yaml`."""
+    path = Path(path)
+    return render(read_stack_file(path), stack_name_of(path))

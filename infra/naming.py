@@ -1,0 +1,113 @@
+"""Azure names for one stack: a project/stack prefix plus a short stable suffix.
+
+Globally unique names (storage accounts, registry, Key Vault) get a 6-hex-digit suffix hashed
+from project, stack and prefix, so the same stack always gets the same names and two stacks
+never collide. Every derived name is checked against Azure's rule for its kind before the
+program declares anything (see `infra.config`). Pure Python: the CLI can use it without Pulumi.
+"""
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+# kind -> (pattern, the rule in words); from Azure's resource naming rules.
+RULES: dict[str, tuple[re.Pattern[str], str]] = {
+    "resource group": (
+        re.compile(r"^[-\w.()]{0,89}[-\w()]$"),
+        "1-90 letters, digits, '-', '_', '.', '(' or ')', not ending with '.'",
+    ),
+    "virtual network": (
+        re.compile(r"^[A-Za-z0-9][-\w.]{0,62}\w$"),
+        "2-64 letters, digits, '-', '_' or '.', starting with a letter or digit",
+    ),
+    "storage account": (re.compile(r"^[a-z0-9]{3,24}$"), "3-24 lowercase letters and digits"),
+    "container registry": (re.compile(r"^[A-Za-z0-9]{5,50}$"), "5-50 letters and digits"),
+    "key vault": (
+        re.compile(r"^(?!.*--)[A-Za-z][A-Za-z0-9-]{1,22}[A-Za-z0-9]$"),
+        "3-24 letters, digits and hyphens, starting with a letter, ending with a letter or "
+        "digit, no '--'",
+    ),
+    "machine learning workspace": (
+        re.compile(r"^[A-Za-z0-9][\w-]{2,32}$"),
+        "3-33 letters, digits, '-' or '_', starting with a letter or digit",
+    ),
+    "compute": (
+        re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,14}[A-Za-z0-9]$"),
+        "2-16 letters, digits and hyphens, starting with a letter, not ending with '-'",
+    ),
+    "blob container": (
+        re.compile(r"^(?!.*--)[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$"),
+        "3-63 lowercase letters, digits and hyphens, starting and ending with a letter or "
+        "digit, no '--'",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Names:
+    """The Azure name of every named resource in a stack."""
+
+    resource_group: str
+    data_resource_group: str
+    virtual_network: str
+    log_analytics: str
+    app_insights: str
+    workspace: str
+    cluster_identity: str
+    data_account: str
+    outputs_account: str
+    nfs_account: str
+    registry: str
+    key_vault: str
+    cluster: str
+    image_build_compute: str
+    nfs_share: str
+
+
+# Which rule each name must satisfy (names built from fixed words need none beyond these).
+KINDS = {
+    "resource_group": "resource group",
+    "data_resource_group": "resource group",
+    "virtual_network": "virtual network",
+    "workspace": "machine learning workspace",
+    "data_account": "storage account",
+    "outputs_account": "storage account",
+    "nfs_account": "storage account",
+    "registry": "container registry",
+    "key_vault": "key vault",
+    "cluster": "compute",
+    "image_build_compute": "compute",
+    "nfs_share": "blob container",  # file shares follow the same 3-63 lowercase rule
+}
+
+
+def stable_suffix(project: str, stack: str, prefix: str) -> str:
+    """Six hex digits that depend only on project, stack and prefix."""
+    return hashlib.sha256(f"{project}/{stack}/{prefix}".encode()).hexdigest()[:6]
+
+
+def derive_names(project: str, stack: str, prefix: str, cluster: str) -> Names:
+    sfx = stable_suffix(project, stack, prefix)
+    return Names(
+        resource_group=f"{prefix}-rg",
+        data_resource_group=f"{prefix}-data-rg",
+        virtual_network=f"{prefix}-vnet",
+        log_analytics=f"{prefix}-logs",
+        app_insights=f"{prefix}-appi",
+        workspace=f"{prefix}-mlw",
+        cluster_identity=f"{prefix}-cluster-id",
+        data_account=f"{prefix}data{sfx}",
+        outputs_account=f"{prefix}out{sfx}",
+        nfs_account=f"{prefix}nfs{sfx}",
+        registry=f"{prefix}acr{sfx}",
+        key_vault=f"{prefix}-kv-{sfx}",
+        cluster=cluster,
+        image_build_compute="image-build",
+        nfs_share="training-data",
+    )
+
+
+def rule_violation(kind: str, name: str) -> str | None:
+    """None when `name` is valid for `kind`, else the rule in words."""
+    pattern, rule = RULES[kind]
+    return None if pattern.match(name) else rule

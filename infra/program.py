@@ -1,0 +1,129 @@
+"""The Pulumi program: validate the stack's config, then declare one component per concern.
+
+`declare(config)` builds everything and returns the stack outputs; `main()` is what
+`pulumi up` runs (through `infra/__main__.py`) and what `infra.mocks` runs offline.
+"""
+
+import json
+from typing import Any
+
+import pulumi
+from pulumi_azure_native import authorization, resources
+
+from infra.cluster import Cluster, ClusterArgs
+from infra.config import KEYS, STRING_KEYS, StackConfig, load_config
+from infra.network import Network, NetworkArgs
+from infra.private_link import Endpoint, PrivateLink, PrivateLinkArgs
+from infra.registry import Registry, RegistryArgs
+from infra.storage import Storage, StorageArgs, data_protection
+from infra.workspace import Workspace, WorkspaceArgs
+
+
+def read_config() -> StackConfig:
+    """The stack's `azdl:*` settings as Pulumi hands them over (structured values as JSON)."""
+    pulumi_config = pulumi.Config()
+    values: dict[str, Any] = {}
+    for key in KEYS:
+        raw = pulumi_config.get(key)
+        if raw is not None:
+            values[key] = raw if key in STRING_KEYS else json.loads(raw)
+    return load_config(values, stack=pulumi.get_stack(), project=pulumi.get_project())
+
+
+def declare(cfg: StackConfig) -> dict[str, Any]:
+    """Declare the stack's resources; return its outputs (camelCase keys, see README)."""
+    client = authorization.get_client_config_output()
+    group = resources.ResourceGroup(
+        "resource-group",
+        resources.ResourceGroupArgs(
+            resource_group_name=cfg.names.resource_group, location=cfg.location, tags=cfg.tags
+        ),
+    )
+    # Data outlives compute: its own group, kept by `pulumi destroy` as the stack says.
+    data_group = resources.ResourceGroup(
+        "data-resource-group",
+        resources.ResourceGroupArgs(
+            resource_group_name=cfg.names.data_resource_group, location=cfg.location, tags=cfg.tags
+        ),
+        data_protection(cfg.storage.data_protection),
+    )
+    net = Network("network", NetworkArgs(cfg, group.name))
+    store = Storage(
+        "storage",
+        StorageArgs(cfg, group.name, data_group.name, net.training_subnet.id),
+    )
+    registry = Registry("registry", RegistryArgs(cfg, group.name))
+    workspace = Workspace(
+        "workspace",
+        WorkspaceArgs(
+            cfg,
+            group.name,
+            client.tenant_id,
+            net.training_subnet.id,
+            store.outputs_account.id,
+            registry.registry.id,
+        ),
+    )
+    cluster = Cluster(
+        "cluster",
+        ClusterArgs(
+            cfg,
+            group.name,
+            client.subscription_id,
+            workspace.workspace.name,
+            net.training_subnet.id,
+            registry.registry.id,
+            store.data_container.id,
+            store.outputs_account.id,
+        ),
+    )
+    if cfg.network.private:
+        endpoints = [
+            Endpoint("workspace", workspace.workspace.id, "amlworkspace"),
+            Endpoint("keyvault", workspace.key_vault.id, "vault"),
+            Endpoint("registry", registry.registry.id, "registry"),
+            Endpoint("data-blob", store.data_account.id, "blob"),
+            Endpoint("outputs-blob", store.outputs_account.id, "blob"),
+            Endpoint("outputs-file", store.outputs_account.id, "file"),
+        ]
+        if store.nfs_account is not None:
+            endpoints.append(Endpoint("nfs-file", store.nfs_account.id, "file"))
+        PrivateLink(
+            "private-link",
+            PrivateLinkArgs(cfg, group.name, net.vnet.id, net.endpoint_subnet.id, endpoints),
+        )
+
+    size = cfg.cluster.vm_size
+    outputs: dict[str, Any] = {
+        "resourceGroupName": group.name,
+        "dataResourceGroupName": data_group.name,
+        "location": cfg.location,
+        "subscriptionId": client.subscription_id,
+        "workspaceName": workspace.workspace.name,
+        "clusterName": cluster.compute.name,
+        "clusterVmSize": size.name,
+        "clusterMaxNodes": cfg.cluster.max_nodes,
+        "gpusPerNode": size.gpus,
+        "infiniband": size.infiniband,
+        "clusterIdentityClientId": cluster.identity.client_id,
+        "registryLoginServer": registry.login_server,
+        "dataAccountName": store.data_account.name,
+        "dataAccountUrl": store.data_url,
+        "dataContainerName": store.data_container.name,
+        "dataContainerUrl": store.data_container_url,
+        "outputsAccountName": store.outputs_account.name,
+        "outputsAccountUrl": store.outputs_url,
+        "outputsContainerName": store.outputs_container.name,
+        "nfsMountTarget": store.nfs_mount_target,
+    }
+
+    # ---- Images (infra/images.py, owned by the images engineer) ----------------------------
+    # Build, push and register the training images here, with `registry` and `workspace`,
+    # and add the "images" and "environments" outputs to `outputs`.
+    # ------------------------------------------------------------------------------------------
+    return outputs
+
+
+def main() -> None:
+    for key, value in declare(read_config()).items():
+        pulumi.export(key, value)

@@ -1,0 +1,157 @@
+"""Storage: premium blob for training data, standard storage for outputs, and an NFS 4.1 share.
+
+The data accounts (premium blob and NFS) live in their own resource group and carry the
+stack's `storage.dataProtection` option, as do their container and share: a blob container's
+deletion takes its blobs with it, so protecting the account alone would not keep a staged
+ImageNet. Shared-key access is off everywhere: the cluster and the workspace use identities.
+"""
+
+from dataclasses import dataclass
+from urllib.parse import urlparse
+
+import pulumi
+from pulumi_azure_native import storage
+
+from infra.config import StackConfig
+
+
+@dataclass
+class StorageArgs:
+    config: StackConfig
+    resource_group_name: pulumi.Input[str]
+    data_resource_group_name: pulumi.Input[str]
+    training_subnet_id: pulumi.Input[str]
+
+
+def data_protection(mode: str) -> pulumi.ResourceOptions:
+    """Options that keep data resources through `pulumi destroy` (see README, Deploy)."""
+    return {
+        "protect": pulumi.ResourceOptions(protect=True),
+        "retain": pulumi.ResourceOptions(retain_on_delete=True),
+        "none": pulumi.ResourceOptions(),
+    }[mode]
+
+
+def nfs_mount_target(file_endpoint: str, account: str, share: str) -> str:
+    """`host:/account/share`, what `mount -t nfs -o vers=4,minorversion=1` takes."""
+    return f"{urlparse(file_endpoint).hostname}:/{account}/{share}"
+
+
+class Storage(pulumi.ComponentResource):
+    """The three storage accounts, their container/share, and their network rules."""
+
+    def __init__(self, name: str, args: StorageArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("azdl:infra:Storage", name, None, opts)
+        cfg = args.config
+        names, net = cfg.names, cfg.network
+        child = pulumi.ResourceOptions(parent=self)
+        keep = pulumi.ResourceOptions.merge(child, data_protection(cfg.storage.data_protection))
+
+        def account(logical, rg, account_name, kind, sku, keep_opts=child, https_only=True):
+            return storage.StorageAccount(
+                logical,
+                storage.StorageAccountArgs(
+                    resource_group_name=rg,
+                    account_name=account_name,
+                    location=cfg.location,
+                    kind=kind,
+                    sku=storage.SkuArgs(name=sku),
+                    minimum_tls_version="TLS1_2",
+                    enable_https_traffic_only=https_only,
+                    allow_blob_public_access=False,
+                    allow_shared_key_access=False,
+                    allow_cross_tenant_replication=False,
+                    public_network_access="Disabled" if net.private else "Enabled",
+                    network_rule_set=storage.NetworkRuleSetArgs(
+                        default_action="Deny",
+                        bypass="AzureServices",
+                        virtual_network_rules=[]
+                        if net.private
+                        else [
+                            storage.VirtualNetworkRuleArgs(
+                                virtual_network_resource_id=args.training_subnet_id
+                            )
+                        ],
+                        ip_rules=[
+                            storage.IPRuleArgs(i_p_address_or_range=r)
+                            for r in net.allowed_ip_ranges
+                        ],
+                    ),
+                    tags=cfg.tags,
+                ),
+                keep_opts,
+            )
+
+        self.data_account = account(
+            "data",
+            args.data_resource_group_name,
+            names.data_account,
+            "BlockBlobStorage",
+            "Premium_LRS",
+            keep,
+        )
+        self.data_container = storage.BlobContainer(
+            "data-container",
+            storage.BlobContainerArgs(
+                resource_group_name=args.data_resource_group_name,
+                account_name=self.data_account.name,
+                container_name=cfg.storage.data_container,
+                public_access="None",
+            ),
+            keep,
+        )
+        self.outputs_account = account(
+            "outputs", args.resource_group_name, names.outputs_account, "StorageV2", "Standard_LRS"
+        )
+        self.outputs_container = storage.BlobContainer(
+            "outputs-container",
+            storage.BlobContainerArgs(
+                resource_group_name=args.resource_group_name,
+                account_name=self.outputs_account.name,
+                container_name=cfg.storage.outputs_container,
+                public_access="None",
+            ),
+            child,
+        )
+        self.data_url = self.data_account.primary_endpoints.blob
+        self.data_container_url = pulumi.Output.concat(self.data_url, self.data_container.name)
+        self.outputs_url = self.outputs_account.primary_endpoints.blob
+
+        self.nfs_account = None
+        self.nfs_mount_target: pulumi.Output[str | None] = pulumi.Output.from_input(None)
+        if cfg.storage.nfs_share_gib:
+            # NFS has no TLS: Azure requires secure transfer off; the VNet-only firewall is
+            # what keeps the share private.
+            self.nfs_account = account(
+                "nfs",
+                args.data_resource_group_name,
+                names.nfs_account,
+                "FileStorage",
+                "Premium_LRS",
+                keep,
+                https_only=False,
+            )
+            share = storage.FileShare(
+                "nfs-share",
+                storage.FileShareArgs(
+                    resource_group_name=args.data_resource_group_name,
+                    account_name=self.nfs_account.name,
+                    share_name=names.nfs_share,
+                    enabled_protocols="NFS",
+                    root_squash="RootSquash",
+                    share_quota=cfg.storage.nfs_share_gib,
+                ),
+                keep,
+            )
+            self.nfs_mount_target = pulumi.Output.all(
+                self.nfs_account.primary_endpoints.file, self.nfs_account.name, share.name
+            ).apply(lambda a: nfs_mount_target(*a))
+
+        self.register_outputs(
+            {
+                "dataAccountUrl": self.data_url,
+                "dataContainerUrl": self.data_container_url,
+                "outputsAccountUrl": self.outputs_url,
+                "nfsMountTarget": self.nfs_mount_target,
+            }
+        )
