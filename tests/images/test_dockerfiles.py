@@ -1,0 +1,188 @@
+"""Static checks of the GPU image Dockerfiles (no Docker engine here): hadolint, pinned bases,
+copied paths that exist, versions that match the project's pins, what the images contain."""
+
+import ast
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from dockerfile_parse import DockerfileParser
+
+ROOT = Path(__file__).resolve().parents[2]
+IMAGES = ROOT / "images"
+TRAINING = ROOT / "training"
+FRAMEWORKS = {"tensorflow": "TENSORFLOW_VERSION", "pytorch": "TORCH_VERSION"}
+# The pip distribution each framework image installs for the pin in training/requirements.txt.
+FRAMEWORK_PINS = {"tensorflow": "tensorflow-cpu", "pytorch": "torch"}
+# The pinned requirements each image leaves out: the local CPU builds it replaces with GPU ones,
+# and torch in the TensorFlow image (the PyTorch image keeps tensorflow-cpu for tf.data).
+EXCLUDED = {"tensorflow": {"tensorflow-cpu", "torch"}, "pytorch": {"torch"}}
+# What each image installs in place of its excluded pin (same version, GPU build).
+GPU_BUILDS = {"tensorflow": {"tensorflow", "keras"}, "pytorch": {"torch"}}
+# Training scripts each image runs, and the Horovod framework flag its build needs.
+SCRIPTS = {"tensorflow": ("train_keras", "train_tf"), "pytorch": ("train_torch",)}
+HOROVOD_FLAGS = {"tensorflow": "HOROVOD_WITH_TENSORFLOW=1", "pytorch": "HOROVOD_WITH_PYTORCH=1"}
+# Import name -> distribution name, for the third-party modules the training code uses.
+DISTRIBUTIONS = {"PIL": "pillow", "yaml": "pyyaml", "horovod": "horovod"}
+
+
+def requirement_pins() -> dict[str, str]:
+    pins = {}
+    for line in (TRAINING / "requirements.txt").read_text().splitlines():
+        match = re.match(r"^([A-Za-z0-9_.-]+)==([^\s#]+)", line)
+        if match:
+            pins[match.group(1).lower()] = match.group(2)
+    return pins
+
+
+def parse(framework: str) -> DockerfileParser:
+    return DockerfileParser(path=str(IMAGES / framework / "Dockerfile"))
+
+
+def instructions(framework: str, kind: str) -> list[str]:
+    return [i["value"] for i in parse(framework).structure if i["instruction"] == kind]
+
+
+def stages(framework: str) -> list[list[dict]]:
+    """The instructions of each build stage, in order."""
+    result: list[list[dict]] = []
+    for item in parse(framework).structure:
+        if item["instruction"] == "FROM":
+            result.append([])
+        if result:
+            result[-1].append(item)
+    return result
+
+
+def test_every_framework_has_an_image():
+    assert sorted(p.parent.name for p in IMAGES.glob("*/Dockerfile")) == sorted(FRAMEWORKS)
+
+
+def test_hadolint_passes_with_the_commented_ignore_list():
+    config = IMAGES / ".hadolint.yaml"
+    text = config.read_text()
+    ignored = re.findall(r"^\s*-\s*(DL\d+|SC\d+)", text, re.M)
+    assert ignored, "the ignore list is empty or unreadable"
+    for rule in ignored:  # every ignored rule has its reason right above it
+        assert re.search(rf"#[^\n]*{rule}[^\n]*\n(\s*#.*\n)*\s*-\s*{rule}", text), rule
+    hadolint = Path(sys.executable).parent / "hadolint"
+    dockerfiles = sorted(str(p) for p in IMAGES.glob("*/Dockerfile"))
+    result = subprocess.run(
+        [str(hadolint), "--config", str(config), *dockerfiles], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("framework", sorted(FRAMEWORKS))
+def test_base_images_are_pinned_and_the_final_stage_is_not_a_build_image(framework):
+    dockerfile = parse(framework)
+    bases = dockerfile.parent_images
+    assert len(bases) >= 2, "multi-stage: build with the devel image, run on a small one"
+    for base in bases:
+        name, _, tag = base.rpartition(":")
+        assert name and tag and tag != "latest" and "/" not in tag, base
+        assert "$" not in base, f"{base}: the base must be readable without build arguments"
+    assert "devel" not in dockerfile.baseimage, dockerfile.baseimage
+
+
+@pytest.mark.parametrize("framework", sorted(FRAMEWORKS))
+def test_copied_paths_exist(framework):
+    aliases = [
+        item["value"].split()[-1]
+        for item in parse(framework).structure
+        if item["instruction"] == "FROM" and " AS " in item["value"].upper()
+    ]
+    copies = instructions(framework, "COPY") + instructions(framework, "ADD")
+    assert copies
+    for value in copies:
+        words = value.split()
+        source_from = next((w.split("=", 1)[1] for w in words if w.startswith("--from=")), None)
+        sources = [w for w in words if not w.startswith("--")][:-1]
+        assert sources, value
+        if source_from in aliases:
+            continue
+        context = {"training": TRAINING, None: IMAGES / framework}.get(source_from)
+        assert context is not None, f"{value}: unknown build context {source_from!r}"
+        for source in sources:
+            assert (context / source).exists(), f"{value}: {context / source} does not exist"
+
+
+@pytest.mark.parametrize("framework", sorted(FRAMEWORKS))
+def test_versions_match_the_project_pins(framework):
+    args = dict(a.split("=", 1) for a in instructions(framework, "ARG"))
+    pins = requirement_pins()
+    assert args[FRAMEWORKS[framework]] == pins[FRAMEWORK_PINS[framework]]
+    setup = (ROOT / "scripts" / "setup-training.sh").read_text()
+    assert f"pip=={args['PIP_VERSION']}" in setup
+    # The image installs the pinned requirements less exactly the CPU framework builds.
+    run = " ".join(instructions(framework, "RUN"))
+    excluded = re.search(r"grep -vE '\^\(([^)]*)\)==' /tmp/requirements.txt", run)
+    assert excluded, "the requirements filter is missing"
+    assert set(excluded.group(1).split("|")) == EXCLUDED[framework]
+    assert EXCLUDED[framework] <= set(pins)
+    # Horovod comes from the project's build script (its version, checksum and C++17 patch).
+    build = (TRAINING / "install" / "build_horovod.sh").read_text()
+    assert "HOROVOD_VERSION=0.28.1" in build
+    assert "build_horovod.sh" in run
+    for flag in ("HOROVOD_GPU_OPERATIONS=NCCL", "HOROVOD_WITH_MPI=1", HOROVOD_FLAGS[framework]):
+        assert flag in run, flag
+
+
+@pytest.mark.parametrize("framework", sorted(FRAMEWORKS))
+def test_the_run_stage_has_mpi_infiniband_and_the_training_code_and_no_exiting_command(framework):
+    final = stages(framework)[-1]
+    kinds = [i["instruction"] for i in final]
+    assert "CMD" not in kinds and "ENTRYPOINT" not in kinds
+    installed = " ".join(i["value"] for i in final if i["instruction"] == "RUN")
+    for package in ("openmpi-bin", "rdma-core", "ibverbs-providers", "openssh-client"):
+        assert re.search(rf"\b{package}\b", installed), package
+    copies = [i["value"] for i in final if i["instruction"] == "COPY"]
+    assert "--from=training . /opt/azdl/training" in copies
+    env = " ".join(i["value"] for i in final if i["instruction"] == "ENV")
+    assert "PYTHONPATH=/opt/azdl" in env
+
+
+def third_party_imports(module: str) -> set[str]:
+    """Top-level third-party modules imported by `training.<module>` and the training modules
+    it imports, followed transitively."""
+    stdlib = set(sys.stdlib_module_names)
+    seen, found, todo = set(), set(), [module]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        path = TRAINING / (name.replace(".", "/") + ".py")
+        if not path.exists():
+            path = TRAINING / name.replace(".", "/") / "__init__.py"
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module == "training":
+                names = [f"training.{a.name}" for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names = [node.module]
+            for imported in names:
+                if imported.startswith("training."):
+                    todo.append(imported.removeprefix("training."))
+                elif imported.split(".")[0] not in stdlib:
+                    found.add(imported.split(".")[0])
+    return found
+
+
+@pytest.mark.parametrize("framework", sorted(FRAMEWORKS))
+def test_the_image_installs_what_its_training_scripts_import(framework):
+    scripts = [s for s in SCRIPTS[framework] if (TRAINING / f"{s}.py").exists()]
+    if not scripts:
+        pytest.skip(f"no {framework} training script yet")
+    installed = set(requirement_pins()) - EXCLUDED[framework]
+    installed |= GPU_BUILDS[framework] | {"horovod"}
+    if "tensorflow-cpu" in installed:
+        installed.add("tensorflow")  # the module tensorflow-cpu provides
+    for script in scripts:
+        needed = {DISTRIBUTIONS.get(m, m).lower() for m in third_party_imports(script)}
+        assert needed <= installed, f"{script} imports {sorted(needed - installed)}"
