@@ -23,6 +23,7 @@ ENVIRONMENTS = ("dev", "test", "staging", "prod")
 NETWORK_MODES = ("serviceEndpoints", "privateEndpoints")
 DATA_PROTECTION = ("protect", "retain", "none")
 REGISTRY_SKUS = ("Basic", "Standard", "Premium")
+IMAGE_FRAMEWORKS = ("tensorflow", "pytorch")  # images/<framework>/Dockerfile
 PRIORITIES = {"dedicated": "Dedicated", "lowPriority": "LowPriority"}
 REQUIRED_TAGS = ("environment", "project", "owner", "costCenter")
 MIN_NFS_SHARE_GIB = 100  # smallest premium (provisioned) file share Azure accepts
@@ -31,6 +32,7 @@ MIN_NFS_SHARE_GIB = 100  # smallest premium (provisioned) file share Azure accep
 # they are; every other key holds YAML/JSON structure.
 STRING_KEYS = ("environment", "location", "namePrefix", "imageBuildVmSize")
 OBJECT_KEYS = ("tags", "maxGpuSpendPerHourUsd", "network", "storage", "registry", "cluster")
+OBJECT_KEYS += ("images",)  # images engineer: prebuilt image refs (infra/images.py)
 KEYS = STRING_KEYS + OBJECT_KEYS
 REQUIRED_KEYS = ("environment", "location", "namePrefix", "tags", "maxGpuSpendPerHourUsd")
 REQUIRED_KEYS += ("network", "cluster")
@@ -92,6 +94,8 @@ class StackConfig:
     cluster: ClusterConfig
     image_build_vm_size: VmSize
     names: Names
+    # framework -> prebuilt image ref (azdl:images.prebuilt); those frameworks are not built
+    prebuilt_images: Mapping[str, str]
 
 
 class _Section:
@@ -307,6 +311,26 @@ def _names(project: str, stack: str, prefix: str, cluster: str) -> Names:
     return names
 
 
+def _prebuilt_images(raw: Any) -> dict[str, str]:
+    """`azdl:images.prebuilt`: framework -> an image ref pinned by tag (not latest) or digest."""
+    prebuilt = _Section("images", raw, ("prebuilt",)).get("prebuilt", dict, {})
+    for framework, ref in prebuilt.items():
+        key = f"images.prebuilt.{framework}"
+        _one_of(key, framework, IMAGE_FRAMEWORKS)
+        pattern = r"[a-z0-9.-]+(:\d+)?/[a-z0-9._/-]+(:[\w.-]+)?(@sha256:[0-9a-f]{64})?"
+        match = re.fullmatch(pattern, ref) if isinstance(ref, str) else None
+        if not match or not (match.group(2) or match.group(3)):
+            raise _fail(
+                key,
+                ref,
+                "an image ref with registry, tag or digest, e.g. "
+                "myregistry.azurecr.io/azdl/tensorflow:1.0 or …@sha256:<64 hex>",
+            )
+        if match.group(2) == ":latest" and not match.group(3):
+            raise _fail(key, ref, "a pinned tag or digest, not :latest")
+    return dict(prebuilt)
+
+
 def load_config(values: Mapping[str, Any], *, stack: str, project: str = PROJECT) -> StackConfig:
     """Validate a stack's settings. Keys may carry the `azdl:` namespace (as in stack files);
     keys of other namespaces (e.g. `azure-native:location`) are ignored."""
@@ -359,6 +383,7 @@ def load_config(values: Mapping[str, Any], *, stack: str, project: str = PROJECT
             _typed("imageBuildVmSize", own.get("imageBuildVmSize", "Standard_D4s_v3"), str),
         ),
         names=_names(project, stack, prefix, cluster.name),
+        prebuilt_images=_prebuilt_images(own.get("images", {})),
     )
 
 
