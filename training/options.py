@@ -105,7 +105,9 @@ def build_parser(framework: str) -> argparse.ArgumentParser:
     perf.add_argument("--precision", choices=PRECISIONS, default="fp32")
     perf.add_argument("--fp16-allreduce", action="store_true", help="fp16 gradient compression")
     perf.add_argument(
-        "--timeline", metavar="FILE", help="write a Horovod timeline (chrome://tracing)"
+        "--horovod-timeline",
+        metavar="FILE",
+        help="write a Horovod timeline (chrome://tracing) from rank 0",
     )
     perf.add_argument(
         "--threads",

@@ -19,8 +19,8 @@ def setup(args):
     Returns `horovod.tensorflow`. Every rank seeds the same way, so the initial weights already
     agree; they are broadcast from rank 0 anyway (see `broadcast_state`).
     """
-    if args.timeline:
-        os.environ["HOROVOD_TIMELINE"] = str(Path(args.timeline).resolve())
+    if args.horovod_timeline:
+        os.environ["HOROVOD_TIMELINE"] = str(Path(args.horovod_timeline).resolve())
     import horovod.tensorflow as hvd
     import tensorflow as tf
 
@@ -31,6 +31,14 @@ def setup(args):
     tf.keras.utils.set_random_seed(args.seed)
     tf.keras.mixed_precision.set_global_policy(POLICIES[args.precision])
     return hvd
+
+
+def enable_xla_autoclustering() -> None:
+    """XLA compiles the parts of the graph it can; Horovod's ops stay outside the clusters."""
+    import tensorflow as tf
+
+    os.environ["TF_XLA_FLAGS"] = "--tf_xla_auto_jit=2 --tf_xla_cpu_global_jit"
+    tf.config.optimizer.set_jit("autoclustering")
 
 
 def compression(args):

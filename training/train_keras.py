@@ -55,6 +55,8 @@ class RankZeroCheckpoint(tf.keras.callbacks.Callback):
 
 def train(args) -> None:
     tf_common.setup(args)
+    if args.xla:
+        tf_common.enable_xla_autoclustering()
     rank, size = hvd.rank(), hvd.size()
     data = tf_pipeline.make_data(args, rank, size)
     # With gradient accumulation a Keras "step" is one micro-batch; the optimizer applies
@@ -62,21 +64,22 @@ def train(args) -> None:
     fit_steps = data.steps_per_epoch * args.grad_accum
 
     peak = schedule.peak_lr(args.base_lr, args.base_batch, args.batch_size * args.grad_accum, size)
-    optimizer = tf.keras.optimizers.SGD(learning_rate=peak, momentum=args.momentum)
-    if args.precision == "fp16":
-        optimizer = tf.keras.mixed_precision.LossScaleOptimizer(optimizer)
     optimizer = hvd.DistributedOptimizer(
-        optimizer,
+        tf.keras.optimizers.SGD(learning_rate=peak, momentum=args.momentum),
         compression=tf_common.compression(args),
         backward_passes_per_step=args.grad_accum,
         average_aggregated_gradients=True,
     )
+    if args.precision == "fp16":
+        optimizer = tf.keras.mixed_precision.LossScaleOptimizer(optimizer)
     model = tf_models.build_model(args.model, args.image_size, args.num_classes)
     model.compile(
         optimizer=optimizer,
         loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         metrics=["accuracy"],
-        jit_compile=args.xla,
+        # Horovod's allreduce has no XLA kernel on CPU, so the whole train step can't be
+        # compiled; --xla turns on auto-clustering instead.
+        jit_compile=False,
     )
     progress = tf_common.restore_and_broadcast(args, FRAMEWORK, model, optimizer)
     initial_epoch = progress.epoch if progress else 0
