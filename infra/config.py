@@ -120,12 +120,16 @@ class _Section:
         return _typed(key, self.raw[name], kind)
 
 
+TYPE_WORDS = {str: "a string", int: "an integer", float: "a number", bool: "true or false",
+              list: "a list", dict: "an object"}  # fmt: skip
+
+
 def _typed(key: str, value: Any, kind: type) -> Any:
     ok = isinstance(value, kind) and not (kind is not bool and isinstance(value, bool))
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
         ok, value = True, float(value)
     if not ok:
-        raise _fail(key, value, f"must be a {kind.__name__}")
+        raise _fail(key, value, f"must be {TYPE_WORDS[kind]}")
     return value
 
 

@@ -13,7 +13,7 @@ import json
 import threading
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +95,7 @@ class RecordedResource:
     inputs: dict[str, Any]  # camelCase, as sent to Azure
     custom: bool
     id: str | None = None
+    state: dict[str, Any] = field(default_factory=dict)  # what Azure answered
     urn: str = ""
     parent: str = ""  # the parent's URN
     protect: bool = False
@@ -135,6 +136,8 @@ class AzureMocks(pulumi.runtime.Mocks):
                 "subscriptionId": SUBSCRIPTION_ID,
                 "tenantId": TENANT_ID,
             }, []
+        if args.token == "azure-native:authorization:getClientToken":
+            return {"token": "offline-rendering-has-no-azure-token"}, []
         raise NotImplementedError(f"no Azure answer is mocked for the call {args.token}")
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs):
@@ -154,6 +157,7 @@ class AzureMocks(pulumi.runtime.Mocks):
         else:
             record.id = f"{args.name}-id"
         state.update(_computed(short, state))
+        record.state = state
         return record.id, state
 
 
@@ -239,7 +243,8 @@ def render(config: Mapping[str, Any], stack: str, project: str = PROJECT) -> Ren
         return pulumi.Output.all(**declared).apply(outputs.update)
 
     run()
-    return Rendering(stack, mocks.resources, outputs)
+    # Registration order depends on when outputs resolve; URN order is stable across runs.
+    return Rendering(stack, sorted(mocks.resources, key=lambda r: r.urn), outputs)
 
 
 def render_stack_file(path: Path) -> Rendering:

@@ -4,12 +4,22 @@ from pathlib import Path
 
 import pytest
 
+from infra.config import load_stack_file
 from infra.mocks import render_stack_file
 
-STACKS_DIR = Path(__file__).resolve().parents[2] / "stacks"
-STACK_FILES = sorted(STACKS_DIR.glob("Pulumi.*.yaml"))
+STACK_FILES = sorted((Path(__file__).resolve().parents[2] / "stacks").glob("Pulumi.*.yaml"))
 
 
 @pytest.fixture(scope="session", params=STACK_FILES, ids=lambda p: p.name)
-def rendering(request):
-    return render_stack_file(request.param)
+def stack_file(request) -> Path:
+    return request.param
+
+
+@pytest.fixture(scope="session")
+def rendering(stack_file):
+    return render_stack_file(stack_file)
+
+
+@pytest.fixture(scope="session")
+def cfg(stack_file):
+    return load_stack_file(stack_file)

@@ -1,9 +1,19 @@
-"""The whole program under mocks, for every stack file: resources, security settings, outputs."""
+"""The whole program under mocks, for every stack file in stacks/: every resource the
+architecture needs exists, with its security settings as Azure sees them (type tokens,
+camelCase inputs), role assignments point at the right scopes, and the outputs are set."""
 
-from conftest import STACKS_DIR
+import importlib
+import inspect
+import re
+import uuid
 
-from infra.config import load_stack_file
+import pytest
 
+from infra.cluster import ROLES, role_assignment_name
+from infra.mocks import SUBSCRIPTION_ID
+from infra.naming import RULES
+
+AZ = "azure-native:"
 OUTPUT_KEYS = {
     "resourceGroupName", "location", "subscriptionId", "workspaceName", "clusterName",
     "clusterVmSize", "clusterMaxNodes", "gpusPerNode", "infiniband", "clusterIdentityClientId",
@@ -13,14 +23,380 @@ OUTPUT_KEYS = {
 }  # fmt: skip
 
 
-def test_every_stack_renders_with_all_outputs(rendering):
-    assert set(rendering.outputs) >= OUTPUT_KEYS
-    for key in OUTPUT_KEYS - {"nfsMountTarget"}:
-        assert rendering.outputs[key] not in (None, ""), key
+def one(rendering, short_type, name):
+    return rendering.get(AZ + short_type, name)
 
 
-def test_resource_group_is_in_the_configured_location(rendering):
-    cfg = load_stack_file(STACKS_DIR / f"Pulumi.{rendering.stack}.yaml")
-    group = rendering.get("azure-native:resources:ResourceGroup", "resource-group")
-    assert group.inputs["location"] == cfg.location
-    assert group.inputs["resourceGroupName"] == rendering.outputs["resourceGroupName"]
+def ids_of(rendering, short_type):
+    return {r.name: r.id for r in rendering.of_type(AZ + short_type)}
+
+
+# ---- outputs -------------------------------------------------------------------------------
+
+
+def test_outputs_are_complete_and_consistent(rendering, cfg):
+    out = rendering.outputs
+    assert set(out) >= OUTPUT_KEYS
+    assert out["resourceGroupName"] == cfg.names.resource_group
+    assert out["location"] == cfg.location
+    assert out["subscriptionId"] == SUBSCRIPTION_ID
+    assert out["workspaceName"] == cfg.names.workspace
+    assert out["clusterName"] == cfg.cluster.name
+    assert out["clusterVmSize"] == cfg.cluster.vm_size.name
+    assert out["clusterMaxNodes"] == cfg.cluster.max_nodes
+    assert out["gpusPerNode"] == cfg.cluster.vm_size.gpus
+    assert out["infiniband"] is cfg.cluster.vm_size.infiniband
+    identity = one(rendering, "managedidentity:UserAssignedIdentity", "identity")
+    assert re.fullmatch(r"[0-9a-f-]{36}", out["clusterIdentityClientId"])
+    assert identity.inputs["resourceName"] == cfg.names.cluster_identity
+    assert out["registryLoginServer"] == f"{cfg.names.registry}.azurecr.io"
+    assert out["dataAccountName"] == cfg.names.data_account
+    assert out["dataAccountUrl"] == f"https://{cfg.names.data_account}.blob.core.windows.net/"
+    assert out["dataContainerName"] == cfg.storage.data_container
+    assert out["dataContainerUrl"] == out["dataAccountUrl"] + cfg.storage.data_container
+    assert out["outputsAccountName"] == cfg.names.outputs_account
+    assert out["outputsAccountUrl"] == f"https://{cfg.names.outputs_account}.blob.core.windows.net/"
+    assert out["outputsContainerName"] == cfg.storage.outputs_container
+    if cfg.storage.nfs_share_gib:
+        nfs = cfg.names.nfs_account
+        host = f"{nfs}.file.core.windows.net"
+        assert out["nfsMountTarget"] == f"{host}:/{nfs}/{cfg.names.nfs_share}"
+    else:
+        assert out["nfsMountTarget"] is None
+
+
+# ---- structure: components, tags, names -------------------------------------------------------
+
+
+def test_one_component_per_concern_and_every_resource_parented_to_one(rendering, cfg):
+    components = {r.type for r in rendering.resources if not r.custom}
+    expected = {"azdl:infra:Network", "azdl:infra:Storage", "azdl:infra:Registry",
+                "azdl:infra:Workspace", "azdl:infra:Cluster"}  # fmt: skip
+    if cfg.network.private:
+        expected.add("azdl:infra:PrivateLink")
+    assert expected <= components
+    for r in rendering.resources:
+        if r.custom and r.type != AZ + "resources:ResourceGroup" and r.type.startswith(AZ):
+            assert "azdl:infra:" in r.parent, f"{r.type} {r.name} is not inside a component"
+
+
+def _takes_tags(token: str) -> bool:
+    _, module, cls = token.split(":")
+    resource_class = getattr(importlib.import_module(f"pulumi_azure_native.{module}"), cls)
+    return "tags" in inspect.signature(resource_class._internal_init).parameters
+
+
+def test_every_taggable_resource_carries_the_stack_tags(rendering, cfg):
+    tagged = 0
+    for r in rendering.resources:
+        if r.custom and r.type.startswith(AZ) and _takes_tags(r.type):
+            assert r.inputs.get("tags") == dict(cfg.tags), f"{r.type} {r.name}"
+            tagged += 1
+    assert tagged >= 12
+    assert {"environment", "project", "owner", "costCenter"} <= set(cfg.tags)
+
+
+@pytest.mark.parametrize(
+    "short_type, key, kind",
+    [
+        ("storage:StorageAccount", "accountName", "storage account"),
+        ("containerregistry:Registry", "registryName", "container registry"),
+        ("keyvault:Vault", "vaultName", "key vault"),
+        ("machinelearningservices:Compute", "computeName", "compute"),
+        ("machinelearningservices:Workspace", "workspaceName", "machine learning workspace"),
+        ("resources:ResourceGroup", "resourceGroupName", "resource group"),
+    ],
+)
+def test_names_follow_azure_rules(rendering, short_type, key, kind):
+    resources = rendering.of_type(AZ + short_type)
+    assert resources
+    pattern, rule = RULES[kind]
+    for r in resources:
+        assert pattern.match(r.inputs[key]), f"{r.inputs[key]!r}: {rule}"
+
+
+# ---- network -------------------------------------------------------------------------------
+
+
+def test_vnet_and_subnets(rendering, cfg):
+    vnet = one(rendering, "network:VirtualNetwork", "vnet")
+    assert vnet.inputs["addressSpace"]["addressPrefixes"] == [str(cfg.network.address_space)]
+    assert "subnets" not in vnet.inputs  # standalone Subnet resources only
+    training = one(rendering, "network:Subnet", "training-subnet")
+    endpoints = one(rendering, "network:Subnet", "endpoint-subnet")
+    assert training.inputs["addressPrefix"] == str(cfg.network.training_subnet)
+    assert endpoints.inputs["addressPrefix"] == str(cfg.network.endpoint_subnet)
+    assert training.inputs["virtualNetworkName"] == cfg.names.virtual_network
+    nsg = one(rendering, "network:NetworkSecurityGroup", "training-nsg")
+    assert training.inputs["networkSecurityGroup"]["id"] == nsg.id
+    services = {s["service"] for s in training.inputs.get("serviceEndpoints", [])}
+    if cfg.network.private:
+        assert services == set()
+        assert endpoints.inputs["privateEndpointNetworkPolicies"] == "Disabled"
+    else:
+        assert {"Microsoft.Storage", "Microsoft.KeyVault"} <= services
+
+
+def test_nsg_admits_only_azure_ml_inbound(rendering, cfg):
+    rules = one(rendering, "network:NetworkSecurityGroup", "training-nsg").inputs["securityRules"]
+    inbound_allows = {
+        (r["sourceAddressPrefix"], tuple(r["destinationPortRanges"]))
+        for r in rules
+        if r["direction"] == "Inbound" and r["access"] == "Allow"
+    }
+    assert inbound_allows == {
+        ("BatchNodeManagement", ("29876-29877",)),
+        ("AzureMachineLearning", ("44224",)),
+    }
+    deny = [r for r in rules if r["direction"] == "Inbound" and r["access"] == "Deny"]
+    assert [(r["sourceAddressPrefix"], r["destinationPortRanges"]) for r in deny] == [
+        ("Internet", ["*"])
+    ]
+    outbound = {r["destinationAddressPrefix"] for r in rules if r["direction"] == "Outbound"}
+    assert {"AzureMachineLearning", "AzureActiveDirectory", "AzureResourceManager",
+            f"Storage.{cfg.location}", f"AzureContainerRegistry.{cfg.location}",
+            "MicrosoftContainerRegistry", "AzureFrontDoor.FirstParty"} == outbound  # fmt: skip
+    assert len({r["name"] for r in rules}) == len(rules)
+    for direction in ("Inbound", "Outbound"):
+        priorities = [r["priority"] for r in rules if r["direction"] == direction]
+        assert len(set(priorities)) == len(priorities)
+
+
+def test_nodes_without_public_ip_get_a_nat_gateway(rendering, cfg):
+    training = one(rendering, "network:Subnet", "training-subnet")
+    nat = rendering.of_type(AZ + "network:NatGateway")
+    if cfg.cluster.node_public_ip:
+        assert nat == [] and training.inputs.get("natGateway") is None
+    else:
+        assert training.inputs["natGateway"]["id"] == nat[0].id
+
+
+# ---- storage -------------------------------------------------------------------------------
+
+
+def test_storage_accounts_kinds_and_security(rendering, cfg):
+    accounts = {r.name: r.inputs for r in rendering.of_type(AZ + "storage:StorageAccount")}
+    expected = {
+        "data": ("BlockBlobStorage", "Premium_LRS"),
+        "outputs": ("StorageV2", "Standard_LRS"),
+    }
+    if cfg.storage.nfs_share_gib:
+        expected["nfs"] = ("FileStorage", "Premium_LRS")
+    assert {n: (a["kind"], a["sku"]["name"]) for n, a in accounts.items()} == expected
+    training_subnet_id = one(rendering, "network:Subnet", "training-subnet").id
+    for name, a in accounts.items():
+        assert a["minimumTlsVersion"] == "TLS1_2", name
+        assert a["allowBlobPublicAccess"] is False, name
+        assert a["allowSharedKeyAccess"] is False, name
+        assert a["enableHttpsTrafficOnly"] is (name != "nfs"), name  # NFS requires it off
+        rules = a["networkRuleSet"]
+        assert rules["defaultAction"] == "Deny", name
+        if cfg.network.private:
+            assert a["publicNetworkAccess"] == "Disabled", name
+            assert rules.get("virtualNetworkRules", []) == [], name
+        else:
+            assert a["publicNetworkAccess"] == "Enabled", name
+            assert [r["virtualNetworkResourceId"] for r in rules["virtualNetworkRules"]] == [
+                training_subnet_id
+            ], name
+
+
+def test_data_lives_in_its_own_group_and_containers_are_private(rendering, cfg):
+    data = one(rendering, "storage:StorageAccount", "data")
+    outputs = one(rendering, "storage:StorageAccount", "outputs")
+    assert data.inputs["resourceGroupName"] == cfg.names.data_resource_group
+    assert outputs.inputs["resourceGroupName"] == cfg.names.resource_group
+    for name, account in (("data-container", data), ("outputs-container", outputs)):
+        container = one(rendering, "storage:BlobContainer", name)
+        assert container.inputs["publicAccess"] == "None"
+        assert container.inputs["accountName"] == account.inputs["accountName"]
+    if cfg.storage.nfs_share_gib:
+        share = one(rendering, "storage:FileShare", "nfs-share")
+        assert share.inputs["enabledProtocols"] == "NFS"
+        assert share.inputs["shareQuota"] == cfg.storage.nfs_share_gib
+        assert share.inputs["accountName"] == cfg.names.nfs_account
+
+
+def test_data_resources_survive_destroy_as_the_stack_says(rendering, cfg):
+    kept = [
+        one(rendering, "resources:ResourceGroup", "data-resource-group"),
+        one(rendering, "storage:StorageAccount", "data"),
+        one(rendering, "storage:BlobContainer", "data-container"),
+    ]
+    if cfg.storage.nfs_share_gib:
+        kept += [
+            one(rendering, "storage:StorageAccount", "nfs"),
+            one(rendering, "storage:FileShare", "nfs-share"),
+        ]
+    mode = cfg.storage.data_protection
+    for r in kept:
+        assert (r.protect, r.retain_on_delete) == (mode == "protect", mode == "retain"), r.name
+    outputs = one(rendering, "storage:StorageAccount", "outputs")
+    assert (outputs.protect, outputs.retain_on_delete) == (False, False)
+
+
+# ---- registry and workspace ------------------------------------------------------------------
+
+
+def test_registry(rendering, cfg):
+    registry = one(rendering, "containerregistry:Registry", "registry").inputs
+    assert registry["adminUserEnabled"] is False
+    assert registry["sku"]["name"] == cfg.registry_sku
+    if cfg.network.private:
+        assert registry["sku"]["name"] == "Premium"
+        assert registry["publicNetworkAccess"] == "Disabled"
+
+
+def test_workspace_and_its_dependencies(rendering, cfg):
+    ws = one(rendering, "machinelearningservices:Workspace", "workspace").inputs
+    assert ws["identity"]["type"] == "SystemAssigned"
+    assert ws["keyVault"] == one(rendering, "keyvault:Vault", "key-vault").id
+    assert (
+        ws["applicationInsights"]
+        == one(rendering, "applicationinsights:Component", "app-insights").id
+    )
+    assert ws["storageAccount"] == one(rendering, "storage:StorageAccount", "outputs").id
+    assert ws["containerRegistry"] == one(rendering, "containerregistry:Registry", "registry").id
+    assert ws["systemDatastoresAuthMode"] == "Identity"  # the storage has no shared keys
+    appi = one(rendering, "applicationinsights:Component", "app-insights").inputs
+    assert appi["workspaceResourceId"] == one(rendering, "operationalinsights:Workspace", "logs").id
+    vault = one(rendering, "keyvault:Vault", "key-vault").inputs["properties"]
+    assert vault["enableRbacAuthorization"] is True
+    assert vault["tenantId"]
+    assert vault["networkAcls"]["defaultAction"] == "Deny"
+    if cfg.network.private:
+        assert ws["publicNetworkAccess"] == "Disabled"
+        assert vault["publicNetworkAccess"] == "Disabled"
+        assert ws["imageBuildCompute"] == cfg.names.image_build_compute
+        computes = {
+            c.inputs["computeName"]
+            for c in rendering.of_type(AZ + "machinelearningservices:Compute")
+        }
+        assert cfg.names.image_build_compute in computes
+    else:
+        assert "imageBuildCompute" not in ws
+
+
+# ---- cluster -----------------------------------------------------------------------------------
+
+
+def test_gpu_cluster_settings(rendering, cfg):
+    compute = one(rendering, "machinelearningservices:Compute", "compute").inputs
+    identity = one(rendering, "managedidentity:UserAssignedIdentity", "identity")
+    assert compute["computeName"] == cfg.cluster.name
+    assert compute["workspaceName"] == cfg.names.workspace
+    assert compute["identity"] == {"type": "UserAssigned", "userAssignedIdentities": [identity.id]}
+    aml = compute["properties"]
+    assert aml["computeType"] == "AmlCompute"
+    props = aml["properties"]
+    assert props["vmSize"] == cfg.cluster.vm_size.name
+    assert props["vmPriority"] == cfg.cluster.priority
+    scale = props["scaleSettings"]
+    assert (scale["minNodeCount"], scale["maxNodeCount"]) == (
+        cfg.cluster.min_nodes,
+        cfg.cluster.max_nodes,
+    )
+    assert (
+        scale["nodeIdleTimeBeforeScaleDown"] == f"PT{cfg.cluster.idle_seconds_before_scale_down}S"
+    )
+    assert props["subnet"]["id"] == one(rendering, "network:Subnet", "training-subnet").id
+    assert props["remoteLoginPortPublicAccess"] == "Disabled"
+    assert props["enableNodePublicIp"] is cfg.cluster.node_public_ip
+    if cfg.environment == "prod":
+        assert props["enableNodePublicIp"] is False
+
+
+def test_cluster_identity_has_least_privilege_roles_on_the_right_scopes(rendering, cfg):
+    identity = one(rendering, "managedidentity:UserAssignedIdentity", "identity")
+    assert identity.state["principalId"]
+    registry = one(rendering, "containerregistry:Registry", "registry").id
+    container = one(rendering, "storage:BlobContainer", "data-container").id
+    outputs = one(rendering, "storage:StorageAccount", "outputs").id
+    expected = {
+        ("AcrPull", registry),
+        ("Storage Blob Data Reader", container),
+        ("Storage Blob Data Contributor", outputs),
+    }
+    assignments = [
+        a
+        for a in rendering.of_type(AZ + "authorization:RoleAssignment")
+        if a.inputs["principalId"] == identity.state["principalId"]
+    ]
+    prefix = f"/subscriptions/{SUBSCRIPTION_ID}/providers/Microsoft.Authorization/roleDefinitions/"
+    by_id = {guid: role for role, guid in ROLES.items()}
+    found = set()
+    for a in assignments:
+        definition = a.inputs["roleDefinitionId"]
+        assert definition.startswith(prefix)
+        found.add((by_id[definition.removeprefix(prefix)], a.inputs["scope"]))
+        assert a.inputs["principalType"] == "ServicePrincipal"
+        assert a.inputs["roleAssignmentName"] == role_assignment_name(
+            cfg.project, cfg.stack, a.name, by_id[definition.removeprefix(prefix)]
+        )
+    assert found == expected
+    assert len({a.inputs["roleAssignmentName"] for a in assignments}) == len(assignments)
+
+
+def test_role_assignment_names_are_deterministic_guids():
+    first = role_assignment_name("azdl", "dev", "data-read", "Storage Blob Data Reader")
+    assert first == role_assignment_name("azdl", "dev", "data-read", "Storage Blob Data Reader")
+    assert uuid.UUID(first)
+    assert first != role_assignment_name("azdl", "prod", "data-read", "Storage Blob Data Reader")
+
+
+# ---- private link (private stacks) ------------------------------------------------------------
+
+
+def test_private_endpoints_and_dns_zones(rendering, cfg):
+    endpoints = rendering.of_type(AZ + "network:PrivateEndpoint")
+    if not cfg.network.private:
+        assert endpoints == [] and rendering.of_type(AZ + "privatedns:PrivateZone") == []
+        return
+    subnet = one(rendering, "network:Subnet", "endpoint-subnet").id
+    targets = {
+        "workspace-pe": (one(rendering, "machinelearningservices:Workspace", "workspace").id,
+                         "amlworkspace"),
+        "keyvault-pe": (one(rendering, "keyvault:Vault", "key-vault").id, "vault"),
+        "registry-pe": (one(rendering, "containerregistry:Registry", "registry").id, "registry"),
+        "data-blob-pe": (one(rendering, "storage:StorageAccount", "data").id, "blob"),
+        "outputs-blob-pe": (one(rendering, "storage:StorageAccount", "outputs").id, "blob"),
+        "outputs-file-pe": (one(rendering, "storage:StorageAccount", "outputs").id, "file"),
+    }  # fmt: skip
+    if cfg.storage.nfs_share_gib:
+        targets["nfs-file-pe"] = (one(rendering, "storage:StorageAccount", "nfs").id, "file")
+    got = {}
+    for e in endpoints:
+        assert e.inputs["subnet"]["id"] == subnet
+        (connection,) = e.inputs["privateLinkServiceConnections"]
+        got[e.name] = (connection["privateLinkServiceId"], connection["groupIds"][0])
+    assert got == targets
+
+    zones = ids_of(rendering, "privatedns:PrivateZone")
+    assert set(zones) == {
+        "privatelink.api.azureml.ms", "privatelink.notebooks.azure.net",
+        "privatelink.blob.core.windows.net", "privatelink.file.core.windows.net",
+        "privatelink.vaultcore.azure.net", "privatelink.azurecr.io",
+    }  # fmt: skip
+    vnet = one(rendering, "network:VirtualNetwork", "vnet").id
+    links = rendering.of_type(AZ + "privatedns:VirtualNetworkLink")
+    assert {link.inputs["privateZoneName"] for link in links} == set(zones)
+    assert all(link.inputs["virtualNetwork"]["id"] == vnet for link in links)
+    groups = {g.name: g.inputs for g in rendering.of_type(AZ + "network:PrivateDnsZoneGroup")}
+    assert len(groups) == len(endpoints)
+    ws_zones = {c["privateDnsZoneId"] for c in groups["workspace-dns"]["privateDnsZoneConfigs"]}
+    assert ws_zones == {
+        zones["privatelink.api.azureml.ms"],
+        zones["privatelink.notebooks.azure.net"],
+    }
+    data_zones = [c["privateDnsZoneId"] for c in groups["data-blob-dns"]["privateDnsZoneConfigs"]]
+    assert data_zones == [zones["privatelink.blob.core.windows.net"]]
+
+
+def test_rendering_is_deterministic(rendering, stack_file):
+    from infra.mocks import render_stack_file
+
+    again = render_stack_file(stack_file)
+    assert again.outputs == rendering.outputs
+    assert [(r.type, r.name, r.inputs) for r in again.resources] == [
+        (r.type, r.name, r.inputs) for r in rendering.resources
+    ]

@@ -1,0 +1,235 @@
+"""Bad stack config fails in one place, before any resource, naming key, value and allowed."""
+
+import copy
+
+import pulumi
+import pytest
+
+from infra.config import ConfigError, load_config, load_stack_file
+from infra.mocks import AzureMocks, render
+
+VALID = {
+    "azdl:environment": "dev",
+    "azdl:location": "westeurope",
+    "azdl:namePrefix": "azdltest",
+    "azdl:tags": {"environment": "dev", "project": "azdl", "owner": "me", "costCenter": "cc1"},
+    "azdl:maxGpuSpendPerHourUsd": 10,
+    "azdl:network": {
+        "mode": "serviceEndpoints",
+        "addressSpace": "10.40.0.0/16",
+        "trainingSubnet": "10.40.0.0/20",
+        "privateEndpointSubnet": "10.40.16.0/24",
+    },
+    "azdl:cluster": {"vmSize": "Standard_NC24ads_A100_v4", "maxNodes": 2},
+}
+
+
+def with_changes(**changes):
+    """VALID with `section.key=value` changes (`None` deletes the key)."""
+    config = copy.deepcopy(VALID)
+    for dotted, value in changes.items():
+        *path, last = dotted.replace("__", ".").split(".")
+        target = config
+        for part in path:
+            target = target[f"azdl:{part}" if target is config else part]
+        key = f"azdl:{last}" if target is config else last
+        if value is None:
+            target.pop(key)
+        else:
+            target[key] = value
+    return config
+
+
+def error_for(config, stack="dev"):
+    with pytest.raises(ConfigError) as info:
+        load_config(config, stack=stack)
+    return str(info.value)
+
+
+def prod(**changes):
+    config = with_changes(**changes)
+    config["azdl:environment"] = "prod"
+    config["azdl:tags"]["environment"] = "prod"
+    return config
+
+
+def test_the_minimal_config_is_valid_and_fills_secure_defaults():
+    cfg = load_config(VALID, stack="dev")
+    assert cfg.cluster.min_nodes == 0  # scale to zero
+    assert cfg.cluster.node_public_ip is False
+    assert cfg.cluster.priority == "Dedicated"
+    assert cfg.storage.data_protection == "protect"
+    assert cfg.network.public_network_access is True  # firewalled: VNet only
+    assert cfg.storage.nfs_share_gib == 0
+
+
+@pytest.mark.parametrize(
+    "config, expected",
+    [
+        # unknown VM size: the message lists the catalogue
+        (
+            with_changes(**{"cluster.vmSize": "Standard_NC24r"}),
+            ["azdl:cluster.vmSize", "'Standard_NC24r'", "Standard_ND96isr_H100_v5"],
+        ),
+        # min > max
+        (
+            with_changes(**{"cluster.minNodes": 3}),
+            ["azdl:cluster.minNodes", "3", "0 to cluster.maxNodes (2)"],
+        ),
+        # max < 1
+        (with_changes(**{"cluster.maxNodes": 0}), ["azdl:cluster.maxNodes", "0", "at least 1"]),
+        (
+            with_changes(**{"cluster.maxNodes": "4"}),
+            ["azdl:cluster.maxNodes", "'4'", "must be an integer"],
+        ),
+        # malformed CIDR
+        (
+            with_changes(**{"network.addressSpace": "10.40.0.0/33"}),
+            ["azdl:network.addressSpace", "'10.40.0.0/33'", "IPv4 CIDR"],
+        ),
+        (
+            with_changes(**{"network.trainingSubnet": "10.40.0.1/20"}),
+            ["azdl:network.trainingSubnet", "'10.40.0.1/20'", "host bits set"],
+        ),
+        # subnet outside the VNet
+        (
+            with_changes(**{"network.trainingSubnet": "10.41.0.0/20"}),
+            [
+                "azdl:network.trainingSubnet",
+                "'10.41.0.0/20'",
+                "inside network.addressSpace 10.40.0.0/16",
+            ],
+        ),
+        # overlapping subnets
+        (
+            with_changes(**{"network.privateEndpointSubnet": "10.40.8.0/24"}),
+            ["azdl:network.privateEndpointSubnet", "'10.40.8.0/24'", "does not overlap"],
+        ),
+        # name prefixes that break naming rules
+        (
+            with_changes(namePrefix="averyverylongprefix"),
+            ["azdl:namePrefix", "'averyverylongprefix'", "storage account", "3-24 lowercase"],
+        ),
+        (
+            with_changes(namePrefix="My-Team"),
+            ["azdl:namePrefix", "'My-Team'", "lowercase letters and digits"],
+        ),
+        (
+            with_changes(**{"cluster.name": "a-much-too-long-cluster"}),
+            ["azdl:cluster.name", "'a-much-too-long-cluster'", "2-16"],
+        ),
+        # missing required keys
+        (with_changes(location=None), ["azdl:location is required"]),
+        (with_changes(**{"cluster.vmSize": None}), ["azdl:cluster.vmSize is required"]),
+        (with_changes(**{"tags.costCenter": None}), ["azdl:tags.costCenter is required", "owner"]),
+        # unknown network and storage modes
+        (
+            with_changes(**{"network.mode": "vpn"}),
+            ["azdl:network.mode", "'vpn'", "serviceEndpoints, privateEndpoints"],
+        ),
+        (
+            with_changes(storage={"dataProtection": "keep"}),
+            ["azdl:storage.dataProtection", "'keep'", "protect, retain, none"],
+        ),
+        # typos are not silently ignored
+        (
+            with_changes(**{"cluster.maxNode": 2}),
+            ["azdl:cluster.maxNode", "unknown key", "maxNodes"],
+        ),
+        (with_changes(clusterSize=2), ["azdl:clusterSize", "unknown key"]),
+        # other values
+        (with_changes(location="West Europe"), ["azdl:location", "'West Europe'", "westeurope"]),
+        (with_changes(environment="qa"), ["azdl:environment", "'qa'", "dev, test, staging, prod"]),
+        (with_changes(maxGpuSpendPerHourUsd=0), ["azdl:maxGpuSpendPerHourUsd", "0", "positive"]),
+        (
+            with_changes(**{"tags.environment": "prod"}),
+            ["azdl:tags.environment", "'prod'", "'dev'"],
+        ),
+        (
+            with_changes(**{"network.allowedIpRanges": ["10.1.2.3"]}),
+            ["azdl:network.allowedIpRanges[0]", "'10.1.2.3'", "public IPv4"],
+        ),
+        (
+            with_changes(**{"storage": {"nfsShareGiB": 50}}),
+            ["azdl:storage.nfsShareGiB", "50", "100-102400"],
+        ),
+        (
+            with_changes(
+                **{"network.mode": "privateEndpoints", "network.publicNetworkAccess": False}
+            ),
+            ["azdl:registry.sku", "'Standard'", "Premium"],
+        ),
+    ],
+)
+def test_bad_values_name_key_value_and_what_is_allowed(config, expected):
+    message = error_for(config)
+    for fragment in expected:
+        assert fragment in message, message
+
+
+@pytest.mark.parametrize(
+    "config, expected",
+    [
+        # a prod stack asking for public network access
+        (
+            prod(
+                **{
+                    "network.mode": "privateEndpoints",
+                    "network.publicNetworkAccess": True,
+                    "registry": {"sku": "Premium"},
+                }
+            ),
+            ["azdl:network.publicNetworkAccess", "True", "prod stack must set false"],
+        ),
+        (
+            prod(),
+            ["azdl:network.mode", "'serviceEndpoints'", "prod stack must use privateEndpoints"],
+        ),
+        (
+            prod(
+                **{
+                    "network.mode": "privateEndpoints",
+                    "network.publicNetworkAccess": False,
+                    "registry": {"sku": "Premium"},
+                    "cluster.nodePublicIp": True,
+                }
+            ),
+            ["azdl:cluster.nodePublicIp", "True", "prod stack must set false"],
+        ),
+    ],
+)
+def test_prod_refuses_public_access(config, expected):
+    message = error_for(config, stack="prod")
+    for fragment in expected:
+        assert fragment in message, message
+
+
+def test_a_valid_prod_config_passes():
+    config = prod(**{"network.mode": "privateEndpoints", "network.publicNetworkAccess": False,
+                     "registry": {"sku": "Premium"}})  # fmt: skip
+    assert load_config(config, stack="prod").network.private
+
+
+def test_shipped_stack_files_are_valid(stack_file):
+    cfg = load_stack_file(stack_file)
+    assert cfg.stack == stack_file.name.split(".")[1]
+
+
+def test_invalid_config_stops_the_program_before_any_resource():
+    """Through the real entry path (Pulumi config -> read_config -> declare) under mocks."""
+    with pytest.raises(ConfigError, match=r"azdl:cluster\.minNodes"):
+        render(with_changes(**{"cluster.minNodes": 5}), stack="dev")
+
+    from infra import program
+
+    mocks = AzureMocks()
+    pulumi.runtime.set_mocks(mocks, project="azdl", stack="dev", preview=False)
+    pulumi.runtime.set_all_config({"azdl:environment": "dev"})
+
+    @pulumi.runtime.test
+    def run():
+        program.declare(program.read_config())
+
+    with pytest.raises(ConfigError, match="azdl:location is required"):
+        run()
+    assert mocks.resources == []

@@ -1,0 +1,178 @@
+"""The pieces around the program: VM catalogue, naming, mocks, Pulumi.yaml and the entry point."""
+
+import json
+import runpy
+from pathlib import Path
+
+import pulumi
+import pytest
+import yaml
+from pulumi_azure_native import storage
+
+from infra.catalogue import VM_SIZES, get_vm_size
+from infra.config import read_stack_file
+from infra.mocks import AzureMocks
+from infra.naming import derive_names, rule_violation, stable_suffix
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+# ---- catalogue --------------------------------------------------------------------------------
+
+
+def test_catalogue_has_current_gpu_sizes_and_no_retired_ones():
+    for retired in ("Standard_NC24r", "Standard_NC24rs_v3", "Standard_ND24rs"):
+        assert retired not in VM_SIZES
+    h100 = get_vm_size("Standard_ND96isr_H100_v5")
+    assert (h100.gpus, h100.gpu_model, h100.infiniband) == (8, "H100 SXM", True)
+    assert get_vm_size("Standard_NC24ads_A100_v4").infiniband is False
+    assert any(size.gpus == 0 for size in VM_SIZES.values())  # a CPU size for cheap clusters
+
+
+def test_catalogue_entries_are_consistent():
+    for name, size in VM_SIZES.items():
+        assert size.name == name and size.vcpus > 0
+        if size.gpus:
+            assert size.gpu_model and size.gpu_memory_gib > 0, name
+        else:
+            assert size.gpu_model is None and not size.infiniband, name
+        if size.infiniband:
+            assert name.startswith("Standard_ND"), name
+
+
+def test_unknown_size_error_lists_the_known_sizes():
+    with pytest.raises(KeyError) as info:
+        get_vm_size("Standard_NC24r")
+    message = str(info.value)
+    assert "unknown VM size 'Standard_NC24r'" in message
+    assert all(name in message for name in VM_SIZES)
+
+
+# ---- naming -----------------------------------------------------------------------------------
+
+
+def test_suffix_is_stable_and_differs_between_stacks():
+    assert stable_suffix("azdl", "dev", "azdl") == stable_suffix("azdl", "dev", "azdl")
+    assert stable_suffix("azdl", "dev", "azdl") != stable_suffix("azdl", "prod", "azdl")
+    names = derive_names("azdl", "dev", "azdldev", "gpu-cluster")
+    assert names.data_account.startswith("azdldevdata") and len(names.data_account) == 17
+
+
+@pytest.mark.parametrize(
+    "kind, name, valid",
+    [
+        ("storage account", "abc123", True),
+        ("storage account", "Abc123", False),
+        ("storage account", "a" * 25, False),
+        ("key vault", "ab-kv-1", True),
+        ("key vault", "ab--kv", False),
+        ("key vault", "1abc", False),
+        ("compute", "gpu-cluster", True),
+        ("compute", "g", False),
+        ("compute", "gpu-", False),
+        ("container registry", "abcd", False),
+        ("container registry", "azdlacr1", True),
+    ],
+)
+def test_naming_rules(kind, name, valid):
+    assert (rule_violation(kind, name) is None) is valid
+
+
+# ---- mocks ------------------------------------------------------------------------------------
+
+
+def _run_under_mocks(fn):
+    mocks = AzureMocks()
+    pulumi.runtime.set_mocks(mocks, project="azdl", stack="unit", preview=False)
+    pulumi.runtime.test(fn)()
+    return mocks
+
+
+def test_mocks_do_not_fill_in_missing_required_properties():
+    def declare_without_kind():
+        storage.StorageAccount(
+            "incomplete", resource_group_name="rg", sku=storage.SkuArgs(name="Standard_LRS")
+        )
+
+    with pytest.raises(TypeError, match="kind"):
+        _run_under_mocks(declare_without_kind)
+
+
+def test_mocks_answer_client_config_and_refuse_other_calls():
+    from pulumi_azure_native import authorization
+
+    seen = {}
+
+    def call_client_config():
+        return authorization.get_client_config_output().subscription_id.apply(
+            lambda s: seen.update(subscription=s)
+        )
+
+    _run_under_mocks(call_client_config)
+    assert seen["subscription"]
+
+    def call_something_unmocked():
+        from pulumi_azure_native import storage as st
+
+        return st.list_storage_account_keys_output(account_name="a", resource_group_name="b").keys
+
+    with pytest.raises(Exception, match="no Azure answer is mocked"):
+        _run_under_mocks(call_something_unmocked)
+
+
+def test_mocks_return_arm_ids_and_computed_properties():
+    def declare():
+        account = storage.StorageAccount(
+            "acct",
+            storage.StorageAccountArgs(
+                resource_group_name="rg1",
+                account_name="acct1",
+                kind="StorageV2",
+                sku=storage.SkuArgs(name="Standard_LRS"),
+            ),
+        )
+        storage.BlobContainer(
+            "c", storage.BlobContainerArgs(resource_group_name="rg1", account_name=account.name)
+        )
+
+    mocks = _run_under_mocks(declare)
+    by_name = {r.name: r for r in mocks.resources}
+    assert by_name["acct"].id.endswith(
+        "/resourceGroups/rg1/providers/Microsoft.Storage/storageAccounts/acct1"
+    )
+    assert (
+        by_name["acct"].state["primaryEndpoints"]["blob"] == "https://acct1.blob.core.windows.net/"
+    )
+    assert by_name["c"].inputs["accountName"] == "acct1"
+    assert by_name["c"].id.endswith("/storageAccounts/acct1/blobServices/default/containers/c")
+
+
+# ---- the Pulumi project and entry point ---------------------------------------------------------
+
+
+def test_pulumi_project_file():
+    project = yaml.safe_load((ROOT / "Pulumi.yaml").read_text())
+    assert project["name"] == "azdl"
+    assert project["runtime"] == {"name": "python", "options": {"virtualenv": ".venv"}}
+    assert project["main"] == "infra/"
+    assert project["stackConfigDir"] == "stacks"
+    assert (ROOT / "infra" / "__main__.py").is_file()
+
+
+def test_entry_point_runs_the_program_as_pulumi_does_and_exports_outputs():
+    """The Python language host runs `main:` (a folder) with runpy, config from the stack."""
+    mocks = AzureMocks()
+    pulumi.runtime.set_mocks(mocks, project="azdl", stack="dev", preview=False)
+    config = read_stack_file(ROOT / "stacks" / "Pulumi.dev.yaml")
+    pulumi.runtime.set_all_config(
+        {k: v if isinstance(v, str) else json.dumps(v) for k, v in config.items()}
+    )
+    root = pulumi.runtime.settings.get_root_resource()
+
+    @pulumi.runtime.test
+    def run_main():
+        runpy.run_path(str(ROOT / "infra"), run_name="__main__")
+
+    run_main()
+    assert {"clusterName", "gpusPerNode", "dataContainerUrl", "nfsMountTarget"} <= set(root.outputs)
+    assert any(r.type == "azure-native:machinelearningservices:Compute" for r in mocks.resources)
