@@ -12,6 +12,7 @@ from pulumi_azure_native import authorization, resources
 
 from infra.cluster import Cluster, ClusterArgs
 from infra.config import KEYS, STRING_KEYS, StackConfig, load_config
+from infra.images import TrainingImages, TrainingImagesArgs
 from infra.network import Network, NetworkArgs
 from infra.private_link import Endpoint, PrivateLink, PrivateLinkArgs
 from infra.registry import Registry, RegistryArgs
@@ -118,8 +119,17 @@ def declare(cfg: StackConfig) -> dict[str, Any]:
     }
 
     # ---- Images (infra/images.py, owned by the images engineer) ----------------------------
-    # Build, push and register the training images here, with `registry` and `workspace`,
-    # and add the "images" and "environments" outputs to `outputs`.
+    # Build and push the training images of this commit (or take the stack's prebuilt refs),
+    # register them as Azure ML environments, and export both.
+    images = TrainingImages(
+        "images",
+        TrainingImagesArgs(
+            cfg, group.name, workspace.workspace.name, client.tenant_id, registry.login_server,
+            cfg.prebuilt_images,
+        ),
+    )  # fmt: skip
+    outputs["images"] = images.images
+    outputs["environments"] = images.environments
     # ------------------------------------------------------------------------------------------
     return outputs
 
