@@ -1,0 +1,133 @@
+"""Horovod elastic training with PyTorch: workers may leave (or join) while the run goes on.
+
+    horovodrun -np 2 --min-np 1 --max-np 2 --host-discovery-script ./hosts.sh \\
+        python -m training.torch_elastic --model tiny --image-size 32 ...
+
+Same model, optimizer, data and step as `training.train_torch`. `hvd.elastic.TorchState` holds
+the model, the optimizer and the position (epoch, step); `state.commit()` copies them to host
+memory every `--commit-every` steps. When a worker dies, the survivors' next collective raises
+`HorovodInternalError`; `@hvd.elastic.run` rolls them back to the last commit, re-forms the ring
+with the workers left, broadcasts the state from the new rank 0 and carries on. The reset
+callback rescales the learning rate and re-slices the data for the new number of workers.
+
+At the end rank 0 prints how many workers the run ended with, then the throughput lines for the
+steps since the last change of workers.
+"""
+
+import sys
+from pathlib import Path
+
+import torch
+
+from training import options, tf_common
+from training.throughput import ThroughputMeter
+from training.train_torch import FRAMEWORK, Data, Trainer, set_threads
+
+
+def build_parser():
+    parser = options.build_parser(FRAMEWORK)
+    parser.prog = "python -m training.torch_elastic"
+    parser.add_argument(
+        "--commit-every",
+        type=options._at_least(1),
+        default=5,
+        help="steps between elastic state commits: a lost worker costs at most this many steps",
+    )
+    return parser
+
+
+class ElasticRun:
+    def __init__(self, args, hvd):
+        self.args, self.hvd = args, hvd
+        set_threads(args.threads, hvd.local_size())
+        self.trainer = Trainer(args, hvd)
+        self.started_with = hvd.size()
+        self.resets = 0
+        self.checkpoint = None
+        self._new_world()
+
+    def _new_world(self) -> None:
+        """Data slices, LR and throughput meter for the current rank and number of workers."""
+        a, size = self.args, self.hvd.size()
+        self.data = Data(a, self.hvd.rank(), size)
+        self.trainer.rescale(size)
+        self.meter = ThroughputMeter(a.batch_size * a.grad_accum * size, a.timing_warmup_steps)
+
+    def on_reset(self) -> None:
+        self.resets += 1
+        set_threads(self.args.threads, self.hvd.local_size())
+        self._new_world()
+        if self.hvd.rank() == 0:
+            print(f"workers changed: now {self.hvd.size()} (reset {self.resets})", flush=True)
+
+    def loop(self, state) -> None:
+        """The training loop `@hvd.elastic.run` restarts from the last commit after a reset."""
+        a, hvd = self.args, self.hvd
+        while state.epoch < a.epochs:
+            steps = self.data.steps_per_epoch
+            while state.step < steps:
+                lr = self.trainer.set_lr(state.epoch + state.step / steps, hvd.size())
+                self.meter.begin()
+                loss, _ = self.trainer.step(self.data.train)
+                self.meter.end()
+                state.step += 1
+                state.global_step += 1
+                state.loss_sum += loss
+                if state.step % a.commit_every == 0:
+                    state.commit()
+            mean_loss = float(
+                hvd.allreduce(torch.tensor(state.loss_sum / steps), name="epoch-loss")
+            )
+            if hvd.rank() == 0:
+                print(
+                    f"epoch {state.epoch + 1}/{a.epochs}: loss {mean_loss:.4f}, lr {lr:.5g}, "
+                    f"{hvd.size()} worker(s)",
+                    flush=True,
+                )
+                if a.checkpoint_dir:
+                    self.checkpoint = self.trainer.save(
+                        Path(a.checkpoint_dir), state.epoch + 1, state.global_step
+                    )
+            state.epoch += 1
+            state.step = 0
+            state.loss_sum = 0.0
+            state.commit()
+
+
+def train(args) -> None:
+    import horovod.torch as hvd
+
+    hvd.init()
+    run = ElasticRun(args, hvd)
+    epoch, global_step = run.trainer.restore_and_broadcast(args.checkpoint_dir)
+    state = hvd.elastic.TorchState(
+        model=run.trainer.model,
+        optimizer=run.trainer.optimizer,
+        epoch=epoch,
+        step=0,
+        global_step=global_step,
+        loss_sum=0.0,
+    )
+    state.register_reset_callbacks([run.on_reset])
+    hvd.elastic.run(run.loop)(state)
+
+    workers = hvd.size()
+    if hvd.rank() == 0:
+        print(
+            f"Elastic run finished with {workers} worker(s) "
+            f"(started with {run.started_with}, {run.resets} reset(s))",
+            flush=True,
+        )
+    if args.dump_weights:
+        run.trainer.dump_weights(args.dump_weights)
+    tf_common.report(
+        args, FRAMEWORK, run.meter, run.data.source, workers, hvd.rank(), run.checkpoint
+    )
+
+
+def main(argv=None) -> int:
+    return tf_common.run_main(train, build_parser().parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
