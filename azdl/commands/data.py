@@ -1,0 +1,124 @@
+"""`azdl data sample|prepare|stage|copy`: the data path from ImageNet folders to the nodes.
+
+`sample`, `prepare` and `copy` run in the training environment (TensorFlow writes the
+TFRecords); their options are defined once in the training modules and registered here too.
+`stage` uploads to blob storage from the operator environment.
+"""
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from azdl import staging
+from azdl.envs import run_training_module
+from azdl.errors import AzdlError
+from training.copy_shards import COPY_OPTIONS
+from training.dataprep.options import PREPARE_OPTIONS, SAMPLE_OPTIONS, add_options, to_argv
+
+TRAINING_SIDE = {
+    "sample": ("training.dataprep.sample", SAMPLE_OPTIONS,
+               "write a tiny ImageNet-layout dataset of real JPEG files (tests, demos)"),
+    "prepare": ("training.dataprep.convert", PREPARE_OPTIONS,
+                "convert ImageNet-layout folders to sharded TFRecords plus manifest.json"),
+    "copy": ("training.copy_shards", COPY_OPTIONS,
+             "node-side step of the copy storage mode: copy this node's shards to local disk"),
+}  # fmt: skip
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "data",
+        help="prepare, stage and copy training data",
+        description="The data path: ImageNet folders → TFRecord shards (prepare) → premium blob "
+        "storage (stage) → the nodes (mount, nfs, or copy to local disk).",
+    )
+    commands = p.add_subparsers(dest="data_command", metavar="DATA_COMMAND", required=True)
+    for name, (module, options, summary) in TRAINING_SIDE.items():
+        sub = commands.add_parser(name, help=summary, description=f"{summary[0].upper()}"
+                                  f"{summary[1:]}. Runs in the training environment.")  # fmt: skip
+        add_options(sub, options)
+        sub.set_defaults(func=_run_training_side, module=module, options=options)
+
+    s = commands.add_parser(
+        "stage",
+        help="upload shards and manifest to the stack's premium blob container, verified",
+        description="Upload the shards and manifest.json of DIR to a blob container: parallel "
+        "block uploads, resumable (blobs whose MD5 already matches are skipped), and every blob "
+        "verified against the manifest at the end (non-zero exit listing what is missing or "
+        "different). Credentials: Microsoft Entra ID (az login, managed identity); for the "
+        f"Azurite emulator only, a connection string in ${staging.CONNECTION_STRING_ENV}.",
+    )
+    s.add_argument("directory", type=Path, help="folder with the shards and manifest.json")
+    s.add_argument(
+        "--stack-outputs",
+        type=Path,
+        help="saved `pulumi stack output --json` of the stack (dataAccountUrl, dataContainerName)",
+    )
+    s.add_argument(
+        "--account-url", help="blob endpoint, e.g. https://ACCOUNT.blob.core.windows.net"
+    )
+    s.add_argument("--container", help="container name (default: the stack's dataContainerName)")
+    s.add_argument("--prefix", default="", help="folder in the container (default: its root)")
+    s.add_argument("--parallel-files", type=int, default=4, help="files in flight (default 4)")
+    s.add_argument(
+        "--max-concurrency", type=int, default=4, help="parallel blocks per file (default 4)"
+    )
+    s.add_argument(
+        "--download-verify",
+        action="store_true",
+        help="also download every blob and check its MD5 (reads the whole dataset back)",
+    )
+    s.set_defaults(func=_run_stage)
+
+
+def _run_training_side(args: argparse.Namespace) -> int:
+    return run_training_module(args.module, to_argv(args, args.options))
+
+
+def _run_stage(args: argparse.Namespace) -> int:
+    if args.parallel_files < 1 or args.max_concurrency < 1:
+        raise AzdlError("--parallel-files and --max-concurrency must be at least 1")
+    connection_string = os.environ.get(staging.CONNECTION_STRING_ENV)
+    account_url, container = args.account_url, args.container
+    if args.stack_outputs and args.account_url:
+        raise AzdlError("give either --stack-outputs or --account-url, not both")
+    if args.stack_outputs:
+        account_url, stack_container = staging.target_from_stack_outputs(args.stack_outputs)
+        container = container or stack_container
+    if connection_string and account_url:
+        raise AzdlError(
+            f"${staging.CONNECTION_STRING_ENV} (emulator) and an account URL are both set; "
+            "unset the variable to use a real account"
+        )
+    if not container:
+        raise AzdlError("no container: give --container NAME or --stack-outputs FILE")
+    client = staging.container_client(container, account_url, connection_string)
+    console = Console(stderr=True)
+    report = staging.stage(
+        args.directory,
+        client,
+        args.prefix,
+        args.parallel_files,
+        args.max_concurrency,
+        args.download_verify,
+        console,
+    )
+    print(
+        f"uploaded {len(report.uploaded)} file(s), {report.bytes_uploaded / 1e6:.1f} MB in "
+        f"{report.seconds:.1f} s ({report.mb_per_s:.1f} MB/s); {len(report.skipped)} already "
+        f"in place; verified against the manifest: {len(report.missing)} missing, "
+        f"{len(report.different)} different"
+    )
+    if report.ok:
+        return 0
+    for name, why in sorted(report.failed.items()):
+        print(f"failed: {name}: {why}", file=sys.stderr)
+    for name in report.missing:
+        print(f"missing: {name}", file=sys.stderr)
+    for name in report.different:
+        print(f"different from the manifest: {name}", file=sys.stderr)
+    print("rerun the same command to upload what is missing or different", file=sys.stderr)
+    return 1

@@ -1,0 +1,311 @@
+"""Upload shards and their manifest to a blob container, resumably, and verify every blob.
+
+Credentials: Microsoft Entra ID through azure-identity's DefaultAzureCredential (az login,
+a managed identity, workload identity…) for real accounts; a connection string from the
+environment only for the local emulator (Azurite). No keys in code or config.
+
+A blob counts as uploaded when its size and Content-MD5 match the manifest. Uploads set
+Content-MD5 to the manifest's digest after checking the local file against it, and send every
+block with a transfer MD5 the service checks, so a blob whose properties match holds the bytes
+the manifest describes; `download_verify` re-reads the blobs for a check that trusts nothing.
+"""
+
+import hashlib
+import json
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlparse
+
+from azure.core.exceptions import (
+    ClientAuthenticationError,
+    HttpResponseError,
+    ResourceNotFoundError,
+    ServiceRequestError,
+)
+from azure.storage.blob import BlobServiceClient, ContainerClient, ContentSettings
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TextColumn,
+    TimeRemainingColumn,
+    TransferSpeedColumn,
+)
+
+from azdl.errors import AzdlError
+from training.dataprep.manifest import (
+    MANIFEST_NAME,
+    ManifestError,
+    ShardEntry,
+    file_digests,
+    load_manifest,
+)
+
+CONNECTION_STRING_ENV = "AZURE_STORAGE_CONNECTION_STRING"
+_EMULATOR_HOSTS = {"127.0.0.1", "localhost", "::1"}
+
+
+@dataclass
+class StageReport:
+    uploaded: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # already there with the right MD5
+    failed: dict[str, str] = field(default_factory=dict)  # name -> why
+    missing: list[str] = field(default_factory=list)  # after verification
+    different: list[str] = field(default_factory=list)  # after verification
+    bytes_uploaded: int = 0
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not (self.failed or self.missing or self.different)
+
+    @property
+    def mb_per_s(self) -> float:
+        return self.bytes_uploaded / 1e6 / self.seconds if self.seconds else 0.0
+
+
+def target_from_stack_outputs(path: Path) -> tuple[str, str]:
+    """(dataAccountUrl, dataContainerName) from a saved `pulumi stack output --json` file."""
+    try:
+        outputs = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise AzdlError(f"cannot read stack outputs {path}: {exc}") from exc
+    missing = [k for k in ("dataAccountUrl", "dataContainerName") if not outputs.get(k)]
+    if missing:
+        raise AzdlError(
+            f"{path} has no {', '.join(missing)}; save the outputs of a deployed azdl stack "
+            "with `pulumi stack output --json > outputs.json`"
+        )
+    return outputs["dataAccountUrl"], outputs["dataContainerName"]
+
+
+def container_client(
+    container: str, account_url: str | None = None, connection_string: str | None = None
+) -> ContainerClient:
+    """A client for `container`: Entra ID for `account_url`, or the emulator's connection string."""
+    # Small blocks above 8 MiB let one large file go up as parallel blocks.
+    tuning = dict(max_single_put_size=8 * 1024 * 1024, max_block_size=4 * 1024 * 1024)
+    if connection_string:
+        if not _is_emulator(connection_string):
+            raise AzdlError(
+                f"{CONNECTION_STRING_ENV} is only for the local emulator (Azurite on loopback); "
+                "real accounts use Microsoft Entra ID: unset it and sign in (az login) or run "
+                "with a managed identity"
+            )
+        service = BlobServiceClient.from_connection_string(connection_string, **tuning)
+    elif account_url:
+        from azure.identity import DefaultAzureCredential
+
+        service = BlobServiceClient(account_url, credential=DefaultAzureCredential(), **tuning)
+    else:
+        raise AzdlError(
+            "no storage account: give --stack-outputs FILE or --account-url URL "
+            f"(or {CONNECTION_STRING_ENV} for the emulator)"
+        )
+    return service.get_container_client(container)
+
+
+def _is_emulator(connection_string: str) -> bool:
+    parts = dict(p.split("=", 1) for p in connection_string.split(";") if "=" in p)
+    if parts.get("UseDevelopmentStorage", "").lower() == "true":
+        return True
+    return urlparse(parts.get("BlobEndpoint", "")).hostname in _EMULATOR_HOSTS
+
+
+def check_access(container: ContainerClient) -> None:
+    """Fail early, before any upload, with what is wrong: credentials, rights or container."""
+    where = f"container {container.container_name!r} at {container.primary_endpoint}"
+    try:
+        container.get_container_properties()
+    except ResourceNotFoundError as exc:
+        raise AzdlError(
+            f"{where} does not exist; the stack creates it (output dataContainerName): check "
+            "--container / --stack-outputs, or deploy the stack first"
+        ) from exc
+    except ClientAuthenticationError as exc:
+        raise AzdlError(
+            f"the storage account rejected the credentials for {where}: {_first_line(exc)}; "
+            "sign in with `az login` (or use a managed identity) as a principal with "
+            "Storage Blob Data Contributor on the account"
+        ) from exc
+    except HttpResponseError as exc:
+        code = getattr(exc.error_code, "value", exc.error_code)
+        if exc.status_code == 403:
+            why = _FORBIDDEN.get(code, "access denied")
+            raise AzdlError(
+                f"the storage account refused access to {where} ({code}): {why}"
+            ) from exc
+        raise AzdlError(f"cannot use {where}: {_first_line(exc)}") from exc
+    except ServiceRequestError as exc:
+        raise AzdlError(f"cannot reach {container.primary_endpoint}: {_first_line(exc)}") from exc
+
+
+_FORBIDDEN = {
+    "AuthenticationFailed": "the credentials were rejected (wrong account key or expired token)",
+    "AuthorizationPermissionMismatch": "the signed-in principal needs the Storage Blob Data "
+    "Contributor role on the data account",
+    "AuthorizationFailure": "wrong credentials, or the account's network rules do not admit this "
+    "machine (prod stacks allow private endpoints only)",
+}
+
+
+def _first_line(exc: Exception) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def blob_name(prefix: str, name: str) -> str:
+    return f"{prefix.strip('/')}/{name}" if prefix.strip("/") else name
+
+
+def _remote_state(container: ContainerClient, prefix: str) -> dict[str, tuple[int, str | None]]:
+    """{blob name: (size, Content-MD5 as hex or None)} under `prefix`."""
+    state = {}
+    start = blob_name(prefix, "")
+    for blob in container.list_blobs(name_starts_with=start or None):
+        md5 = blob.content_settings.content_md5
+        state[blob.name] = (blob.size, bytes(md5).hex() if md5 else None)
+    return state
+
+
+def stage(
+    directory: Path,
+    container: ContainerClient,
+    prefix: str = "",
+    parallel_files: int = 4,
+    max_concurrency: int = 4,
+    download_verify: bool = False,
+    console: Console | None = None,
+) -> StageReport:
+    """Upload what is missing or different, then verify every blob against the manifest."""
+    directory = Path(directory)
+    try:
+        manifest = load_manifest(directory)
+    except ManifestError as exc:
+        raise AzdlError(str(exc)) from exc
+    absent = [s.name for s in manifest.shards if not (directory / s.name).is_file()]
+    if absent:
+        raise AzdlError(
+            f"{len(absent)} shard(s) listed in the manifest are not in {directory}: "
+            f"{', '.join(absent[:10])}"
+        )
+    size, md5, sha256 = file_digests(directory / MANIFEST_NAME)
+    files = [*manifest.shards, ShardEntry(MANIFEST_NAME, "", 0, size, md5, sha256)]
+    check_access(container)
+
+    report = StageReport()
+    remote = _remote_state(container, prefix)
+    todo = []
+    for entry in files:
+        if remote.get(blob_name(prefix, entry.name)) == (entry.size, entry.md5):
+            report.skipped.append(entry.name)
+        else:
+            todo.append(entry)
+    # The manifest goes last: its blob appears only once every shard is in place.
+    shards = [e for e in todo if e.name != MANIFEST_NAME]
+    last = [e for e in todo if e.name == MANIFEST_NAME]
+
+    console = console or Console(stderr=True)
+    columns = [
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+    ]
+    start = time.perf_counter()
+    with Progress(*columns, console=console) as progress:
+        bar = progress.add_task(
+            f"uploading {len(todo)} of {len(files)} files", total=sum(e.size for e in todo)
+        )
+        uploader = _Uploader(container, directory, prefix, max_concurrency, progress, bar, report)
+        pool = ThreadPoolExecutor(max_workers=max(1, parallel_files))
+        try:
+            for future in as_completed([pool.submit(uploader.upload, e) for e in shards]):
+                future.result()
+        finally:  # on Ctrl-C, start no further file; the blobs done so far stay
+            pool.shutdown(cancel_futures=True)
+        if not report.failed:
+            for entry in last:
+                uploader.upload(entry)
+    report.seconds = time.perf_counter() - start
+    report.missing, report.different = verify(container, prefix, files, download_verify)
+    return report
+
+
+class _Uploader:
+    """Uploads one file at a time per call; shared by the pool's threads."""
+
+    def __init__(self, container, directory, prefix, max_concurrency, progress, bar, report):
+        self.container, self.directory, self.prefix = container, directory, prefix
+        self.max_concurrency = max_concurrency
+        self.progress, self.bar, self.report = progress, bar, report
+        self.lock = threading.Lock()
+
+    def upload(self, entry: ShardEntry) -> None:
+        path = self.directory / entry.name
+        size, md5, _ = file_digests(path)
+        if (size, md5) != (entry.size, entry.md5):
+            with self.lock:
+                self.report.failed[entry.name] = (
+                    "the local file differs from the manifest; rerun `azdl data prepare`"
+                )
+            return
+        sent = 0
+
+        def advance(current: int, _total: int | None) -> None:
+            nonlocal sent
+            with self.lock:
+                self.progress.advance(self.bar, current - sent)
+                sent = current
+
+        try:
+            with open(path, "rb") as data:
+                self.container.upload_blob(
+                    blob_name(self.prefix, entry.name),
+                    data,
+                    length=entry.size,
+                    overwrite=True,
+                    max_concurrency=self.max_concurrency,
+                    validate_content="md5",
+                    content_settings=ContentSettings(
+                        content_type="application/octet-stream",
+                        content_md5=bytearray(entry.content_md5),
+                    ),
+                    progress_hook=advance,
+                )
+        except (HttpResponseError, ServiceRequestError) as exc:
+            with self.lock:
+                self.report.failed[entry.name] = _first_line(exc)
+                self.progress.advance(self.bar, entry.size - sent)
+            return
+        with self.lock:
+            self.report.uploaded.append(entry.name)
+            self.report.bytes_uploaded += entry.size
+
+
+def verify(
+    container: ContainerClient, prefix: str, files: list[ShardEntry], download: bool = False
+) -> tuple[list[str], list[str]]:
+    """(missing, different): blobs absent, or whose size or MD5 differs from the manifest."""
+    remote = _remote_state(container, prefix)
+    missing, different = [], []
+    for entry in files:
+        state = remote.get(blob_name(prefix, entry.name))
+        if state is None:
+            missing.append(entry.name)
+        elif state != (entry.size, entry.md5) or (
+            download and _downloaded_md5(container, blob_name(prefix, entry.name)) != entry.md5
+        ):
+            different.append(entry.name)
+    return missing, different
+
+
+def _downloaded_md5(container: ContainerClient, name: str) -> str:
+    md5 = hashlib.md5()
+    for chunk in container.download_blob(name, max_concurrency=4).chunks():
+        md5.update(chunk)
+    return md5.hexdigest()

@@ -1,0 +1,375 @@
+"""ImageNet-layout folders to sharded TFRecords in the schema of `training.records`.
+
+    azdl data prepare --input IMAGENET --output SHARDS [--train-shards 1024 ...]
+
+Everything about the input is checked before any shard is written (missing splits, empty class
+folders, unlabelled validation images, shards already in the output). Shards are written by
+one worker process per core into a hidden folder inside `--output` and moved into place only
+when the run succeeds, so a failed run leaves the output folder as it was. PNG files named
+`.JPEG` and CMYK JPEGs (both occur in ImageNet) are re-encoded to RGB JPEG and listed in the
+manifest; unreadable images fail the run at the end, listed together, unless `--skip-bad`.
+"""
+
+import argparse
+import io
+import multiprocessing
+import os
+import random
+import re
+import shutil
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from PIL import Image, UnidentifiedImageError
+from rich.progress import MofNCompleteColumn, Progress, TimeRemainingColumn
+
+from training.dataprep.manifest import (
+    MANIFEST_NAME,
+    Manifest,
+    ShardEntry,
+    SplitSummary,
+    file_digests,
+)
+from training.dataprep.options import PREPARE_OPTIONS, add_options
+from training.dataprep.sample import LABELS_FILE
+from training.errors import TrainingError
+from training.records import serialize_example
+from training.shards import SPLITS, shard_name
+
+IMAGE_SUFFIXES = {".jpeg", ".jpg", ".png"}
+_ANY_SHARD = re.compile(r"^(train|validation)-\d{5}-of-\d{5}$")
+
+
+@dataclass(frozen=True)
+class Encoding:
+    reencode: bool = False
+    quality: int = 90
+    resize: int | None = None
+
+
+@dataclass(frozen=True)
+class ShardTask:
+    split: str
+    index: int
+    total: int
+    images: list[tuple[str, str]]  # (path, wnid)
+    label_map: dict[str, int]
+    folder: str
+    encoding: Encoding
+
+
+def _images_in(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
+
+
+def _class_folders(split_dir: Path) -> dict[str, list[Path]]:
+    folders = {d.name: _images_in(d) for d in sorted(split_dir.iterdir()) if d.is_dir()}
+    empty = [name for name, images in folders.items() if not images]
+    if empty:
+        raise TrainingError(
+            f"{len(empty)} empty class folder(s) in {split_dir}: {', '.join(empty)}; every class "
+            f"folder needs at least one image ({', '.join(sorted(IMAGE_SUFFIXES))}); remove them"
+        )
+    return folders
+
+
+def read_validation_labels(path: Path) -> tuple[dict[str, str], list[str]]:
+    """({file name or stem: wnid}, [wnids in order]) from a labels file.
+
+    Lines are `<file> <wnid>` (space or comma; Kaggle's `ImageId,<wnid> x y …` CSV fits, its
+    header is skipped) or a bare wnid per line, in the order of the sorted file names (the
+    classic `imagenet_2012_validation_synset_labels.txt`).
+    """
+    by_name: dict[str, str] = {}
+    ordered: list[str] = []
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        tokens = [t for t in re.split(r"[,\s]+", line.strip()) if t]
+        if not tokens or tokens[0].startswith("#") or tokens[0] == "ImageId":
+            continue
+        if len(tokens) == 1:
+            ordered.append(tokens[0])
+        else:
+            by_name[tokens[0]] = tokens[1]
+        if by_name and ordered:
+            raise TrainingError(
+                f"{path}:{number} mixes the two label formats; use either '<file> <wnid>' on "
+                "every line or one wnid per line"
+            )
+    return by_name, ordered
+
+
+def scan(
+    source: Path, splits: list[str], labels_file: Path | None
+) -> tuple[dict[str, int], dict[str, list[tuple[str, str]]]]:
+    """The label map and, per split, every (image path, wnid): all input checks, no output."""
+    if not source.is_dir():
+        raise TrainingError(f"input folder {source} does not exist")
+    for split in splits:
+        if not (source / split).is_dir():
+            present = sorted(d.name for d in source.iterdir() if d.is_dir())
+            raise TrainingError(
+                f"split {split!r} is missing: no folder {source / split} (found: "
+                f"{', '.join(present) or 'nothing'}); convert only the splits you have with "
+                f"--splits {','.join(s for s in splits if s != split) or 'train'}"
+            )
+    images: dict[str, list[tuple[str, str]]] = {}
+    if "train" in splits:
+        folders = _class_folders(source / "train")
+        if not folders:
+            raise TrainingError(f"{source / 'train'} has no class folders (train/<wnid>/*.JPEG)")
+        images["train"] = [(str(p), wnid) for wnid, paths in folders.items() for p in paths]
+    if "validation" in splits:
+        images["validation"] = _validation_images(source / "validation", labels_file)
+    wnids = {wnid for items in images.values() for _, wnid in items}
+    train_wnids = {wnid for _, wnid in images.get("train", [])}
+    if train_wnids and wnids - train_wnids:
+        unknown = ", ".join(sorted(wnids - train_wnids)[:10])
+        raise TrainingError(f"validation classes not among the train classes: {unknown}")
+    label_map = {wnid: index for index, wnid in enumerate(sorted(wnids))}
+    return label_map, images
+
+
+def _validation_images(folder: Path, labels_file: Path | None) -> list[tuple[str, str]]:
+    folders = _class_folders(folder)
+    if folders:
+        return [(str(p), wnid) for wnid, paths in folders.items() for p in paths]
+    files = _images_in(folder)
+    if not files:
+        raise TrainingError(f"{folder} holds no images and no class folders")
+    labels_file = labels_file or folder.parent / LABELS_FILE
+    if not labels_file.is_file():
+        raise TrainingError(
+            f"{folder} holds images without class folders, so they need a labels file: "
+            f"--validation-labels FILE (not found: {labels_file})"
+        )
+    by_name, ordered = read_validation_labels(labels_file)
+    if ordered:
+        if len(ordered) != len(files):
+            raise TrainingError(
+                f"{labels_file} lists {len(ordered)} labels in file order but {folder} holds "
+                f"{len(files)} images; the counts must match"
+            )
+        return [(str(p), wnid) for p, wnid in zip(files, ordered, strict=True)]
+    missing = [p.name for p in files if p.name not in by_name and p.stem not in by_name]
+    if missing:
+        raise TrainingError(
+            f"{len(missing)} validation image(s) have no label in {labels_file}: "
+            f"{', '.join(missing[:10])}{' …' if len(missing) > 10 else ''}"
+        )
+    return [(str(p), by_name.get(p.name) or by_name[p.stem]) for p in files]
+
+
+def encode_image(path: str, encoding: Encoding) -> tuple[bytes, int, int, str | None]:
+    """(JPEG bytes, height, width, why it was re-encoded or None). Raises on unreadable files.
+
+    The image is fully decoded, so truncated files are caught here, not during training.
+    """
+    data = Path(path).read_bytes()
+    with Image.open(io.BytesIO(data)) as image:
+        image.load()
+        reason = None
+        if image.format != "JPEG":
+            reason = f"{image.format} file named {Path(path).suffix}"
+        elif image.mode not in ("RGB", "L"):
+            reason = f"{image.mode} JPEG"
+        shorter = min(image.size)
+        resize = encoding.resize is not None and shorter > encoding.resize
+        if not (reason or resize or encoding.reencode):
+            return data, image.height, image.width, None
+        rgb = image.convert("RGB")
+    if resize:
+        scale = encoding.resize / shorter
+        size = (max(1, round(rgb.width * scale)), max(1, round(rgb.height * scale)))
+        rgb = rgb.resize(size, Image.Resampling.BICUBIC)
+    out = io.BytesIO()
+    rgb.save(out, "JPEG", quality=encoding.quality)
+    return out.getvalue(), rgb.height, rgb.width, reason
+
+
+def write_shard(task: ShardTask) -> dict:
+    """Write one shard; return its manifest entry plus what was re-encoded or unreadable."""
+    import tensorflow as tf
+
+    name = shard_name(task.split, task.index, task.total)
+    path = Path(task.folder) / name
+    counts: Counter[str] = Counter()
+    reencoded, bad = [], []
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for image_path, wnid in task.images:
+            try:
+                data, height, width, reason = encode_image(image_path, task.encoding)
+            except (OSError, SyntaxError, ValueError, UnidentifiedImageError) as exc:
+                bad.append({"path": image_path, "error": f"{type(exc).__name__}: {exc}"})
+                continue
+            if reason:
+                reencoded.append({"path": image_path, "reason": reason})
+            label = task.label_map[wnid]
+            writer.write(serialize_example(data, label, height, width, Path(image_path).name))
+            counts[wnid] += 1
+    size, md5, sha256 = file_digests(path)
+    entry = ShardEntry(name, task.split, sum(counts.values()), size, md5, sha256)
+    return {"entry": entry, "counts": counts, "reencoded": reencoded, "bad": bad}
+
+
+def existing_outputs(output: Path) -> list[Path]:
+    if not output.is_dir():
+        return []
+    return sorted(
+        p for p in output.iterdir() if _ANY_SHARD.match(p.name) or p.name == MANIFEST_NAME
+    )
+
+
+def convert(
+    source: Path,
+    output: Path,
+    splits: list[str],
+    shards: dict[str, int],
+    encoding: Encoding = Encoding(),
+    labels_file: Path | None = None,
+    workers: int | None = None,
+    skip_bad: bool = False,
+    overwrite: bool = False,
+    seed: int = 0,
+) -> Manifest:
+    """Convert `source` into shards and `manifest.json` in `output`; return the manifest."""
+    unknown = [s for s in splits if s not in SPLITS]
+    if unknown or not splits:
+        raise TrainingError(f"unknown split(s) {unknown or splits}; allowed: {', '.join(SPLITS)}")
+    old = existing_outputs(output)
+    if old and not overwrite:
+        raise TrainingError(
+            f"{output} already holds {len(old)} shard/manifest file(s) (e.g. {old[0].name}); "
+            "pass --overwrite to replace them, or choose another --output"
+        )
+    label_map, images = scan(source, splits, labels_file)
+    tasks_per_split = {}
+    rng = random.Random(seed)
+    for split in splits:
+        items, total = images[split], shards[split]
+        if not 1 <= total <= len(items):
+            raise TrainingError(
+                f"--{split}-shards {total} is not possible with {len(items)} {split} images; "
+                f"allowed: 1 to {len(items)}"
+            )
+        rng.shuffle(items)  # mix the classes across shards
+        tasks_per_split[split] = [items[i * len(items) // total : (i + 1) * len(items) // total]
+                                  for i in range(total)]  # fmt: skip
+
+    output.mkdir(parents=True, exist_ok=True)
+    staging = output / f".partial-{os.getpid()}"
+    staging.mkdir()
+    tasks = [
+        ShardTask(split, i, len(chunks), chunk, label_map, str(staging), encoding)
+        for split, chunks in tasks_per_split.items()
+        for i, chunk in enumerate(chunks)
+    ]
+    workers = max(1, min(workers or os.cpu_count() or 1, len(tasks)))
+    results = []
+    try:
+        results = _run_tasks(tasks, workers, sum(len(v) for v in images.values()))
+        bad = [b for r in results for b in r["bad"]]
+        if bad and not skip_bad:
+            listing = "\n".join(f"  {b['path']}: {b['error']}" for b in bad)
+            raise TrainingError(
+                f"{len(bad)} unreadable image(s); nothing was written to {output}:\n{listing}\n"
+                "fix or remove them, or pass --skip-bad to leave them out (the manifest lists them)"
+            )
+        for path in old:
+            path.unlink()
+        for r in results:
+            (staging / r["entry"].name).replace(output / r["entry"].name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+    entries = sorted((r["entry"] for r in results), key=lambda e: e.name)
+    summaries = {}
+    for split in splits:
+        counts = sum((r["counts"] for r in results if r["entry"].split == split), Counter())
+        summaries[split] = SplitSummary(
+            sum(counts.values()), shards[split], dict(sorted(counts.items()))
+        )
+    manifest = Manifest(
+        label_map=label_map,
+        splits=summaries,
+        shards=entries,
+        reencoded=sorted((x for r in results for x in r["reencoded"]), key=lambda x: x["path"]),
+        skipped=sorted((x for r in results for x in r["bad"]), key=lambda x: x["path"]),
+        options=dict(
+            source=str(source),
+            shards={split: shards[split] for split in splits},
+            reencode=encoding.reencode,
+            quality=encoding.quality,
+            resize=encoding.resize,
+            seed=seed,
+        ),
+    )
+    manifest.write(output)
+    return manifest
+
+
+def _run_tasks(tasks: list[ShardTask], workers: int, total_images: int) -> list[dict]:
+    # spawn, not fork: TensorFlow must not be inherited half-initialised by the workers.
+    context = multiprocessing.get_context("spawn")
+    columns = [*Progress.get_default_columns()[:2], MofNCompleteColumn(), TimeRemainingColumn()]
+    with Progress(*columns) as progress, context.Pool(workers) as pool:
+        bar = progress.add_task(f"converting ({workers} workers)", total=total_images)
+        results = []
+        for result in pool.imap_unordered(write_shard, tasks):
+            results.append(result)
+            progress.advance(bar, sum(result["counts"].values()) + len(result["bad"]))
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="azdl data prepare",
+        description="Convert an ImageNet-layout folder into sharded TFRecords (the schema of "
+        "training/records.py) plus manifest.json, using every core.",
+    )
+    add_options(p, PREPARE_OPTIONS)
+    args = p.parse_args(argv)
+    if not 1 <= args.quality <= 95:
+        p.error(f"--quality must be between 1 and 95, got {args.quality}")
+    if args.resize is not None and args.resize < 16:
+        p.error(f"--resize must be at least 16 pixels, got {args.resize}")
+    if args.workers is not None and args.workers < 1:
+        p.error(f"--workers must be at least 1, got {args.workers}")
+    splits = [s.strip() for s in args.splits.split(",") if s.strip()]
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # the workers inherit it: no TF banners
+    start = time.perf_counter()
+    try:
+        manifest = convert(
+            args.input,
+            args.output,
+            splits,
+            {"train": args.train_shards, "validation": args.validation_shards},
+            Encoding(args.reencode, args.quality, args.resize),
+            args.validation_labels,
+            args.workers,
+            args.skip_bad,
+            args.overwrite,
+            args.seed,
+        )
+    except TrainingError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    seconds = time.perf_counter() - start
+    images = sum(s.num_examples for s in manifest.splits.values())
+    for split, summary in manifest.splits.items():
+        print(f"{split}: {summary.num_examples} images in {summary.num_shards} shards")
+    for item in manifest.reencoded:
+        print(f"re-encoded to RGB JPEG ({item['reason']}): {item['path']}")
+    for item in manifest.skipped:
+        print(f"skipped unreadable image: {item['path']} ({item['error']})")
+    print(
+        f"wrote {len(manifest.shards)} shards ({manifest.total_bytes / 1e6:.1f} MB) and "
+        f"{MANIFEST_NAME} to {args.output} in {seconds:.1f} s ({images / seconds:.1f} images/s)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
