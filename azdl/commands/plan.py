@@ -1,0 +1,108 @@
+"""`azdl plan`: render stacks offline (no Azure, no Pulumi CLI) as a manifest, a tree and a
+cost estimate."""
+
+import argparse
+import sys
+from pathlib import Path
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from azdl.errors import AzdlError
+from azdl.review import cost, manifest
+from azdl.review.plan import render_stack
+from azdl.review.tree import render_tree
+
+DEFAULT_OUT = Path("out/plan")
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "plan",
+        help="render a stack offline: JSON manifest, resource tree, cost estimate",
+        description="Run the real Pulumi program for stacks/Pulumi.STACK.yaml under the "
+        "Pulumi SDK's mocks (no cloud access, no Pulumi CLI) and write a deterministic JSON "
+        "manifest (OUT/STACK.json), print the resource tree and an estimated cost.",
+    )
+    p.add_argument("stacks", nargs="+", metavar="STACK", help="stack name(s), e.g. dev prod")
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="manifest folder (out/plan)")
+    p.add_argument("--json", action="store_true", help="print only the manifest (one stack)")
+    p.add_argument("--no-tree", action="store_true", help="leave out the resource tree")
+    speed = p.add_mutually_exclusive_group()
+    speed.add_argument("--images-per-sec", type=float, help="measured throughput for epoch cost")
+    speed.add_argument(
+        "--throughput", type=Path, help="job log / JSON lines with an azdl.throughput/v1 record"
+    )
+    p.add_argument("--workers", type=int, help="GPUs the --images-per-sec figure was measured on")
+    p.add_argument(
+        "--images-per-epoch", type=int, default=cost.IMAGENET_TRAIN_IMAGES,
+        help=f"images in one epoch (default ImageNet-1k train, {cost.IMAGENET_TRAIN_IMAGES})",
+    )  # fmt: skip
+    p.set_defaults(func=run)
+
+
+def _money(value: float | None) -> str:
+    return "unpriced" if value is None else f"{value:,.2f}"
+
+
+def cost_table(est: cost.Estimate) -> Table:
+    table = Table(
+        title=f"Estimated cost of stack {est.stack} (USD, estimate)",
+        title_justify="left",
+        box=box.SIMPLE,
+    )
+    table.add_column("item")
+    table.add_column("what")
+    table.add_column("per hour at max", justify="right")
+    table.add_column("per month idle floor", justify="right")
+    for line in est.lines:
+        table.add_row(
+            line.item, line.detail, _money(line.max_per_hour), _money(line.idle_per_month)
+        )
+    table.add_row("total", "", _money(est.max_per_hour), _money(est.idle_per_month), style="bold")
+    return table
+
+
+def print_cost(console: Console, est: cost.Estimate) -> None:
+    console.print(cost_table(est))
+    if est.epoch:
+        e = est.epoch
+        console.print(
+            f"one epoch ({e['images_per_epoch']:,} images at {e['images_per_sec']:,.1f} images/s): "
+            f"{e['hours']:.2f} h on {e['nodes']} x {e['vm_size']} = {_money(e['usd'])} USD"
+        )
+    for item in est.unpriced:
+        console.print(f"[bold red]not priced:[/] {item}")
+    for note in est.notes:
+        console.print(f"note: {note}")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.json and len(args.stacks) != 1:
+        raise AzdlError("--json prints one manifest: give exactly one stack")
+    if args.workers is not None and args.workers < 1:
+        raise AzdlError(f"--workers must be at least 1, got {args.workers}")
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
+    throughput = cost.throughput_from(args.throughput) if args.throughput else None
+    for stack in args.stacks:
+        doc, seconds = render_stack(stack)
+        if args.json:
+            sys.stdout.write(manifest.dumps(doc))
+            return 0
+        args.out.mkdir(parents=True, exist_ok=True)
+        target = args.out / f"{stack}.json"
+        target.write_text(manifest.dumps(doc))
+        if not args.no_tree:
+            print(render_tree(doc), flush=True)
+        est = cost.estimate(doc)
+        if throughput:
+            cost.add_epoch_cost(
+                est, doc, float(throughput["images_per_sec"]), int(throughput["workers"]),
+                args.images_per_epoch,
+            )  # fmt: skip
+        elif args.images_per_sec is not None:
+            cost.add_epoch_cost(est, doc, args.images_per_sec, args.workers, args.images_per_epoch)
+        print_cost(console, est)
+        console.print(f"manifest: {target} (rendered in {seconds:.1f} s)\n")
+    return 0

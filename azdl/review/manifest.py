@@ -1,0 +1,99 @@
+"""The plan manifest: a stack's declared resources as one deterministic JSON document.
+
+Format `azdl.plan/v1`:
+
+    {"format": "azdl.plan/v1", "project": "azdl", "stack": "dev",
+     "config": {...the stack's azdl:* settings, secure values redacted...},
+     "resources": [{"key": "azdl:infra:Storage$azure-native:storage:StorageAccount::data",
+                    "type": "azure-native:storage:StorageAccount", "name": "data",
+                    "custom": true, "parent": "<key>" | null, "dependsOn": ["<key>", ...],
+                    "protect": false, "retainOnDelete": false, "inputs": {...camelCase...}}, ...],
+     "outputs": {...stack outputs...}}
+
+A resource's `key` is its URN without the `urn:pulumi:<stack>::<project>::` prefix (and without
+the root stack's type), so the same resource has the same key in every stack. Resources are
+sorted by key and every object by its keys: the same program renders byte-identical JSON.
+
+Values that only exist after deployment are `{"$unknown": [<keys of the resources they come
+from>]}`; values Pulumi marks secret are the string SECRET.
+"""
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from azdl.errors import AzdlError
+
+FORMAT = "azdl.plan/v1"
+SECRET = "[secret]"
+UNKNOWN_KEY = "$unknown"
+STACK_TYPE = "pulumi:pulumi:Stack"
+_REQUIRED = ("format", "project", "stack", "config", "resources", "outputs")
+
+
+def unknown(sources: Iterable[str]) -> dict[str, list[str]]:
+    """The marker for a value known only after deployment, derived from `sources` (keys)."""
+    return {UNKNOWN_KEY: sorted(set(sources))}
+
+
+def is_unknown(value: Any) -> bool:
+    return isinstance(value, dict) and set(value) == {UNKNOWN_KEY}
+
+
+def key_of_urn(urn: str) -> str:
+    """`urn:pulumi:dev::azdl::pulumi:pulumi:Stack$azure-native:x:Y::n` -> `azure-native:x:Y::n`."""
+    if not urn:
+        return ""
+    parts = urn.split("::")
+    if len(parts) < 4 or not parts[0].startswith("urn:pulumi:"):
+        raise ValueError(f"not a Pulumi URN: {urn!r}")
+    qualified_type, name = parts[2], "::".join(parts[3:])
+    root = STACK_TYPE + "$"
+    if qualified_type.startswith(root):
+        qualified_type = qualified_type[len(root) :]
+    return f"{qualified_type}::{name}"
+
+
+def dumps(manifest: dict[str, Any]) -> str:
+    """Canonical JSON text: sorted keys, two-space indent, trailing newline."""
+    return json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def validate(manifest: Any, origin: str) -> dict[str, Any]:
+    """Check that `manifest` is a plan of this format version; return it."""
+    if not isinstance(manifest, dict):
+        raise AzdlError(f"{origin}: not a plan manifest (expected a JSON object)")
+    found = manifest.get("format")
+    if found != FORMAT:
+        raise AzdlError(
+            f"{origin}: manifest format {found!r} is not supported; this azdl reads {FORMAT!r} "
+            "(render both sides with the same azdl version: `azdl plan STACK --json`)"
+        )
+    missing = [k for k in _REQUIRED if k not in manifest]
+    if missing:
+        raise AzdlError(f"{origin}: manifest lacks {', '.join(missing)}")
+    if not isinstance(manifest["resources"], list) or not all(
+        isinstance(r, dict) and {"key", "type", "name", "inputs"} <= set(r)
+        for r in manifest["resources"]
+    ):
+        raise AzdlError(
+            f"{origin}: `resources` must be a list of objects with key/type/name/inputs"
+        )
+    return manifest
+
+
+def load(path: str | Path) -> dict[str, Any]:
+    """Read and validate a manifest file."""
+    path = Path(path)
+    try:
+        document = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise AzdlError(f"{path}: no such manifest file") from None
+    except json.JSONDecodeError as exc:
+        raise AzdlError(f"{path}: not valid JSON ({exc})") from None
+    return validate(document, str(path))
+
+
+def by_key(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {r["key"]: r for r in manifest["resources"]}

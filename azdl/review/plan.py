@@ -1,0 +1,77 @@
+"""Find a stack, check its file, and render it offline in a fresh interpreter.
+
+The stack file is parsed and validated here first (the program's own `infra.config`, pure
+Python), so a malformed file or an invalid setting is reported before the Pulumi runtime
+starts; `azdl.review.render` runs in a subprocess because the runtime's state is global.
+"""
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from azdl.envs import REPO_ROOT
+from azdl.errors import AzdlError
+from azdl.review import manifest
+from azdl.review.render import CONFIG_ERROR_EXIT
+from infra.config import ConfigError, load_stack_file
+
+STACKS_DIR = REPO_ROOT / "stacks"
+
+
+def known_stacks(stacks_dir: Path = STACKS_DIR) -> list[str]:
+    return sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in stacks_dir.glob("Pulumi.*.yaml"))
+
+
+def stack_file(stack: str, stacks_dir: Path = STACKS_DIR) -> Path:
+    path = stacks_dir / f"Pulumi.{stack}.yaml"
+    if not path.is_file():
+        known = ", ".join(known_stacks(stacks_dir)) or "none"
+        raise AzdlError(f"unknown stack {stack!r}; known stacks ({stacks_dir}): {known}")
+    return path
+
+
+def check_stack_file(path: Path) -> None:
+    """A clear error for a malformed stack file or an invalid config, before rendering."""
+    try:
+        document = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise AzdlError(f"{path}: malformed stack file (not valid YAML): {exc}") from None
+    if not isinstance(document, dict) or not isinstance(document.get("config"), dict):
+        raise AzdlError(f"{path}: malformed stack file: expected a mapping with a `config:` map")
+    try:
+        load_stack_file(path)
+    except ConfigError as exc:
+        raise AzdlError(f"{path}: invalid stack config: {exc}") from None
+
+
+def render_stack(stack: str, stacks_dir: Path = STACKS_DIR) -> tuple[dict[str, Any], float]:
+    """The manifest of `stack` and the seconds rendering took (subprocess included)."""
+    path = stack_file(stack, stacks_dir)
+    check_stack_file(path)
+    started = time.perf_counter()
+    result = subprocess.run(
+        [sys.executable, "-m", "azdl.review.render", str(path)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    seconds = time.perf_counter() - started
+    if result.returncode == CONFIG_ERROR_EXIT:
+        raise AzdlError(f"{path}: invalid stack config: {result.stderr.strip()}")
+    if result.returncode != 0:
+        tail = "\n".join(result.stderr.strip().splitlines()[-15:])
+        raise AzdlError(f"rendering stack {stack!r} failed (the program raised):\n{tail}")
+    return manifest.validate(json.loads(result.stdout), f"plan of {stack}"), seconds
+
+
+def load_plan(ref: str, stacks_dir: Path = STACKS_DIR) -> dict[str, Any]:
+    """A manifest from a file (`*.json` or any existing path) or rendered from a stack name."""
+    if ref.endswith(".json") or Path(ref).is_file():
+        return manifest.load(ref)
+    return render_stack(ref, stacks_dir)[0]

@@ -1,0 +1,131 @@
+"""Run the CrossGuard policies (`policies/azdl_rules.py`) offline against a plan manifest.
+
+The very `ResourceValidationPolicy` / `StackValidationPolicy` objects that `pulumi preview
+--policy-pack policies` runs get the manifest's resources as pulumi-policy's own argument
+types; unknown values go in as the engine's unknown sentinels behind pulumi-policy's
+unknown-checking proxy, exactly as during a preview.
+"""
+
+import contextlib
+import importlib.util
+import sys
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from pulumi_policy import (
+    PolicyCustomTimeouts,
+    PolicyResource,
+    PolicyResourceOptions,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    StackValidationArgs,
+)
+from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError, unknown_checking_proxy
+
+from azdl.envs import REPO_ROOT
+from azdl.review import manifest as mf
+
+RULES_FILE = REPO_ROOT / "policies" / "azdl_rules.py"
+BUDGET_KEY = "maxGpuSpendPerHourUsd"
+
+
+def load_rules() -> ModuleType:
+    """The policy module, imported from the repository (it is not an installed package)."""
+    if "azdl_rules" in sys.modules:
+        return sys.modules["azdl_rules"]
+    spec = importlib.util.spec_from_file_location("azdl_rules", RULES_FILE)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["azdl_rules"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@dataclass(frozen=True)
+class Finding:
+    policy: str
+    severity: str
+    mandatory: bool
+    resource: str | None  # manifest key; None for the stack as a whole
+    message: str
+
+
+def _engine_value(value: Any) -> Any:
+    """Manifest JSON back to what the engine hands a policy (unknowns as sentinels)."""
+    if mf.is_unknown(value):
+        return UNKNOWN_STRING_VALUE
+    if isinstance(value, dict):
+        return {k: _engine_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_engine_value(v) for v in value]
+    return value
+
+
+def _urn(doc: dict[str, Any], key: str) -> str:
+    return f"urn:pulumi:{doc['stack']}::{doc['project']}::{key}"
+
+
+def _options(doc: dict[str, Any], res: dict[str, Any]) -> PolicyResourceOptions:
+    parent = _urn(doc, res["parent"]) if res.get("parent") else None
+    return PolicyResourceOptions(
+        protect=bool(res.get("protect")),
+        ignore_changes=[],
+        delete_before_replace=None,
+        aliases=[],
+        custom_timeouts=PolicyCustomTimeouts(0, 0, 0),
+        additional_secret_outputs=[],
+        parent=parent,
+    )
+
+
+def policy_config(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Per-policy config from the stack's settings (also the `--policy-pack-config` file)."""
+    budget = doc["config"].get(f"{doc['project']}:{BUDGET_KEY}")
+    return {"gpu-spend-within-budget": {} if budget is None else {BUDGET_KEY: budget}}
+
+
+def check(doc: dict[str, Any]) -> list[Finding]:
+    """Every violation of every policy for the plan `doc`, in a stable order."""
+    rules = load_rules()
+    config = policy_config(doc)
+    findings: list[Finding] = []
+    views = []
+    for res in doc["resources"]:
+        props = unknown_checking_proxy(_engine_value(res["inputs"]))
+        views.append((res, props))
+    resources = [
+        PolicyResource(
+            res["type"],
+            props,
+            _urn(doc, res["key"]),
+            res["name"],
+            _options(doc, res),
+            None,
+            None,
+            [],
+            {},
+        )
+        for res, props in views
+    ]
+    for policy in rules.POLICIES:
+        mandatory = policy.enforcement_level.value == "mandatory"
+        policy_conf = config.get(policy.name, {})
+
+        def report(message: str, key: str | None, p=policy, m=mandatory) -> None:
+            findings.append(Finding(p.name, p.severity.value, m, key, message))
+
+        if not isinstance(policy, ResourceValidationPolicy):
+            args = StackValidationArgs(resources, policy_conf)
+            policy.validate(args, lambda message, urn=None, r=report: r(message, None))
+            continue
+        for res, props in views:
+            urn, opts = _urn(doc, res["key"]), _options(doc, res)
+            args = ResourceValidationArgs(
+                res["type"], props, urn, res["name"], opts, None, policy_conf
+            )
+            # A value known only after deployment: Pulumi skips the check the same way.
+            with contextlib.suppress(UnknownValueError):
+                policy.validate(
+                    args, lambda message, urn=None, k=res["key"], r=report: r(message, k)
+                )
+    return findings

@@ -1,0 +1,197 @@
+"""Render one stack offline: run the real infra program under the Pulumi SDK's mocks, as a
+`pulumi preview` of a new stack would, and record what it declares.
+
+A recording `MockMonitor` sees every resource registration exactly as the engine would: type,
+name, parent, dependencies (per property too), protect / retainOnDelete and the serialized
+inputs (camelCase; secrets and unknowns still marked). The program runs in preview mode and
+the mocks hand back no ids and no computed outputs, so every value Azure computes stays
+unknown, like in a real preview; `infra.mocks.AzureMocks` still answers the invokes
+(`getClientConfig`).
+
+The Pulumi runtime keeps global state, so each stack renders in a fresh interpreter:
+`python -m azdl.review.render STACK_FILE` prints the manifest JSON; `azdl.review.plan`
+drives it.
+"""
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pulumi
+from google.protobuf import json_format
+from pulumi.runtime import mocks as pulumi_mocks
+from pulumi.runtime.settings import get_root_resource
+from pulumi.runtime.sync_await import _sync_await
+
+from azdl.envs import REPO_ROOT
+from azdl.review import manifest
+from infra.config import PROJECT, ConfigError, read_stack_file, stack_name_of
+from infra.mocks import ARM, AzureMocks
+
+_UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"  # the engine's unknown sentinel
+_SIG = "4dabf18193072939515e22adb298388d"  # the engine's special-value signature key
+_SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
+_RESOURCE_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
+_ASSET_SIGS = {"c44067f5952c0a294b673a41bacf1b52", "0def7320c3a5731c473e5ecbe6d01bc7"}
+CONFIG_ERROR_EXIT = 3  # the subprocess's exit code for an invalid stack config
+
+
+def _has_unknown(value: Any) -> bool:
+    if value == _UNKNOWN:
+        return True
+    if isinstance(value, dict):
+        return any(_has_unknown(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_unknown(v) for v in value)
+    return False
+
+
+def plain(value: Any, sources: list[str]) -> Any:
+    """An engine value as manifest JSON: unknowns marked (from `sources`), secrets redacted,
+    resource references as keys, paths inside the repository made relative."""
+    if value == _UNKNOWN:
+        return manifest.unknown(sources)
+    if isinstance(value, str):
+        root = f"{REPO_ROOT}/"
+        return "./" + value[len(root) :] if value.startswith(root) else value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)  # the wire format has only doubles; Azure's integers stay integers
+    if isinstance(value, list):
+        return [plain(v, sources) for v in value]
+    if isinstance(value, dict):
+        sig = value.get(_SIG)
+        if sig == _SECRET_SIG:
+            return manifest.SECRET
+        if sig == _RESOURCE_SIG:
+            return {"$ref": manifest.key_of_urn(value.get("urn", ""))}
+        if sig in _ASSET_SIGS:
+            return {"$asset": plain(value.get("path") or value.get("uri") or "", sources)}
+        return {k: plain(v, sources) for k, v in value.items()}
+    return value
+
+
+class RecordingMonitor(pulumi_mocks.MockMonitor):
+    """A MockMonitor that keeps every registration request and answers like a preview."""
+
+    def __init__(self, mocks: pulumi.runtime.Mocks):
+        super().__init__(mocks)
+        self.requests: list[tuple[str, Any]] = []
+
+    def RegisterResource(self, request):
+        if request.type != manifest.STACK_TYPE:
+            urn = self.make_urn(request.parent, request.type, request.name)
+            self.requests.append((urn, request))
+        return super().RegisterResource(request)
+
+
+class PreviewMocks(pulumi.runtime.Mocks):
+    """The infra mocks, as a preview of a new stack sees Azure: invokes are answered, and a
+    resource gets no id and no computed outputs, only its Azure name (an input, so known)."""
+
+    def __init__(self, inner: pulumi.runtime.Mocks):
+        self.inner = inner
+
+    def call(self, args):
+        return self.inner.call(args)
+
+    def new_resource(self, args):
+        name_key = ARM.get(args.typ.removeprefix("azure-native:"), (None, None))[0]
+        name = args.inputs.get(name_key) if name_key else None
+        return "", {"name": name} if isinstance(name, str) else {}
+
+
+def resource_entry(urn: str, request) -> dict[str, Any]:
+    inputs = json_format.MessageToDict(request.object)
+    deps = sorted({manifest.key_of_urn(u) for u in request.dependencies})
+    prop_deps = {
+        k: sorted({manifest.key_of_urn(u) for u in v.urns})
+        for k, v in request.propertyDependencies.items()
+    }
+    parent = manifest.key_of_urn(request.parent)
+    return {
+        "key": manifest.key_of_urn(urn),
+        "type": request.type,
+        "name": request.name,
+        "custom": bool(request.custom),
+        "parent": None if parent.startswith(manifest.STACK_TYPE + "::") else parent or None,
+        "dependsOn": deps,
+        "protect": bool(request.protect),
+        "retainOnDelete": bool(request.retainOnDelete),
+        "inputs": {k: plain(v, prop_deps.get(k) or deps) for k, v in sorted(inputs.items())},
+    }
+
+
+def _stack_output(output: pulumi.Output) -> Any:
+    if _sync_await(output.is_secret()):
+        return manifest.SECRET
+    if not _sync_await(output.is_known()):
+        sources = [_sync_await(r.urn.future()) for r in _sync_await(output.resources())]
+        return manifest.unknown(manifest.key_of_urn(u) for u in sources)
+    value = _sync_await(output.future())
+    return _known_output(value)
+
+
+def _known_output(value: Any) -> Any:
+    if isinstance(value, pulumi.Output):
+        return _stack_output(value)
+    if isinstance(value, dict):
+        return {str(k): _known_output(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_known_output(v) for v in value]
+    return plain(value, [])
+
+
+def redact_config(config: dict[str, Any]) -> dict[str, Any]:
+    """The stack's own settings, with Pulumi secrets (`{secure: ...}`) redacted."""
+
+    def redact(value: Any) -> Any:
+        if isinstance(value, dict):
+            if set(value) == {"secure"}:
+                return manifest.SECRET
+            return {k: redact(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [redact(v) for v in value]
+        return value
+
+    return {k: redact(v) for k, v in sorted(config.items())}
+
+
+def render(stack_file: Path) -> dict[str, Any]:
+    """Run the program for `stack_file` under mocks; the manifest. Once per interpreter."""
+    import json
+
+    from infra import program
+
+    stack = stack_name_of(stack_file)
+    config = read_stack_file(stack_file)
+    pulumi.runtime.set_all_config(
+        {k: v if isinstance(v, str) else json.dumps(v) for k, v in config.items()}
+    )
+    mocks = PreviewMocks(AzureMocks())
+    monitor = RecordingMonitor(mocks)
+    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=True, monitor=monitor)
+    pulumi_mocks.test(program.main)()
+    outputs = {k: _known_output(v) for k, v in get_root_resource().outputs.items()}
+    resources = sorted((resource_entry(u, r) for u, r in monitor.requests), key=lambda r: r["key"])
+    return {
+        "format": manifest.FORMAT,
+        "project": PROJECT,
+        "stack": stack,
+        "config": redact_config(config),
+        "resources": resources,
+        "outputs": dict(sorted(outputs.items())),
+    }
+
+
+def main(argv: list[str]) -> int:
+    try:
+        document = render(Path(argv[0]))
+    except ConfigError as exc:
+        print(str(exc), file=sys.stderr)
+        return CONFIG_ERROR_EXIT
+    sys.stdout.write(manifest.dumps(document))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

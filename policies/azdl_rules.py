@@ -1,0 +1,413 @@
+"""azdl's guardrails as CrossGuard policies (pulumi-policy), usable two ways:
+
+- by Pulumi: `pulumi preview --policy-pack policies` (`__main__.py` builds the PolicyPack);
+- offline: `azdl policy STACK|MANIFEST` hands a plan manifest to the same `POLICIES`.
+
+Every policy carries a severity and a one-line remediation. Checks read resource inputs as
+Azure sees them (camelCase). "Prod" is the resource's own `environment` tag, so resource
+policies need no stack context. A value unknown until deployment is skipped, never guessed.
+The GPU budget comes from the policy config `maxGpuSpendPerHourUsd` (the offline runner takes
+it from the stack config; for `pulumi preview` see `azdl policy --pack-config`).
+"""
+
+import ipaddress
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from functools import cache
+from importlib import import_module
+from pathlib import Path
+from typing import Any
+
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyConfigSchema,
+    ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    Severity,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+from pulumi_policy.proxy import UnknownValueError
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+if str(REPO_ROOT) not in sys.path:  # Pulumi runs the pack with only this folder on the path
+    sys.path.insert(0, str(REPO_ROOT))
+
+from azdl.review.prices import load_prices  # noqa: E402
+from infra.catalogue import VM_SIZES  # noqa: E402
+
+STORAGE = "azure-native:storage:StorageAccount"
+CONTAINER = "azure-native:storage:BlobContainer"
+REGISTRY = "azure-native:containerregistry:Registry"
+COMPUTE = "azure-native:machinelearningservices:Compute"
+NSG = "azure-native:network:NetworkSecurityGroup"
+NSG_RULE = "azure-native:network:SecurityRule"
+ROLE_ASSIGNMENT = "azure-native:authorization:RoleAssignment"
+
+REQUIRED_TAGS = ("environment", "project", "owner", "costCenter")
+GOOD_TLS = ("TLS1_2", "TLS1_3")
+DATA_ACCOUNT_KINDS = ("BlockBlobStorage", "FileStorage")  # premium accounts holding datasets
+# Sources that may reach the training subnet inbound: Azure ML's control plane and in-VNet
+# traffic. Service tags may carry a region suffix (AzureMachineLearning.westeurope).
+INBOUND_SERVICE_TAGS = ("BatchNodeManagement", "AzureMachineLearning")
+INBOUND_INTERNAL = ("VirtualNetwork", "AzureLoadBalancer")
+# Built-in roles that can change resources or hand out access (fixed GUIDs in every tenant).
+PRIVILEGED_ROLES = {
+    "8e3af657-a8ff-404c-9d86-bca7d93b5e97": "Owner",
+    "b24988ac-6180-42a0-ab88-20f7382dd24c": "Contributor",
+    "18d7d88d-d35e-4fb5-a5c3-7773c6a72089": "User Access Administrator",
+    "f58310d9-a9f6-439a-9e8d-f62e7b41a168": "Role Based Access Control Administrator",
+}
+
+
+class _Unknown:
+    def __repr__(self) -> str:
+        return "<unknown until deploy>"
+
+
+UNKNOWN = _Unknown()
+
+
+def get(props: Any, *path: str | int, default: Any = None) -> Any:
+    """`props[path...]`, `default` where absent, UNKNOWN where not known until deploy."""
+    value = props
+    for step in path:
+        container = Sequence if isinstance(step, int) else Mapping
+        if not isinstance(value, container) or isinstance(value, str):
+            return default
+        try:
+            value = value[step]
+        except UnknownValueError:
+            return UNKNOWN
+        except (IndexError, KeyError):
+            return default
+    return value
+
+
+def is_prod(props: Any) -> bool:
+    return get(props, "tags", "environment") == "prod"
+
+
+# ---- resource policies: each yields violation messages ------------------------------------
+
+
+def _storage_tls(args: ResourceValidationArgs) -> Iterator[str]:
+    if args.resource_type != STORAGE:
+        return
+    tls = get(args.props, "minimumTlsVersion")
+    if tls is UNKNOWN or tls in GOOD_TLS:
+        return
+    shown = "not set (Azure then accepts TLS 1.0)" if tls is None else f"{tls}"
+    yield f"storage account '{args.name}': minimumTlsVersion is {shown}; TLS 1.2 is required"
+
+
+def _public_blob_access(args: ResourceValidationArgs) -> Iterator[str]:
+    if args.resource_type == STORAGE:
+        allowed = get(args.props, "allowBlobPublicAccess")
+        if allowed is not UNKNOWN and allowed is not False:
+            yield (
+                f"storage account '{args.name}': allowBlobPublicAccess is {allowed}; "
+                "anonymous blob access must be off (false)"
+            )
+    elif args.resource_type == CONTAINER:
+        access = get(args.props, "publicAccess")
+        if access not in (None, "None", UNKNOWN):
+            yield f"blob container '{args.name}': publicAccess is {access}; it must be None"
+
+
+def _prod_public_network(args: ResourceValidationArgs) -> Iterator[str]:
+    if args.resource_type != STORAGE or not is_prod(args.props):
+        return
+    access = get(args.props, "publicNetworkAccess")
+    if access not in ("Disabled", UNKNOWN):
+        yield (
+            f"storage account '{args.name}' (prod): publicNetworkAccess is "
+            f"{access or 'not set (Enabled)'}; prod storage is reached only by private endpoints"
+        )
+
+
+def _nfs_internet(args: ResourceValidationArgs) -> Iterator[str]:
+    if args.resource_type != STORAGE or get(args.props, "kind") != "FileStorage":
+        return
+    access = get(args.props, "publicNetworkAccess")
+    default_action = get(args.props, "networkRuleSet", "defaultAction")
+    ip_rules = get(args.props, "networkRuleSet", "ipRules", default=[])
+    if UNKNOWN in (access, default_action, ip_rules) or access == "Disabled":
+        return
+    if default_action != "Deny":
+        yield (
+            f"NFS account '{args.name}': its firewall's defaultAction is "
+            f"{default_action or 'not set (Allow)'}, so the internet can reach it"
+        )
+    elif len(ip_rules):
+        yield f"NFS account '{args.name}': its firewall admits internet addresses (ipRules)"
+
+
+def _registry_admin(args: ResourceValidationArgs) -> Iterator[str]:
+    if args.resource_type == REGISTRY and get(args.props, "adminUserEnabled") is True:
+        yield f"container registry '{args.name}': the admin user is enabled"
+
+
+def _prod_compute_access(args: ResourceValidationArgs) -> Iterator[str]:
+    if args.resource_type != COMPUTE or not is_prod(args.props):
+        return
+    if get(args.props, "properties", "computeType") != "AmlCompute":
+        return
+    node = get(args.props, "properties", "properties", default={})
+    public_ip = get(node, "enableNodePublicIp")
+    if public_ip is not False and public_ip is not UNKNOWN:
+        shown = "not set (Azure's default: true)" if public_ip is None else public_ip
+        yield f"compute '{args.name}' (prod): enableNodePublicIp is {shown}; nodes get public IPs"
+    ssh = get(node, "remoteLoginPortPublicAccess")
+    if ssh not in ("Disabled", UNKNOWN):
+        yield (
+            f"compute '{args.name}' (prod): remoteLoginPortPublicAccess is "
+            f"{ssh or 'not set (NotSpecified)'}; the SSH port may be open"
+        )
+
+
+def _is_allowed_source(source: str) -> bool:
+    if source.split(".")[0] in INBOUND_SERVICE_TAGS or source in INBOUND_INTERNAL:
+        return True
+    try:
+        return ipaddress.ip_network(source, strict=False).is_private
+    except ValueError:
+        return False  # "*", "Internet", "Any" and every other tag
+
+
+def _rule_violations(owner: str, rule: Any) -> Iterator[str]:
+    if get(rule, "direction") != "Inbound" or get(rule, "access") != "Allow":
+        return
+    sources = [get(rule, "sourceAddressPrefix"), *(get(rule, "sourceAddressPrefixes") or [])]
+    for source in sources:
+        if source is None or source is UNKNOWN or not isinstance(source, str):
+            continue
+        if not _is_allowed_source(source):
+            yield (
+                f"{owner} rule '{get(rule, 'name') or '?'}' allows inbound traffic from "
+                f"'{source}'; only {', '.join(INBOUND_SERVICE_TAGS)} may reach the subnet"
+            )
+
+
+def _nsg_inbound(args: ResourceValidationArgs) -> Iterator[str]:
+    if args.resource_type == NSG:
+        rules = get(args.props, "securityRules", default=[])
+        if rules is UNKNOWN:
+            return
+        for i in range(len(rules)):
+            yield from _rule_violations(f"NSG '{args.name}'", get(rules, i))
+    elif args.resource_type == NSG_RULE:
+        yield from _rule_violations(f"NSG rule resource '{args.name}':", args.props)
+
+
+def _role_breadth(args: ResourceValidationArgs) -> Iterator[str]:
+    if args.resource_type != ROLE_ASSIGNMENT:
+        return
+    role_id = get(args.props, "roleDefinitionId")
+    if isinstance(role_id, str):
+        role = PRIVILEGED_ROLES.get(role_id.rstrip("/").rsplit("/", 1)[-1].lower())
+        if role:
+            yield (
+                f"role assignment '{args.name}' grants {role}; the cluster identity needs only "
+                "data-plane roles (AcrPull, Storage Blob Data Reader/Contributor)"
+            )
+    scope = get(args.props, "scope")
+    if isinstance(scope, str) and scope.strip("/").count("/") <= 1:
+        yield f"role assignment '{args.name}' is scoped to a whole subscription ({scope})"
+
+
+@cache
+def is_taggable(resource_type: str) -> bool:
+    """Whether the azure-native resource type has `tags` (read from the SDK's own class)."""
+    package, _, rest = resource_type.partition(":")
+    module, _, name = rest.partition(":")
+    if package != "azure-native" or not module or not name:
+        return False
+    try:
+        cls = getattr(import_module(f"pulumi_azure_native.{module}"), name)
+    except (ImportError, AttributeError):
+        return False
+    return isinstance(getattr(cls, "tags", None), property)
+
+
+def _required_tags(args: ResourceValidationArgs) -> Iterator[str]:
+    if not is_taggable(args.resource_type):
+        return
+    tags = get(args.props, "tags", default={})
+    if tags is UNKNOWN:
+        return
+    missing = [t for t in REQUIRED_TAGS if not isinstance(get(tags, t), str) or not get(tags, t)]
+    if missing:
+        kind = args.resource_type.split(":")[-1]
+        yield f"{kind} '{args.name}' lacks the tags {', '.join(missing)}"
+
+
+def _prod_data_protected(args: ResourceValidationArgs) -> Iterator[str]:
+    if args.resource_type != STORAGE or not is_prod(args.props):
+        return
+    if get(args.props, "kind") in DATA_ACCOUNT_KINDS and not args.opts.protect:
+        yield f"data account '{args.name}' (prod) is not protected: `pulumi destroy` can delete it"
+
+
+# ---- stack policy -------------------------------------------------------------------------
+
+
+def gpu_spend_per_hour(resources: list[Any]) -> tuple[float, list[str], list[str]]:
+    """(USD/hour of every GPU cluster at max nodes, lines of how, sizes without a price)."""
+    prices = load_prices()
+    total, lines, unpriced = 0.0, [], []
+    for res in resources:
+        if res.resource_type != COMPUTE:
+            continue
+        node = get(res.props, "properties", "properties", default={})
+        size, max_nodes = get(node, "vmSize"), get(node, "scaleSettings", "maxNodeCount")
+        if not isinstance(size, str) or not isinstance(max_nodes, int | float):
+            continue
+        catalogue = VM_SIZES.get(size)
+        if catalogue is not None and catalogue.gpus == 0:
+            continue  # a CPU cluster (image builds): not GPU spend
+        price = prices.vm(size)
+        if price is None or catalogue is None:
+            unpriced.append(size)
+            continue
+        total += price * max_nodes
+        lines.append(f"{res.name}: {int(max_nodes)} x {size} at {price:.2f} USD/h")
+    return total, lines, unpriced
+
+
+def _gpu_budget(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    budget = args.get_config().get("maxGpuSpendPerHourUsd")
+    if budget is None:
+        report_violation(
+            "no GPU budget given: set the policy config maxGpuSpendPerHourUsd "
+            "(`azdl policy --pack-config STACK` writes it from the stack)",
+            None,
+        )
+        return
+    total, lines, unpriced = gpu_spend_per_hour(args.resources)
+    for size in unpriced:
+        report_violation(
+            f"VM size {size} has no price in azdl/review/prices.yaml, so the GPU spend cannot "
+            "be checked against the budget",
+            None,
+        )
+    if total > float(budget):
+        report_violation(
+            f"maximum GPU spend {total:.2f} USD/h exceeds the budget {float(budget):.2f} USD/h "
+            f"({'; '.join(lines)}; {load_prices().label})",
+            None,
+        )
+
+
+# ---- the policies --------------------------------------------------------------------------
+
+
+def _resource_policy(
+    name: str,
+    description: str,
+    severity: Severity,
+    remediation: str,
+    check: Callable[[ResourceValidationArgs], Iterator[str]],
+) -> ResourceValidationPolicy:
+    def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+        for message in check(args):
+            report_violation(f"{message}. Fix: {remediation}", None)
+
+    return ResourceValidationPolicy(
+        name=name,
+        description=description,
+        validate=validate,
+        enforcement_level=EnforcementLevel.MANDATORY,
+        severity=severity,
+        remediation_steps=remediation,
+    )
+
+
+POLICIES = [
+    _resource_policy(
+        "storage-minimum-tls-1-2",
+        "Storage accounts accept only TLS 1.2 or later.",
+        Severity.HIGH,
+        "set minimum_tls_version='TLS1_2' on the storage account",
+        _storage_tls,
+    ),
+    _resource_policy(
+        "storage-no-public-blob-access",
+        "No anonymous (public) blob access on accounts or containers.",
+        Severity.HIGH,
+        "set allow_blob_public_access=False on the account and public_access='None' on containers",
+        _public_blob_access,
+    ),
+    _resource_policy(
+        "storage-private-in-prod",
+        "Prod storage accounts disable public network access.",
+        Severity.CRITICAL,
+        "use network.mode privateEndpoints in the prod stack (public_network_access='Disabled')",
+        _prod_public_network,
+    ),
+    _resource_policy(
+        "nfs-not-internet-reachable",
+        "NFS (FileStorage) accounts are reachable from the VNet only.",
+        Severity.CRITICAL,
+        "give the NFS account network_rule_set default_action='Deny' with VNet rules only, "
+        "or disable public network access",
+        _nfs_internet,
+    ),
+    _resource_policy(
+        "registry-admin-user-disabled",
+        "Container registries keep the admin user (a shared password) off.",
+        Severity.HIGH,
+        "set admin_user_enabled=False; pull with the cluster identity's AcrPull role",
+        _registry_admin,
+    ),
+    _resource_policy(
+        "compute-no-public-access-in-prod",
+        "Prod AmlCompute nodes get no public IP and no open SSH port.",
+        Severity.HIGH,
+        "set enable_node_public_ip=False and remote_login_port_public_access='Disabled'",
+        _prod_compute_access,
+    ),
+    _resource_policy(
+        "nsg-inbound-azureml-only",
+        "Inbound NSG rules admit only Azure ML's service tags (and in-VNet traffic).",
+        Severity.CRITICAL,
+        "remove the rule; Azure ML needs inbound only from BatchNodeManagement and "
+        "AzureMachineLearning",
+        _nsg_inbound,
+    ),
+    _resource_policy(
+        "role-assignments-least-privilege",
+        "No Owner/Contributor-class roles and no subscription-wide scopes.",
+        Severity.HIGH,
+        "grant a data-plane role (AcrPull, Storage Blob Data Reader/Contributor) on the one "
+        "resource that needs it",
+        _role_breadth,
+    ),
+    _resource_policy(
+        "required-tags",
+        "Every taggable resource carries environment, project, owner and costCenter.",
+        Severity.MEDIUM,
+        "add the missing keys to azdl:tags in the stack file (the program tags every resource)",
+        _required_tags,
+    ),
+    _resource_policy(
+        "data-accounts-protected-in-prod",
+        "Prod data accounts (premium blob, NFS) are protected from deletion.",
+        Severity.HIGH,
+        "set storage.dataProtection: protect in the prod stack",
+        _prod_data_protected,
+    ),
+    StackValidationPolicy(
+        name="gpu-spend-within-budget",
+        description="The GPU clusters at max nodes cost no more per hour than the budget.",
+        validate=_gpu_budget,
+        enforcement_level=EnforcementLevel.MANDATORY,
+        config_schema=PolicyConfigSchema(
+            properties={"maxGpuSpendPerHourUsd": {"type": "number", "exclusiveMinimum": 0}}
+        ),
+        severity=Severity.HIGH,
+        remediation_steps="lower cluster.maxNodes or cluster.vmSize, or raise "
+        "azdl:maxGpuSpendPerHourUsd after approval",
+    ),
+]
