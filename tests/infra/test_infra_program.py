@@ -6,6 +6,7 @@ import importlib
 import inspect
 import re
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -400,3 +401,37 @@ def test_rendering_is_deterministic(rendering, stack_file):
     assert [(r.type, r.name, r.inputs) for r in again.resources] == [
         (r.type, r.name, r.inputs) for r in rendering.resources
     ]
+
+
+# ---- variants the shipped stacks don't cover ----------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def variant():
+    """The dev stack with data retained, no NFS share and nodes without public IPs."""
+    from infra.config import read_stack_file
+    from infra.mocks import render
+
+    config = read_stack_file(Path(__file__).resolve().parents[2] / "stacks" / "Pulumi.dev.yaml")
+    config["azdl:storage"] = {
+        **config["azdl:storage"],
+        "nfsShareGiB": 0,
+        "dataProtection": "retain",
+    }
+    config["azdl:cluster"] = {**config["azdl:cluster"], "nodePublicIp": False}
+    return render(config, stack="dev")
+
+
+def test_variant_without_nfs_retains_data_and_routes_through_nat(variant):
+    assert variant.outputs["nfsMountTarget"] is None
+    assert variant.of_type(AZ + "storage:FileShare") == []
+    assert {r.name for r in variant.of_type(AZ + "storage:StorageAccount")} == {"data", "outputs"}
+    for short, name in [("resources:ResourceGroup", "data-resource-group"),
+                        ("storage:StorageAccount", "data"),
+                        ("storage:BlobContainer", "data-container")]:  # fmt: skip
+        r = one(variant, short, name)
+        assert (r.protect, r.retain_on_delete) == (False, True), name
+    nat = one(variant, "network:NatGateway", "nat")
+    assert one(variant, "network:Subnet", "training-subnet").inputs["natGateway"]["id"] == nat.id
+    compute = one(variant, "machinelearningservices:Compute", "compute").inputs
+    assert compute["properties"]["properties"]["enableNodePublicIp"] is False
