@@ -1,0 +1,70 @@
+"""Helpers for the multi-process training tests: launch N real Horovod workers, write a tiny
+TFRecord set, read losses and throughput records from a run's output."""
+
+import re
+import subprocess
+from dataclasses import dataclass
+
+import pytest
+
+from azdl.commands.train import launch_command
+from azdl.envs import REPO_ROOT, TRAINING_VENV, training_env
+
+# Small, fast and learnable: the tiny conv net on 32 px images of 4 classes.
+TINY = ["--model", "tiny", "--image-size", "32", "--num-classes", "4", "--warmup-epochs", "0"]
+
+
+@dataclass
+class Run:
+    returncode: int
+    output: str  # stdout and stderr of every worker and the launcher
+
+    def losses(self) -> list[float]:
+        """The training loss of every epoch, as rank 0 prints it (Keras and the TF loop)."""
+        return [float(x) for x in re.findall(r"\bloss: ([0-9.]+)", self.output)]
+
+
+def launch(framework, workers, args, launcher="gloo", timeout=240) -> Run:
+    cmd = launch_command(framework, workers, launcher, [str(a) for a in args])
+    env = training_env({"TF_CPP_MIN_LOG_LEVEL": "1"})
+    proc = subprocess.run(
+        cmd,
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=timeout,
+    )
+    return Run(proc.returncode, proc.stdout)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _needs_horovod():
+    if not (TRAINING_VENV / "bin" / "horovodrun").exists():
+        pytest.skip("the training environment has no Horovod: run make setup-training")
+
+
+def write_tiny_tfrecords(directory, train_shards=2, validation_shards=2, per_shard=24, classes=4):
+    """JPEG shards in THE schema (training.records): each class a flat colour plus noise."""
+    import numpy as np
+    import tensorflow as tf
+
+    from training import records
+
+    rng = np.random.default_rng(0)
+    colours = rng.integers(0, 256, size=(classes, 3))
+    directory.mkdir(parents=True, exist_ok=True)
+    for split, count in (("train", train_shards), ("validation", validation_shards)):
+        for index in range(count):
+            path = directory / records.shard_name(split, index, count)
+            with tf.io.TFRecordWriter(str(path)) as writer:
+                for i in range(per_shard):
+                    label = int(rng.integers(classes))
+                    h, w = int(rng.integers(36, 60)), int(rng.integers(36, 60))
+                    noise = rng.integers(-40, 40, size=(h, w, 3))
+                    pixels = np.clip(colours[label] + noise, 0, 255).astype(np.uint8)
+                    jpeg = tf.io.encode_jpeg(pixels).numpy()
+                    name = f"{split}_{index}_{i}.JPEG"
+                    writer.write(records.serialize_example(jpeg, label, h, w, name))
+    return directory
