@@ -8,10 +8,11 @@ import json
 from typing import Any
 
 import pulumi
+import pulumi.runtime.config as pulumi_runtime_config
 from pulumi_azure_native import authorization, resources
 
 from infra.cluster import Cluster, ClusterArgs
-from infra.config import KEYS, STRING_KEYS, StackConfig, load_config
+from infra.config import STRING_KEYS, StackConfig, load_config
 from infra.images import TrainingImages, TrainingImagesArgs
 from infra.network import Network, NetworkArgs
 from infra.private_link import Endpoint, PrivateLink, PrivateLinkArgs
@@ -21,14 +22,22 @@ from infra.workspace import Workspace, WorkspaceArgs
 
 
 def read_config() -> StackConfig:
-    """The stack's `azdl:*` settings as Pulumi hands them over (structured values as JSON)."""
-    pulumi_config = pulumi.Config()
+    """The stack's `azdl:*` settings as Pulumi hands them over (structured values as JSON).
+
+    Every key of the project's namespace is passed on, so a misspelt key fails validation
+    instead of being ignored. The language host hands config to the program in PULUMI_CONFIG;
+    the SDK's mocks set it in-process.
+    """
+    project = pulumi.get_project()
+    present = {*pulumi_runtime_config.CONFIG.get(), *pulumi_runtime_config.get_config_env()}
     values: dict[str, Any] = {}
-    for key in KEYS:
-        raw = pulumi_config.get(key)
-        if raw is not None:
+    for full_key in sorted(k for k in present if k.startswith(f"{project}:")):
+        key, raw = full_key.split(":", 1)[1], pulumi_runtime_config.get_config(full_key)
+        try:
             values[key] = raw if key in STRING_KEYS else json.loads(raw)
-    return load_config(values, stack=pulumi.get_stack(), project=pulumi.get_project())
+        except ValueError:
+            values[key] = raw  # a plain string where structure is expected: validation says so
+    return load_config(values, stack=pulumi.get_stack(), project=project)
 
 
 def declare(cfg: StackConfig) -> dict[str, Any]:

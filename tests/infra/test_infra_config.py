@@ -233,3 +233,11 @@ def test_invalid_config_stops_the_program_before_any_resource():
     with pytest.raises(ConfigError, match="azdl:location is required"):
         run()
     assert mocks.resources == []
+
+
+def test_a_misspelt_key_stops_the_program_too():
+    """Pulumi itself ignores unknown keys; the program must not."""
+    with pytest.raises(ConfigError, match=r"azdl:cluster = 'not-json' is invalid: an object"):
+        render({**VALID, "azdl:cluster": "not-json"}, stack="dev")
+    with pytest.raises(ConfigError, match=r"azdl:clustr = .*unknown key; known: "):
+        render({**VALID, "azdl:clustr": {"maxNodes": 2}}, stack="dev")
