@@ -1,0 +1,144 @@
+"""`azdl data stage` against Azurite: full upload, interruption and resume, corruption,
+wrong credentials, missing container."""
+
+import base64
+import io
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+from azure.storage.blob import BlobBlock, ContentSettings
+from rich.console import Console
+
+from azdl import staging
+from azdl.cli import main
+from azdl.envs import REPO_ROOT
+
+pytestmark = pytest.mark.slow
+MB = 1024 * 1024
+
+
+def _quiet() -> Console:
+    return Console(file=io.StringIO())
+
+
+def _etags(container, prefix=""):
+    return {b.name: b.etag for b in container.list_blobs(name_starts_with=prefix or None)}
+
+
+def test_full_upload_then_rerun_uploads_nothing(
+    tmp_path, container, emulator_env, capsys, make_dataset
+):
+    # 10 MiB goes up as parallel blocks (above the 8 MiB single-put limit); the rest as one put.
+    manifest = make_dataset(tmp_path, [10 * MB, 3 * MB, 200_000, 1])
+    args = ["data", "stage", str(tmp_path), "--container", container.container_name]
+
+    assert main([*args, "--download-verify"]) == 0
+    out = capsys.readouterr().out
+    assert "uploaded 5 file(s)" in out and "0 missing, 0 different" in out
+    blobs = {b.name: b for b in container.list_blobs()}
+    assert set(blobs) == {s.name for s in manifest.shards} | {"manifest.json"}
+    for shard in manifest.shards:
+        assert container.download_blob(shard.name).readall() == (tmp_path / shard.name).read_bytes()
+        assert bytes(blobs[shard.name].content_settings.content_md5).hex() == shard.md5
+
+    before = _etags(container)
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "uploaded 0 file(s)" in out and "5 already in place" in out
+    assert _etags(container) == before  # nothing rewritten
+
+
+def test_interrupted_upload_resumes_with_nothing_missing_or_corrupt(
+    tmp_path, azurite, container, make_dataset
+):
+    manifest = make_dataset(tmp_path, [4 * MB] * 16, seed=1)
+    env = {**os.environ, staging.CONNECTION_STRING_ENV: azurite.connection_string()}
+    cmd = [sys.executable, "-m", "azdl", "data", "stage", str(tmp_path), "--container",
+           container.container_name, "--prefix", "imagenet", "--parallel-files", "1",
+           "--max-concurrency", "1"]  # fmt: skip
+    proc = subprocess.Popen(cmd, env=env, cwd=REPO_ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)  # fmt: skip
+    deadline = time.monotonic() + 60
+    while proc.poll() is None and time.monotonic() < deadline:
+        if len(_etags(container, "imagenet/")) >= 2:
+            proc.kill()  # as hard as a lost connection or a closed laptop
+            break
+        time.sleep(0.005)
+    proc.wait()
+    first = _etags(container, "imagenet/")
+    assert 2 <= len(first) < 16, f"the upload was not interrupted midway: {len(first)} blobs"
+    assert "imagenet/manifest.json" not in first
+
+    client = staging.container_client(container.container_name, None, azurite.connection_string())
+    report = staging.stage(tmp_path, client, "imagenet", download_verify=True, console=_quiet())
+
+    assert report.ok, report
+    assert (report.missing, report.different, report.failed) == ([], [], {})
+    assert sorted(f"imagenet/{name}" for name in report.skipped) == sorted(first)
+    assert len(report.uploaded) == 17 - len(first)
+    after = _etags(container, "imagenet/")
+    assert {name: after[name] for name in first} == first  # finished work left alone
+    assert set(after) == {f"imagenet/{s.name}" for s in manifest.shards} | {
+        "imagenet/manifest.json"
+    }
+    for shard in manifest.shards:
+        data = container.download_blob(f"imagenet/{shard.name}").readall()
+        assert data == (tmp_path / shard.name).read_bytes()
+
+
+def test_verification_finds_missing_and_corrupt_blobs(
+    tmp_path, container, emulator_env, capsys, make_dataset
+):
+    manifest = make_dataset(tmp_path, [MB, MB, MB], seed=2)
+    args = ["data", "stage", str(tmp_path), "--container", container.container_name]
+    assert main(args) == 0
+    files = manifest.shards
+    corrupt, disguised, deleted = (s.name for s in files)
+
+    # Other bytes under the right name: size and Content-MD5 give it away.
+    container.upload_blob(corrupt, os.urandom(MB - 7), overwrite=True)
+    # Same size, and a Content-MD5 property that still claims the manifest's digest (block
+    # uploads do not check it): only reading the blob back reveals it.
+    blob = container.get_blob_client(disguised)
+    blob.stage_block("b1", os.urandom(MB))
+    blob.commit_block_list(
+        [BlobBlock("b1")],
+        content_settings=ContentSettings(content_md5=bytearray(files[1].content_md5)),
+    )
+    container.delete_blob(deleted)
+
+    client = container  # the emulator's own client is a ContainerClient too
+    assert staging.verify(client, "", files) == ([deleted], [corrupt])
+    assert staging.verify(client, "", files, download=True) == ([deleted], [corrupt, disguised])
+
+    # A rerun repairs what it can see; the download check still finds the disguised blob.
+    capsys.readouterr()
+    assert main([*args, "--download-verify"]) == 1
+    err = capsys.readouterr().err
+    assert f"different from the manifest: {disguised}" in err
+    assert corrupt not in err and deleted not in err
+    assert staging.verify(client, "", files) == ([], [])
+
+
+def test_wrong_credentials_are_a_clear_error(
+    tmp_path, azurite, container, monkeypatch, capsys, make_dataset
+):
+    make_dataset(tmp_path, [1000])
+    wrong_key = base64.b64encode(b"not the account key" * 4).decode()
+    monkeypatch.setenv(staging.CONNECTION_STRING_ENV, azurite.connection_string(wrong_key))
+    rc = main(["data", "stage", str(tmp_path), "--container", container.container_name])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert "refused access" in err and "wrong credentials" in err
+    assert list(container.list_blobs()) == []
+
+
+def test_missing_container_is_a_clear_error(tmp_path, emulator_env, capsys, make_dataset):
+    make_dataset(tmp_path, [1000])
+    rc = main(["data", "stage", str(tmp_path), "--container", "no-such-container"])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert "container 'no-such-container'" in err and "does not exist" in err
