@@ -119,7 +119,7 @@ class Network(pulumi.ComponentResource):
             ),
             child,
         )
-        nat_gateway = None
+        self.nat_gateway = nat_gateway = None
         if not cfg.cluster.node_public_ip:
             nat_ip = network.PublicIPAddress(
                 "nat-ip",

@@ -393,6 +393,7 @@ def test_private_endpoints_and_dns_zones(rendering, cfg):
     assert data_zones == [zones["privatelink.blob.core.windows.net"]]
 
 
+@pytest.mark.slow  # a second full rendering: ~3 s
 def test_rendering_is_deterministic(rendering, stack_file):
     from infra.mocks import render_stack_file
 
