@@ -1,0 +1,28 @@
+"""The shipped stacks, rendered once per session: dev through the `azdl plan` command, prod
+through the function it calls (each in its own subprocess)."""
+
+import json
+
+import pytest
+
+from azdl.cli import main
+from azdl.review.plan import render_stack
+
+
+@pytest.fixture(scope="session")
+def cli_plan_output(tmp_path_factory) -> tuple[dict, str, str]:
+    """(manifest written by `azdl plan dev`, its exact text, what the command printed)."""
+    import contextlib
+    import io
+
+    out = tmp_path_factory.mktemp("plan")
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main(["plan", "dev", "--out", str(out), "--images-per-sec", "2000"]) == 0
+    text = (out / "dev.json").read_text()
+    return json.loads(text), text, printed.getvalue()
+
+
+@pytest.fixture(scope="session")
+def shipped_plans(cli_plan_output) -> dict[str, dict]:
+    return {"dev": cli_plan_output[0], "prod": render_stack("prod")[0]}

@@ -1,0 +1,129 @@
+"""The manifest format, the engine-value conversion, and bad input before anything renders."""
+
+import json
+
+import pytest
+from google.protobuf import struct_pb2
+from pulumi.runtime.proto import resource_pb2
+
+from azdl.envs import REPO_ROOT
+from azdl.errors import AzdlError
+from azdl.review import manifest
+from azdl.review.plan import check_stack_file, known_stacks, load_plan, stack_file
+from azdl.review.render import plain, redact_config, resource_entry
+from tests.review.builders import plan, storage
+
+STACK = "urn:pulumi:dev::azdl::pulumi:pulumi:Stack"
+UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+SECRET = {"4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270", "value": "pw"}
+
+
+def test_keys_drop_stack_and_project_so_stacks_compare():
+    dev = f"{STACK}$azdl:infra:Storage$azure-native:storage:StorageAccount::data"
+    prod = dev.replace(":dev::", ":prod::")
+    assert manifest.key_of_urn(dev) == manifest.key_of_urn(prod)
+    assert (
+        manifest.key_of_urn(dev) == "azdl:infra:Storage$azure-native:storage:StorageAccount::data"
+    )
+    with pytest.raises(ValueError, match="not a Pulumi URN"):
+        manifest.key_of_urn("data")
+
+
+def test_dumps_is_canonical():
+    a = {"b": 1, "a": {"y": 2, "x": [3, {"d": 4, "c": 5}]}}
+    b = {"a": {"x": [3, {"c": 5, "d": 4}], "y": 2}, "b": 1}
+    assert manifest.dumps(a) == manifest.dumps(b)
+    assert manifest.dumps(a).endswith("}\n")
+
+
+def test_plain_marks_unknowns_redacts_secrets_and_relativises_repo_paths():
+    sources = ["azure-native:network:Subnet::training-subnet"]
+    assert plain(UNKNOWN, sources) == {"$unknown": sources}
+    assert plain({"id": UNKNOWN}, sources) == {"id": {"$unknown": sources}}
+    assert plain(SECRET, sources) == manifest.SECRET
+    assert plain(f"{REPO_ROOT}/images/Dockerfile", []) == "./images/Dockerfile"
+    assert plain(4.0, []) == 4 and isinstance(plain(4.0, []), int)
+    assert plain(0.5, []) == 0.5
+
+
+def test_resource_entry_records_what_the_engine_sees():
+    obj = struct_pb2.Struct()
+    obj.update({"scope": UNKNOWN, "description": SECRET, "maxNodeCount": 4.0})
+    parent = f"{STACK}$azdl:infra:Cluster::cluster"
+    identity = f"{STACK}$azdl:infra:Cluster$azure-native:managedidentity:UserAssignedIdentity::id"
+    request = resource_pb2.RegisterResourceRequest(
+        type="azure-native:authorization:RoleAssignment",
+        name="read",
+        parent=parent,
+        custom=True,
+        object=obj,
+        dependencies=[identity],
+        propertyDependencies={
+            "scope": resource_pb2.RegisterResourceRequest.PropertyDependencies(urns=[identity])
+        },
+        protect=True,
+    )
+    urn = f"{STACK}$azdl:infra:Cluster$azure-native:authorization:RoleAssignment::read"
+    entry = resource_entry(urn, request)
+    id_key = manifest.key_of_urn(identity)
+    assert entry == {
+        "key": "azdl:infra:Cluster$azure-native:authorization:RoleAssignment::read",
+        "type": "azure-native:authorization:RoleAssignment",
+        "name": "read",
+        "custom": True,
+        "parent": "azdl:infra:Cluster::cluster",
+        "dependsOn": [id_key],
+        "protect": True,
+        "retainOnDelete": False,
+        "inputs": {"description": "[secret]", "maxNodeCount": 4, "scope": {"$unknown": [id_key]}},
+    }
+
+
+def test_stack_config_secrets_are_redacted():
+    config = {"azdl:tags": {"owner": "me"}, "azdl:token": {"secure": "v1:abc"}}
+    assert redact_config(config) == {"azdl:tags": {"owner": "me"}, "azdl:token": "[secret]"}
+
+
+def test_unknown_stack_lists_the_known_ones():
+    assert {"dev", "prod"} <= set(known_stacks())
+    with pytest.raises(AzdlError, match=r"unknown stack 'staging'; known stacks .*: dev, prod"):
+        stack_file("staging")
+
+
+def test_malformed_stack_file(tmp_path):
+    bad = tmp_path / "Pulumi.broken.yaml"
+    bad.write_text("config:\n  azdl:environment: [dev\n")
+    with pytest.raises(AzdlError, match="malformed stack file \\(not valid YAML\\)"):
+        check_stack_file(bad)
+    bad.write_text("- just\n- a list\n")
+    with pytest.raises(AzdlError, match="expected a mapping with a `config:` map"):
+        check_stack_file(bad)
+
+
+def test_invalid_config_reports_the_programs_own_config_error(tmp_path):
+    text = (REPO_ROOT / "stacks" / "Pulumi.dev.yaml").read_text()
+    broken = tmp_path / "Pulumi.dev.yaml"
+    broken.write_text(text.replace("vmSize: Standard_NC24ads_A100_v4", "vmSize: Standard_NC24r"))
+    with pytest.raises(AzdlError) as info:
+        check_stack_file(broken)
+    message = str(info.value)
+    assert "invalid stack config: azdl:cluster.vmSize = 'Standard_NC24r' is invalid" in message
+    assert "Standard_ND96isr_H100_v5" in message  # names what is allowed
+    assert "Traceback" not in message
+
+
+def test_manifest_of_another_format_and_broken_files(tmp_path):
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(plan(storage()) | {"format": "azdl.plan/v2"}))
+    with pytest.raises(AzdlError, match=r"manifest format 'azdl\.plan/v2' is not supported"):
+        load_plan(str(other))
+    garbage = tmp_path / "garbage.json"
+    garbage.write_text("{not json")
+    with pytest.raises(AzdlError, match="not valid JSON"):
+        load_plan(str(garbage))
+    with pytest.raises(AzdlError, match="no such manifest file"):
+        load_plan(str(tmp_path / "missing.json"))
+    partial = tmp_path / "partial.json"
+    partial.write_text(json.dumps({"format": manifest.FORMAT, "stack": "dev"}))
+    with pytest.raises(AzdlError, match="manifest lacks project, config, resources, outputs"):
+        load_plan(str(partial))

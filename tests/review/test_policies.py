@@ -1,0 +1,333 @@
+"""Each policy against a passing and a violating resource, through pulumi-policy's own args."""
+
+import copy
+
+import pytest
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyCustomTimeouts,
+    PolicyResource,
+    PolicyResourceOptions,
+    ResourceValidationArgs,
+    StackValidationArgs,
+)
+from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, unknown_checking_proxy
+
+from azdl.review.policy import check, load_rules
+from tests.review.builders import TAGS, compute, plan, resource, storage
+
+rules = load_rules()
+POLICY = {p.name: p for p in rules.POLICIES}
+PROD = dict(TAGS, environment="prod")
+
+
+def options(protect: bool = False) -> PolicyResourceOptions:
+    return PolicyResourceOptions(protect, [], None, [], PolicyCustomTimeouts(0, 0, 0), [])
+
+
+def violations(policy_name: str, res: dict, protect: bool = False) -> list[str]:
+    """Messages `policy_name` reports for one manifest-style resource."""
+    messages: list[str] = []
+    args = ResourceValidationArgs(
+        res["type"],
+        unknown_checking_proxy(copy.deepcopy(res["inputs"])),
+        f"urn:pulumi:dev::azdl::{res['key']}",
+        res["name"],
+        options(protect),
+        None,
+    )
+    POLICY[policy_name].validate(args, lambda message, urn=None: messages.append(message))
+    return messages
+
+
+def stack_violations(resources: list[dict], config: dict) -> list[str]:
+    messages: list[str] = []
+    views = [
+        PolicyResource(
+            r["type"],
+            unknown_checking_proxy(r["inputs"]),
+            r["key"],
+            r["name"],
+            options(),
+            None,
+            None,
+            [],
+            {},
+        )
+        for r in resources
+    ]
+    POLICY["gpu-spend-within-budget"].validate(
+        StackValidationArgs(views, config), lambda message, urn=None: messages.append(message)
+    )
+    return messages
+
+
+def test_every_policy_has_severity_remediation_and_is_mandatory():
+    assert len(POLICY) == 11
+    for policy in rules.POLICIES:
+        assert policy.severity is not None, policy.name
+        assert policy.remediation_steps and "\n" not in policy.remediation_steps, policy.name
+        assert policy.enforcement_level is EnforcementLevel.MANDATORY
+
+
+@pytest.mark.parametrize(
+    ("policy", "good", "bad", "message"),
+    [
+        (
+            "storage-minimum-tls-1-2",
+            storage(),
+            storage(minimumTlsVersion="TLS1_0"),
+            "storage account 'data': minimumTlsVersion is TLS1_0; TLS 1.2 is required",
+        ),
+        (
+            "storage-minimum-tls-1-2",
+            storage(),
+            storage(minimumTlsVersion=None),
+            "minimumTlsVersion is not set (Azure then accepts TLS 1.0)",
+        ),
+        (
+            "storage-no-public-blob-access",
+            storage(),
+            storage(allowBlobPublicAccess=True),
+            "storage account 'data': allowBlobPublicAccess is True; anonymous blob access must be",
+        ),
+        (
+            "storage-no-public-blob-access",
+            resource("azure-native:storage:BlobContainer", "c", {"publicAccess": "None"}),
+            resource("azure-native:storage:BlobContainer", "c", {"publicAccess": "Blob"}),
+            "blob container 'c': publicAccess is Blob; it must be None",
+        ),
+        (
+            "storage-private-in-prod",
+            storage(publicNetworkAccess="Disabled", tags=PROD),
+            storage(publicNetworkAccess="Enabled", tags=PROD),
+            "storage account 'data' (prod): publicNetworkAccess is Enabled",
+        ),
+        (
+            "nfs-not-internet-reachable",
+            storage("nfs", kind="FileStorage"),
+            storage("nfs", kind="FileStorage", networkRuleSet={"defaultAction": "Allow"}),
+            "NFS account 'nfs': its firewall's defaultAction is Allow, so the internet can reach",
+        ),
+        (
+            "nfs-not-internet-reachable",
+            storage("nfs", kind="FileStorage", publicNetworkAccess="Disabled"),
+            storage(
+                "nfs",
+                kind="FileStorage",
+                networkRuleSet={
+                    "defaultAction": "Deny",
+                    "ipRules": [{"iPAddressOrRange": "1.2.3.0/30"}],
+                },
+            ),
+            "NFS account 'nfs': its firewall admits internet addresses (ipRules)",
+        ),
+        (
+            "registry-admin-user-disabled",
+            resource("azure-native:containerregistry:Registry", "acr", {"adminUserEnabled": False}),
+            resource("azure-native:containerregistry:Registry", "acr", {"adminUserEnabled": True}),
+            "container registry 'acr': the admin user is enabled",
+        ),
+        (
+            "compute-no-public-access-in-prod",
+            compute() | {"inputs": compute()["inputs"] | {"tags": PROD}},
+            compute(enableNodePublicIp=True)
+            | {"inputs": compute(enableNodePublicIp=True)["inputs"] | {"tags": PROD}},
+            "compute 'compute' (prod): enableNodePublicIp is True; nodes get public IPs",
+        ),
+        (
+            "compute-no-public-access-in-prod",
+            compute() | {"inputs": compute()["inputs"] | {"tags": PROD}},
+            compute(remoteLoginPortPublicAccess="NotSpecified")
+            | {
+                "inputs": compute(remoteLoginPortPublicAccess="NotSpecified")["inputs"]
+                | {"tags": PROD}
+            },
+            "remoteLoginPortPublicAccess is NotSpecified; the SSH port may be open",
+        ),
+        (
+            "nsg-inbound-azureml-only",
+            resource(
+                "azure-native:network:NetworkSecurityGroup",
+                "nsg",
+                {
+                    "securityRules": [
+                        {
+                            "name": "aml",
+                            "direction": "Inbound",
+                            "access": "Allow",
+                            "sourceAddressPrefix": "AzureMachineLearning",
+                        },
+                        {
+                            "name": "batch",
+                            "direction": "Inbound",
+                            "access": "Allow",
+                            "sourceAddressPrefix": "BatchNodeManagement.westeurope",
+                        },
+                        {
+                            "name": "deny",
+                            "direction": "Inbound",
+                            "access": "Deny",
+                            "sourceAddressPrefix": "Internet",
+                        },
+                    ]
+                },
+            ),
+            resource(
+                "azure-native:network:NetworkSecurityGroup",
+                "nsg",
+                {
+                    "securityRules": [
+                        {
+                            "name": "ssh",
+                            "direction": "Inbound",
+                            "access": "Allow",
+                            "sourceAddressPrefix": "*",
+                        },
+                    ]
+                },
+            ),
+            "NSG 'nsg' rule 'ssh' allows inbound traffic from '*'",
+        ),
+        (
+            "nsg-inbound-azureml-only",
+            resource(
+                "azure-native:network:SecurityRule",
+                "r",
+                {
+                    "direction": "Inbound",
+                    "access": "Allow",
+                    "sourceAddressPrefixes": ["10.0.0.0/8"],
+                },
+            ),
+            resource(
+                "azure-native:network:SecurityRule",
+                "r",
+                {
+                    "direction": "Inbound",
+                    "access": "Allow",
+                    "sourceAddressPrefixes": ["10.0.0.0/8", "8.8.8.0/24"],
+                },
+            ),
+            "allows inbound traffic from '8.8.8.0/24'",
+        ),
+        (
+            "role-assignments-least-privilege",
+            resource(
+                "azure-native:authorization:RoleAssignment",
+                "pull",
+                {
+                    "roleDefinitionId": "/subscriptions/s/providers/Microsoft.Authorization/"
+                    "roleDefinitions/7f951dda-4ed3-4680-a7ca-43fe172d538d",
+                    "scope": "/subscriptions/s/resourceGroups/rg/providers/x/registries/r",
+                },
+            ),
+            resource(
+                "azure-native:authorization:RoleAssignment",
+                "pull",
+                {
+                    "roleDefinitionId": "/subscriptions/s/providers/Microsoft.Authorization/"
+                    "roleDefinitions/b24988ac-6180-42a0-ab88-20f7382dd24c",
+                    "scope": "/subscriptions/s/resourceGroups/rg/providers/x/registries/r",
+                },
+            ),
+            "role assignment 'pull' grants Contributor",
+        ),
+        (
+            "role-assignments-least-privilege",
+            resource(
+                "azure-native:authorization:RoleAssignment",
+                "read",
+                {
+                    "roleDefinitionId": "2a2b9908-6ea1-4ae2-8e65-a410df84e7d1",
+                    "scope": "/subscriptions/s/resourceGroups/rg",
+                },
+            ),
+            resource(
+                "azure-native:authorization:RoleAssignment",
+                "read",
+                {
+                    "roleDefinitionId": "2a2b9908-6ea1-4ae2-8e65-a410df84e7d1",
+                    "scope": "/subscriptions/s",
+                },
+            ),
+            "role assignment 'read' is scoped to a whole subscription (/subscriptions/s)",
+        ),
+        (
+            "required-tags",
+            storage(),
+            storage(tags={"environment": "dev", "project": "azdl"}),
+            "StorageAccount 'data' lacks the tags owner, costCenter",
+        ),
+    ],
+)
+def test_policy_passes_good_and_reports_bad(policy, good, bad, message):
+    assert violations(policy, good) == []
+    found = violations(policy, bad)
+    assert len(found) == 1, found
+    assert message in found[0]
+    assert f"Fix: {POLICY[policy].remediation_steps}" in found[0]
+
+
+def test_prod_only_policies_leave_dev_alone():
+    assert violations("storage-private-in-prod", storage(publicNetworkAccess="Enabled")) == []
+    assert violations("compute-no-public-access-in-prod", compute(enableNodePublicIp=True)) == []
+    assert violations("data-accounts-protected-in-prod", storage(), protect=False) == []
+
+
+def test_prod_data_accounts_must_be_protected():
+    prod_data = storage(tags=PROD)
+    assert violations("data-accounts-protected-in-prod", prod_data, protect=True) == []
+    found = violations("data-accounts-protected-in-prod", prod_data, protect=False)
+    assert found and "data account 'data' (prod) is not protected" in found[0]
+    outputs = storage("outputs", kind="StorageV2", tags=PROD)  # not a data account
+    assert violations("data-accounts-protected-in-prod", outputs, protect=False) == []
+
+
+def test_required_tags_skip_resources_that_take_no_tags():
+    container = resource("azure-native:storage:BlobContainer", "c", {"publicAccess": "None"})
+    assert violations("required-tags", container) == []
+
+
+def test_unknown_values_are_skipped_not_guessed():
+    unknown = storage(minimumTlsVersion=UNKNOWN_STRING_VALUE)
+    assert violations("storage-minimum-tls-1-2", unknown) == []
+
+
+def test_gpu_spend_within_budget():
+    two_a100 = [compute()]  # 2 x 3.673 USD/h
+    assert stack_violations(two_a100, {"maxGpuSpendPerHourUsd": 10}) == []
+    over = stack_violations(two_a100, {"maxGpuSpendPerHourUsd": 5})
+    assert len(over) == 1
+    assert "maximum GPU spend 7.35 USD/h exceeds the budget 5.00 USD/h" in over[0]
+    assert "compute: 2 x Standard_NC24ads_A100_v4 at 3.67 USD/h" in over[0]
+
+
+def test_gpu_spend_ignores_cpu_clusters_and_reports_unpriced_sizes():
+    cpu = compute("image-build", "Standard_D4s_v3")
+    assert stack_violations([cpu], {"maxGpuSpendPerHourUsd": 0.01}) == []
+    unknown = stack_violations([compute(size="Standard_XYZ")], {"maxGpuSpendPerHourUsd": 1000})
+    assert unknown == [
+        "VM size Standard_XYZ has no price in azdl/review/prices.yaml, so the GPU spend cannot "
+        "be checked against the budget"
+    ]
+
+
+def test_gpu_spend_without_a_budget_is_a_violation():
+    found = stack_violations([compute()], {})
+    assert found and "no GPU budget given" in found[0]
+
+
+def test_offline_runner_reports_resource_and_policy():
+    doc = plan(storage(allowBlobPublicAccess=True), compute(), budget=5)
+    findings = check(doc)
+    assert [(f.policy, f.resource) for f in findings] == [
+        ("storage-no-public-blob-access", "azure-native:storage:StorageAccount::data"),
+        ("gpu-spend-within-budget", None),
+    ]
+    assert all(f.mandatory and f.severity == "high" for f in findings)
+
+
+def test_offline_runner_passes_unknown_markers_as_unknowns():
+    doc = plan(storage(minimumTlsVersion={"$unknown": ["x"]}))
+    assert check(doc) == []

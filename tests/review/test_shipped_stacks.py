@@ -1,0 +1,85 @@
+"""The real program for both shipped stacks: faithful, deterministic, within every policy."""
+
+import pytest
+
+from azdl.review import manifest
+from azdl.review.cost import estimate
+from azdl.review.diff import diff
+from azdl.review.plan import render_stack
+from azdl.review.policy import check
+from azdl.review.tree import render_tree
+
+pytestmark = pytest.mark.slow  # each stack renders in a fresh interpreter (seconds)
+STACKS = ("dev", "prod")
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_shipped_stacks_pass_every_mandatory_policy(shipped_plans, stack):
+    findings = check(shipped_plans[stack])
+    assert [f for f in findings if f.mandatory] == []
+
+
+def test_the_same_program_renders_byte_identical_json(cli_plan_output):
+    _doc, text, _printed = cli_plan_output
+    again, _seconds = render_stack("dev")
+    assert manifest.dumps(again) == text
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_manifest_is_faithful(shipped_plans, stack):
+    doc = shipped_plans[stack]
+    keys = {r["key"] for r in doc["resources"]}
+    assert len(keys) == len(doc["resources"])
+    for res in doc["resources"]:
+        assert res["parent"] is None or res["parent"] in keys
+        assert set(res["dependsOn"]) <= keys, res["key"]
+    by_name = {(r["type"], r["name"]): r for r in doc["resources"]}
+    compute = by_name[("azure-native:machinelearningservices:Compute", "compute")]
+    assert compute["parent"] == "azdl:infra:Cluster::cluster"
+    node = compute["inputs"]["properties"]["properties"]
+    assert node["scaleSettings"]["maxNodeCount"] == doc["outputs"]["clusterMaxNodes"]
+    identity = "azdl:infra:Cluster$azure-native:managedidentity:UserAssignedIdentity::identity"
+    role = by_name[("azure-native:authorization:RoleAssignment", "data-read")]
+    assert role["inputs"]["principalId"] == {"$unknown": [identity]}  # Azure assigns it
+    assert identity in role["dependsOn"]
+    data = by_name[("azure-native:storage:StorageAccount", "data")]
+    mode = doc["config"]["azdl:storage"]["dataProtection"]
+    expected = {"protect": (True, False), "retain": (False, True), "none": (False, False)}
+    assert (data["protect"], data["retainOnDelete"]) == expected[mode]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_tree_shows_every_resource_under_its_component(shipped_plans, stack):
+    doc = shipped_plans[stack]
+    tree = render_tree(doc)
+    assert "pulumi:pulumi:Stack" in tree and f"azdl-{stack}" in tree
+    assert tree.count("\n+ ") == len(doc["resources"]) + 1
+    assert "│  ├─ azure-native:machinelearningservices:Compute" in tree
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_shipped_stacks_are_fully_priced_within_budget(shipped_plans, stack):
+    doc = shipped_plans[stack]
+    est = estimate(doc)
+    assert est.unpriced == []
+    budget = doc["config"]["azdl:maxGpuSpendPerHourUsd"]
+    gpu = sum(line.max_per_hour for line in est.lines if line.item == "cluster gpu-cluster")
+    assert 0 < gpu <= budget
+
+
+def test_plan_command_prints_tree_cost_and_epoch(cli_plan_output):
+    _doc, _text, printed = cli_plan_output
+    assert "Plan of stack dev (offline, no cloud access)" in printed
+    assert "Estimated cost of stack dev (USD, estimate)" in printed
+    assert "one epoch (1,281,167 images at 2,000.0 images/s)" in printed
+    assert "note: estimate: eastus list prices as of" in printed
+
+
+def test_dev_to_prod_tightens_and_prod_to_dev_widens(shipped_plans):
+    forward = diff(shipped_plans["dev"], shipped_plans["prod"])
+    assert forward.security == []
+    assert forward.exit_code == 3  # replacements (names, VM size)
+    backward = diff(shipped_plans["prod"], shipped_plans["dev"])
+    reasons = {reason for _res, reason in backward.security}
+    assert "public network access turned on" in reasons
+    assert "cluster nodes get public IPs" in reasons
