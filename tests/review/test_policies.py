@@ -1,6 +1,7 @@
 """Each policy against a passing and a violating resource, through pulumi-policy's own args."""
 
 import copy
+import json
 
 import pytest
 from pulumi_policy import (
@@ -13,6 +14,8 @@ from pulumi_policy import (
 )
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, unknown_checking_proxy
 
+from azdl.cli import main
+from azdl.review import manifest
 from azdl.review.policy import check, load_rules
 from tests.review.builders import TAGS, compute, plan, resource, storage
 
@@ -331,3 +334,17 @@ def test_offline_runner_reports_resource_and_policy():
 def test_offline_runner_passes_unknown_markers_as_unknowns():
     doc = plan(storage(minimumTlsVersion={"$unknown": ["x"]}))
     assert check(doc) == []
+
+
+def test_policy_command_exit_codes_and_pack_config(tmp_path, capsys):
+    good, bad = tmp_path / "good.json", tmp_path / "bad.json"
+    good.write_text(manifest.dumps(plan(storage(), compute())))
+    bad.write_text(manifest.dumps(plan(storage(minimumTlsVersion="TLS1_1"))))
+    assert main(["policy", str(good)]) == 0
+    assert "stack dev: all 11 policies pass" in capsys.readouterr().out
+    assert main(["policy", str(good), str(bad)]) == 1
+    out = capsys.readouterr().out
+    assert "storage-minimum-tls-1-2" in out and "minimumTlsVersion is TLS1_1" in out
+    assert main(["policy", "--pack-config", str(good)]) == 0
+    config = json.loads(capsys.readouterr().out)
+    assert config == {"gpu-spend-within-budget": {"maxGpuSpendPerHourUsd": 10}}
