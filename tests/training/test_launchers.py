@@ -1,0 +1,55 @@
+"""The local launcher (`azdl train`): Gloo via horovodrun (the other tests), plain mpirun (as
+Azure ML starts workers), the demo's arguments, and its errors."""
+
+import argparse
+
+import pytest
+from conftest import TINY, launch
+
+from azdl.commands import train
+from azdl.errors import AzdlError
+from training import options
+from training.throughput import parse_throughput_lines
+
+
+@pytest.mark.slow
+@pytest.mark.training_env
+@pytest.mark.parametrize("framework", ["keras", "tf"])
+def test_two_workers_under_plain_mpirun(framework):
+    args = [*TINY, "--batch-size", 8, "--epochs", 1, "--steps-per-epoch", 4]
+    run = launch(framework, 2, [*args, "--timing-warmup-steps", 1], launcher="mpi")
+    assert run.returncode == 0, run.output
+    (record,) = parse_throughput_lines(run.output)
+    assert record["workers"] == 2 and record["timed_steps"] == 3
+
+
+def test_mpi_command_is_plain_mpirun_with_the_environment_exported():
+    cmd = train.launch_command("tf", 2, "mpi", ["--epochs", "1"])
+    assert cmd[0].endswith("mpirun") and "horovodrun" not in " ".join(cmd)
+    assert cmd[cmd.index("-np") + 1] == "2"
+    assert cmd[cmd.index("PYTHONPATH") - 1] == "-x"
+    assert cmd[-4:] == ["-m", "training.train_tf", "--epochs", "1"]
+
+
+def _parser():
+    parser = argparse.ArgumentParser(prog="azdl")
+    train.register(parser.add_subparsers(dest="command"))
+    return parser
+
+
+def test_unknown_framework_is_refused(capsys):
+    with pytest.raises(SystemExit) as exc:
+        _parser().parse_args(["train", "--framework", "mxnet"])
+    assert exc.value.code == 2
+    assert "invalid choice: 'mxnet' (choose from 'keras', 'tf', 'torch')" in capsys.readouterr().err
+    with pytest.raises(AzdlError, match="unknown framework 'mxnet'; allowed: keras, tf, torch"):
+        train.launch_command("mxnet", 2, "gloo", [])
+    with pytest.raises(AzdlError, match="--workers must be at least 1, got 0"):
+        train.launch_command("keras", 0, "gloo", [])
+
+
+@pytest.mark.parametrize("framework", sorted(train.FRAMEWORK_MODULES))
+def test_demo_arguments_are_valid_for_every_training_script(framework):
+    args = options.parse_args(framework, train.demo_args(framework, workers=2))
+    assert args.model == "resnet50" and args.data_dir is None  # synthetic data
+    assert "runs/demo-" in args.checkpoint_dir and args.epochs * args.steps_per_epoch <= 40
