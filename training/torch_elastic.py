@@ -80,8 +80,8 @@ class ElasticRun:
             )
             if hvd.rank() == 0:
                 print(
-                    f"epoch {state.epoch + 1}/{a.epochs}: loss {mean_loss:.4f}, lr {lr:.5g}, "
-                    f"{hvd.size()} worker(s)",
+                    f"epoch {state.epoch + 1}/{a.epochs} - loss: {mean_loss:.4f} - lr: {lr:.5g} "
+                    f"- workers: {hvd.size()}",
                     flush=True,
                 )
                 if a.checkpoint_dir:

@@ -35,7 +35,7 @@ Batch = tuple[torch.Tensor, torch.Tensor]
 
 def to_torch(images: np.ndarray, labels: np.ndarray, channels_last: bool) -> Batch:
     """NHWC float images → an NCHW tensor. NHWC memory *is* channels-last, so that is a view."""
-    x = torch.from_numpy(np.ascontiguousarray(images)).permute(0, 3, 1, 2)
+    x = torch.from_numpy(np.require(images, requirements=["C", "W"])).permute(0, 3, 1, 2)
     x = x.contiguous(
         memory_format=torch.channels_last if channels_last else torch.contiguous_format
     )
@@ -244,8 +244,9 @@ class Data:
         from training import tf_pipeline
 
         # TensorFlow only reads and decodes here; keep it from taking every core from torch.
-        tf.config.threading.set_inter_op_parallelism_threads(1)
-        tf.config.threading.set_intra_op_parallelism_threads(1)
+        with contextlib.suppress(RuntimeError):  # already fixed: TF ran before in this process
+            tf.config.threading.set_inter_op_parallelism_threads(1)
+            tf.config.threading.set_intra_op_parallelism_threads(1)
         self._tf = tf_pipeline.make_data(args, rank, size)
         self.source = self._tf.source
         per_pass = self._tf.steps_per_epoch * args.batch_size * size
@@ -302,14 +303,14 @@ def train(args) -> None:
                 losses += torch.tensor([loss, accuracy], dtype=torch.float64)
                 advance(loss)
         loss, accuracy = (hvd.allreduce(losses / steps, name=f"epoch-metrics-{epoch}")).tolist()
-        line = f"epoch {epoch + 1}/{args.epochs}: loss {loss:.4f}, accuracy {accuracy:.4f}"
+        line = f"epoch {epoch + 1}/{args.epochs} - loss: {loss:.4f} - accuracy: {accuracy:.4f}"
         metrics = {"loss": loss, "accuracy": accuracy, "lr": lr}
         validation = data.validation()
         if validation is not None:
             metrics["val_accuracy"] = trainer.accuracy(validation)
-            line += f", val_accuracy {metrics['val_accuracy']:.4f}"
+            line += f" - val_accuracy: {metrics['val_accuracy']:.4f}"
         if rank == 0:
-            print(f"{line}, lr {lr:.5g}", flush=True)
+            print(f"{line} - lr: {lr:.5g}", flush=True)
             if writer:
                 for name, value in metrics.items():
                     writer.add_scalar(name, value, epoch + 1)

@@ -1,0 +1,77 @@
+"""Horovod elastic (PyTorch): min 1, max 2 workers; killing one does not stop the run.
+
+The host-discovery script names this machine twice, as `localhost` and as `127.0.0.1`, one slot
+each. Horovod's elastic driver blacklists the *host* of a failed worker; with a single
+`localhost:2` entry the survivor would be blacklisted along with the dead worker and the job
+would stop. Two names for the one machine give each worker a host of its own.
+"""
+
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+from conftest import TINY
+
+from azdl.envs import REPO_ROOT, training_bin, training_env
+
+pytestmark = [pytest.mark.slow, pytest.mark.training_env]
+
+EPOCHS, STEPS = 6, 40
+
+
+def test_killing_a_worker_does_not_stop_elastic_training(tmp_path):
+    discovery = tmp_path / "discover-hosts.sh"
+    discovery.write_text("#!/bin/sh\necho localhost:1\necho 127.0.0.1:1\n")
+    discovery.chmod(0o755)
+    cmd = [
+        str(training_bin("horovodrun")),
+        "-np", "2", "--min-np", "1", "--max-np", "2",
+        "--host-discovery-script", str(discovery), "--gloo",
+        str(training_bin("python")), "-m", "training.torch_elastic",
+        *TINY, "--batch-size", "8", "--epochs", str(EPOCHS), "--steps-per-epoch", str(STEPS),
+        "--lr-decay", "none", "--base-lr", "4", "--timing-warmup-steps", "2",
+        "--commit-every", "2", "--dump-weights", str(tmp_path / "w"),
+    ]  # fmt: skip
+    env = training_env({"TF_CPP_MIN_LOG_LEVEL": "1"})
+    proc = subprocess.Popen(
+        cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    seen = []
+    deadline = time.monotonic() + 180
+    for line in proc.stdout:
+        seen.append(line)
+        if "epoch 2/" in line or time.monotonic() > deadline:
+            break
+    assert any("epoch 2/" in line and "workers: 2" in line for line in seen), "".join(seen)
+    (victim,) = _workers_on("127.0.0.1", marker=str(tmp_path / "w"))
+    os.kill(victim, signal.SIGKILL)
+    output = "".join(seen) + proc.communicate(timeout=240)[0]
+
+    assert proc.returncode == 0, output
+    assert "workers changed: now 1" in output, output
+    assert f"epoch {EPOCHS}/{EPOCHS} - " in output and "workers: 1" in output, output
+    assert "Elastic run finished with 1 worker(s) (started with 2, 1 reset(s))" in output, output
+    assert '"workers": 1' in output  # the throughput record counts the workers at the end
+    assert (tmp_path / "w" / "rank-0.npz").exists()
+
+
+def _workers_on(host: str, marker: str) -> list[int]:
+    """Python workers Horovod started for `host`, whose command line contains `marker`."""
+    pids = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().decode(errors="replace").split("\0")
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                environ = f.read().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if (
+            "training.torch_elastic" in argv
+            and marker in argv
+            and f"HOROVOD_HOSTNAME={host}" in environ
+        ):
+            pids.append(int(entry))
+    return pids

@@ -1,0 +1,293 @@
+"""PyTorch training with real Horovod workers (2 processes on this machine, Gloo and MPI).
+
+The averaging runs use the tiny model (no batch norm), plain data and the global-batch LR
+scaling, so 2 workers × batch b, 1 worker × batch 2b and 1 worker × b with 2 accumulated
+micro-batches are the same computation: their final weights must agree to float rounding.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+from conftest import TINY, launch, write_tiny_tfrecords
+
+from azdl.commands.train import launch_command
+from azdl.envs import REPO_ROOT, training_env
+from training.throughput import FIELDS, SCHEMA, parse_throughput_lines
+
+pytestmark = [pytest.mark.slow, pytest.mark.training_env]
+
+EPOCHS, STEPS = 3, 5
+SGD = ["--lr-decay", "none", "--base-lr", "4", "--timing-warmup-steps", "2"]
+
+
+def _weights(directory, rank=0) -> dict[str, np.ndarray]:
+    with np.load(directory / f"rank-{rank}.npz") as npz:
+        return {k: npz[k] for k in npz.files}
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory):
+    root = tmp_path_factory.mktemp("torch-synthetic")
+    common = [*TINY, *SGD, "--epochs", EPOCHS, "--steps-per-epoch", STEPS]
+    outputs = ["--dump-weights", root / "two", "--checkpoint-dir", root / "ckpt"]
+    outputs += ["--log-dir", root / "tb", "--val-steps", 2]
+    runs = {
+        "two": launch("torch", 2, [*common, "--batch-size", 8, *outputs]),
+        "one": launch("torch", 1, [*common, "--batch-size", 16, "--dump-weights", root / "one"]),
+        "accum": launch(
+            "torch",
+            1,
+            [*common, "--batch-size", 8, "--grad-accum", 2, "--dump-weights", root / "accum"],
+        ),
+    }
+    for name, run in runs.items():
+        assert run.returncode == 0, f"{name}:\n{run.output}"
+    return root, runs
+
+
+def test_loss_goes_down_on_synthetic_data(synthetic):
+    _, runs = synthetic
+    losses = runs["two"].losses()
+    assert len(losses) == EPOCHS, runs["two"].output
+    assert losses[-1] < 0.5 * losses[0], losses
+    assert "val_accuracy: " in runs["two"].output
+
+
+def test_rank0_prints_the_throughput_contract(synthetic):
+    _, runs = synthetic
+    output = runs["two"].output
+    (record,) = parse_throughput_lines(output)  # rank 0 only
+    assert tuple(record) == FIELDS and record["schema"] == SCHEMA
+    assert record["framework"] == "torch" and record["model"] == "tiny"
+    assert record["workers"] == 2 and record["batch_per_worker"] == 8
+    assert record["data_source"] == "synthetic" and record["precision"] == "fp32"
+    assert record["timed_steps"] == EPOCHS * STEPS - 2
+    assert record["images_timed"] == record["timed_steps"] * 16
+    assert record["images_per_sec"] > 0
+    assert "Total images/sec: " in output
+    (accum,) = parse_throughput_lines(runs["accum"].output)
+    assert accum["images_timed"] == accum["timed_steps"] * 16  # 8 images × 2 micro-batches
+
+
+def test_all_ranks_hold_identical_weights(synthetic):
+    root, _ = synthetic
+    rank0, rank1 = _weights(root / "two", 0), _weights(root / "two", 1)
+    assert rank0.keys() == rank1.keys()
+    for name in rank0:
+        np.testing.assert_array_equal(rank0[name], rank1[name], err_msg=name)
+
+
+def test_two_workers_equal_one_worker_with_double_batch_or_accumulation(synthetic):
+    import torch
+
+    from training.torch_models import build_model
+
+    root, _ = synthetic
+    torch.manual_seed(0)  # the scripts' default --seed: the weights every run starts from
+    initial = {k: v.numpy() for k, v in build_model("tiny", 4).state_dict().items()}
+    two, one, accum = (_weights(root / name) for name in ("two", "one", "accum"))
+    moved = max(np.abs(two[k] - initial[k]).max() for k in initial)
+    assert moved > 1e-2  # the weights really changed, so agreement below means something
+    for name in initial:
+        np.testing.assert_allclose(two[name], one[name], rtol=1e-4, atol=2e-5, err_msg=name)
+        np.testing.assert_allclose(two[name], accum[name], rtol=1e-4, atol=2e-5, err_msg=name)
+
+
+def test_rank0_checkpoints_and_logs(synthetic):
+    root, runs = synthetic
+    progress = json.loads((root / "ckpt" / "progress.json").read_text())
+    assert progress["epoch"] == EPOCHS and progress["global_step"] == EPOCHS * STEPS
+    assert (progress["framework"], progress["model"]) == ("torch", "tiny")
+    assert sorted(p.name for p in (root / "ckpt").glob("ckpt-*")) == [
+        "ckpt-00002.pt",
+        "ckpt-00003.pt",
+    ]  # --keep-checkpoints 2
+    assert f"Checkpoint: {root / 'ckpt' / 'ckpt-00003.pt'}" in runs["two"].output
+    assert list((root / "tb").glob("events.out.tfevents.*"))
+
+
+def test_resnet50_under_mpirun_with_every_speed_option(tmp_path):
+    """The real model, launched the way Azure ML launches it: bf16 autocast, channels-last,
+    fp16 allreduce and 2 accumulated micro-batches."""
+    run = launch(
+        "torch",
+        2,
+        [
+            "--model", "resnet50", "--image-size", 32, "--num-classes", 10, "--batch-size", 2,
+            "--grad-accum", 2, "--precision", "bf16", "--channels-last", "--fp16-allreduce",
+            "--epochs", 1, "--steps-per-epoch", 2, "--timing-warmup-steps", 1,
+            "--dump-weights", tmp_path,
+        ],
+        launcher="mpi",
+    )  # fmt: skip
+    assert run.returncode == 0, run.output
+    (record,) = parse_throughput_lines(run.output)
+    assert (record["model"], record["precision"], record["workers"]) == ("resnet50", "bf16", 2)
+    assert record["timed_steps"] == 1 and record["images_timed"] == 8
+    rank0, rank1 = _weights(tmp_path, 0), _weights(tmp_path, 1)
+    assert len([k for k in rank0 if k.endswith("conv2.weight")]) == 16  # 3 + 4 + 6 + 3 blocks
+    # Parameters are averaged; BatchNorm's running statistics are each worker's own.
+    for name in (k for k in rank0 if not k.endswith(("running_mean", "running_var", "tracked"))):
+        np.testing.assert_array_equal(rank0[name], rank1[name], err_msg=name)
+
+
+def test_tfrecords_train_and_validate(tmp_path):
+    data = write_tiny_tfrecords(tmp_path / "data")
+    sgd = ["--lr-decay", "none", "--base-lr", "1", "--timing-warmup-steps", "2"]
+    run = launch(
+        "torch",
+        2,
+        [*TINY, *sgd, "--data-dir", data, "--batch-size", 8, "--epochs", 5, "--shuffle-buffer", 64],
+    )
+    assert run.returncode == 0, run.output
+    losses = run.losses()
+    assert len(losses) == 5 and losses[-1] < 0.8 * losses[0], run.output
+    assert run.output.count("val_accuracy: ") == 5
+    (record,) = parse_throughput_lines(run.output)
+    assert record["data_source"] == "tfrecord" and record["workers"] == 2
+    # 48 training images / (8 × 2) = 3 steps per epoch, counted from the shards.
+    assert record["timed_steps"] == 5 * 3 - 2
+
+
+def _worker_pids(marker: str, rank: int) -> list[int]:
+    """The `training.train_torch` workers Horovod started as `rank`, with `marker` in argv."""
+    pids = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().decode(errors="replace").split("\0")
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                environ = f.read().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if "training.train_torch" in argv and marker in argv and f"HOROVOD_RANK={rank}" in environ:
+            pids.append(int(entry))
+    return pids
+
+
+def test_resume_after_a_worker_is_killed(tmp_path):
+    ckpt = tmp_path / "ckpt"
+    epochs, steps = 12, 30
+    sgd = ["--lr-decay", "none", "--base-lr", "1", "--timing-warmup-steps", "2"]
+    args = [*TINY, *sgd, "--batch-size", 8, "--epochs", epochs, "--steps-per-epoch", steps]
+    args += ["--checkpoint-dir", ckpt]
+    cmd = launch_command("torch", 2, "gloo", [str(a) for a in args])
+    env = training_env({"TF_CPP_MIN_LOG_LEVEL": "1"})
+    first = subprocess.Popen(
+        cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    printed = []
+    deadline = time.monotonic() + 180
+    for line in first.stdout:
+        if "- loss: " in line and "epoch " in line:
+            printed.append(line)
+        if len(printed) == 2 or time.monotonic() > deadline:
+            break
+    assert len(printed) == 2, "the first run never finished 2 epochs"
+    (victim,) = _worker_pids(str(ckpt), rank=1)
+    os.kill(victim, signal.SIGKILL)
+    rest = first.communicate(timeout=60)[0]
+    assert first.returncode != 0  # the job stopped: a static Horovod job can't lose a worker
+    last_printed = max(int(line.split("epoch ")[1].split("/")[0]) for line in printed + [
+        line for line in rest.splitlines() if "- loss: " in line
+    ])  # fmt: skip
+    assert last_printed < epochs, "the kill came too late to test anything"
+
+    resumed_at = json.loads((ckpt / "progress.json").read_text())["epoch"]
+    assert resumed_at >= last_printed - 1  # at most one checkpoint interval (an epoch) lost
+
+    second = launch("torch", 2, [*args, "--dump-weights", tmp_path / "w"])
+    assert second.returncode == 0, second.output
+    assert (
+        f"resuming from {ckpt} at epoch {resumed_at} (step {resumed_at * steps})" in second.output
+    )
+    assert f"epoch {resumed_at}/{epochs} -" not in second.output
+    assert f"epoch {resumed_at + 1}/{epochs} -" in second.output
+    assert len(second.losses()) == epochs - resumed_at
+    # The weights came back: the first resumed epoch is far below the first run's first epoch.
+    first_loss = float(printed[0].split("loss: ")[1].split()[0])
+    assert second.losses()[0] < 0.5 * first_loss
+    progress = json.loads((ckpt / "progress.json").read_text())
+    assert (progress["epoch"], progress["global_step"]) == (epochs, epochs * steps)
+    rank0, rank1 = _weights(tmp_path / "w", 0), _weights(tmp_path / "w", 1)
+    for name in rank0:
+        np.testing.assert_array_equal(rank0[name], rank1[name], err_msg=name)
+
+
+def test_bad_input_ends_in_a_clear_error_and_exit_code_2(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "training.train_torch", *TINY, "--data-dir", str(tmp_path / "no")],
+        cwd=REPO_ROOT,
+        env=training_env({"TF_CPP_MIN_LOG_LEVEL": "2"}),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2, result.stderr
+    assert f"error: data directory {str(tmp_path / 'no')!r} does not exist" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--batch-size", "0"], "--batch-size: must be at least 1, got 0"),
+        (["--model", "resnet18"], "--model: invalid choice: 'resnet18'"),
+        (["--precision", "fp8"], "--precision: invalid choice: 'fp8'"),
+    ],
+)
+def test_bad_options_are_refused(argv, message, capsys):
+    from training.train_torch import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def tiny_data(tmp_path_factory):
+    return write_tiny_tfrecords(tmp_path_factory.mktemp("torch-data"), per_shard=8)
+
+
+def _data(argv, rank=0, size=1):
+    from training.options import parse_args
+    from training.train_torch import Data
+
+    return Data(parse_args("torch", [*TINY, "--batch-size", "4", *map(str, argv)]), rank, size)
+
+
+def test_data_errors_name_the_problem(tmp_path, tiny_data):
+    from training.errors import TrainingError
+
+    (tmp_path / "empty").mkdir()
+    corrupt = tmp_path / "corrupt"
+    corrupt.mkdir()
+    for shard in tiny_data.iterdir():
+        (corrupt / shard.name).write_bytes(shard.read_bytes())
+    bad_shard = corrupt / "train-00001-of-00002"
+    blob = bytearray(bad_shard.read_bytes())
+    blob[len(blob) // 2] ^= 0xFF
+    bad_shard.write_bytes(bytes(blob))
+
+    cases = [
+        (["--data-dir", tmp_path / "missing"], 1, "does not exist"),
+        (["--data-dir", tmp_path / "empty"], 1, "no train shards in"),
+        (["--data-dir", corrupt], 1, f"corrupt TFRecord file {str(bad_shard)!r}"),
+        (["--data-dir", tiny_data], 3, "3 workers but only 2 shard(s)"),
+    ]
+    for argv, workers, message in cases:
+        with pytest.raises(TrainingError) as error:
+            _data(argv, size=workers)
+        assert message in str(error.value), argv
+
+    too_few_classes = _data(["--data-dir", tiny_data, "--num-classes", 2])
+    with pytest.raises(TrainingError, match="not below --num-classes"):
+        for _ in range(4):
+            next(too_few_classes.train)
