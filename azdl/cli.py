@@ -7,11 +7,11 @@ Each subcommand lives in its own module under `azdl.commands` and exposes
 import argparse
 import sys
 
-from azdl.commands import data, plan, policy, train
+from azdl.commands import bench, data, plan, policy, submit, train
 from azdl.commands import diff as diff_command
 from azdl.errors import AzdlError
 
-COMMANDS = [train, data, plan, diff_command, policy]
+COMMANDS = [train, data, plan, diff_command, policy, submit, bench]
 
 
 def build_parser() -> argparse.ArgumentParser:

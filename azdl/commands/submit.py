@@ -1,0 +1,127 @@
+"""`azdl submit`: one Horovod training job on the stack's Azure ML cluster.
+
+Reads the stack outputs (`pulumi stack output --json`, or a saved copy with --outputs), checks
+everything it can locally, then submits with azure-ai-ml. `--dry-run` prints the job spec and
+never contacts Azure; `--wait` streams the job's logs until it ends.
+"""
+
+import argparse
+import secrets
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from azdl.commands.train import FRAMEWORK_MODULES
+from azdl.jobs.spec import DEFAULT_LOCAL_DIR, STORAGE_MODES, JobRequest, build_job
+from azdl.jobs.stack_outputs import load_outputs
+
+
+def add_stack_options(p: argparse.ArgumentParser) -> None:
+    """--stack / --outputs, shared with `azdl bench`."""
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--stack", help="Pulumi stack to read outputs from (needs the Pulumi CLI)")
+    where.add_argument(
+        "--outputs",
+        type=Path,
+        metavar="FILE",
+        help="saved `pulumi stack output --json --stack STACK` of the stack",
+    )
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "submit",
+        help="submit a Horovod training job to the stack's GPU cluster",
+        description="Submit one Horovod job to the stack's Azure ML cluster: MPI with one "
+        "process per GPU, --nodes instances, the stack's environment for the framework's image. "
+        "Arguments after `--` go to the training script (see `azdl train --framework keras -- "
+        "--help`). Authentication: azure-identity (az login, managed identity).",
+    )
+    add_stack_options(p)
+    p.add_argument("--framework", choices=sorted(FRAMEWORK_MODULES), default="keras")
+    p.add_argument("--nodes", type=int, default=1, help="cluster nodes (default 1)")
+    p.add_argument(
+        "--storage",
+        choices=STORAGE_MODES,
+        default="mount",
+        help="where the shards come from: mount (the data container, read-only blob mount; "
+        "default), nfs (the stack's NFS share), copy (blob mount, then each node copies its "
+        "shards to local disk), synthetic (no data)",
+    )
+    p.add_argument("--data-path", default="", help="folder of the shards in the container or share")
+    p.add_argument(
+        "--local-dir",
+        default=DEFAULT_LOCAL_DIR,
+        help=f"node-local folder for --storage copy (default {DEFAULT_LOCAL_DIR})",
+    )
+    p.add_argument("--experiment", default="azdl", help="Azure ML experiment (default azdl)")
+    p.add_argument("--name", help="job name (default: azdl-<framework>-<nodes>n-<time>-<hex>)")
+    p.add_argument("--shm-size", default="16g", help="shared memory per node (default 16g)")
+    p.add_argument(
+        "--nccl-debug",
+        choices=["VERSION", "WARN", "INFO", "TRACE"],
+        default="WARN",
+        help="NCCL_DEBUG on GPU sizes (default WARN; INFO shows which transport NCCL picked)",
+    )
+    p.add_argument(
+        "--dry-run", action="store_true", help="print the job spec; do not contact Azure"
+    )
+    p.add_argument("--wait", action="store_true", help="stream the job's logs until it ends")
+    p.add_argument(
+        "script_args", nargs=argparse.REMAINDER, help="arguments for the training script"
+    )
+    p.set_defaults(func=run)
+
+
+def script_args(args: argparse.Namespace) -> tuple[str, ...]:
+    return tuple(args.script_args[1:] if args.script_args[:1] == ["--"] else args.script_args)
+
+
+def new_run_id(framework: str, nodes: int) -> str:
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    return f"azdl-{framework}-{nodes}n-{stamp}-{secrets.token_hex(2)}"
+
+
+def rest_payload(job) -> dict:
+    """The body azure-ai-ml sends to Azure ML for `job` (what --dry-run shows)."""
+    return job._to_job()._to_rest_object().as_dict()
+
+
+def run(args: argparse.Namespace) -> int:
+    outputs = load_outputs(args.stack, args.outputs)
+    request = JobRequest(
+        framework=args.framework,
+        nodes=args.nodes,
+        storage=args.storage,
+        run_id=args.name or new_run_id(args.framework, args.nodes),
+        training_args=script_args(args),
+        data_path=args.data_path.strip("/"),
+        experiment=args.experiment,
+        shm_size=args.shm_size,
+        local_dir=args.local_dir,
+        nccl_debug=args.nccl_debug,
+    )
+    job = build_job(outputs, request)
+    if args.dry_run:
+        print(f"# azdl submit --dry-run: the Azure ML job request for {outputs.source}")
+        print(yaml.safe_dump(rest_payload(job), sort_keys=False), end="")
+        return 0
+
+    from azdl.jobs.workspace import ml_client
+
+    client = ml_client(outputs)
+    created = client.jobs.create_or_update(job)
+    print(f"submitted {created.name}: {created.studio_url}")
+    if not args.wait:
+        return 0
+    from azure.ai.ml.exceptions import JobException
+
+    try:
+        client.jobs.stream(created.name)
+    except JobException as exc:  # raised for a job that failed; its status says so below
+        print(exc, file=sys.stderr)
+    status = client.jobs.get(created.name).status
+    print(f"{created.name}: {status}", file=sys.stderr)
+    return 0 if status == "Completed" else 1

@@ -1,0 +1,192 @@
+"""The Azure ML command job for one Horovod run, built from the stack outputs; no Azure calls.
+
+One MPI process per GPU (the VM-size catalogue says how many a node has; one per node on CPU
+sizes), `nodes` instances, the stack's environment for the framework's image, data in one of
+the storage modes, checkpoints and TensorBoard logs in the outputs account, and NCCL settings
+for the cluster's network. Everything is checked before a job object exists.
+"""
+
+import shlex
+from dataclasses import dataclass
+
+from azdl.commands.train import FRAMEWORK_MODULES
+from azdl.errors import AzdlError
+from azdl.jobs.stack_outputs import StackOutputs
+
+# synthetic: no data input; mount: the data container read-only mounted (blob);
+# nfs: the stack's NFS share; copy: blob mount, then each node copies its shards to local disk.
+STORAGE_MODES = ("synthetic", "mount", "nfs", "copy")
+NFS_MOUNT_POINT = "/mnt/azdl-nfs"
+# The container's own file system sits on the node's local disk on AmlCompute.
+DEFAULT_LOCAL_DIR = "/tmp/azdl-data"
+# Options `submit` sets itself from the storage mode and the outputs account.
+RESERVED_OPTIONS = ("--data-dir", "--checkpoint-dir", "--log-dir")
+# Training options that only make sense with GPUs (fp16 compute and fp16 gradient exchange).
+GPU_ONLY = {"precision": ("fp16",), "fp16_allreduce": (True,)}
+
+
+@dataclass(frozen=True)
+class JobRequest:
+    framework: str  # keras | tf | torch
+    nodes: int
+    storage: str  # one of STORAGE_MODES
+    run_id: str  # the job's name; also its folder in the outputs container
+    training_args: tuple[str, ...] = ()
+    data_path: str = ""  # folder inside the data container / NFS share
+    experiment: str = "azdl"
+    shm_size: str = "16g"
+    local_dir: str = DEFAULT_LOCAL_DIR
+    nccl_debug: str = "WARN"
+
+
+def processes_per_node(outputs: StackOutputs) -> int:
+    return outputs.vm_size.gpus or 1
+
+
+def nccl_environment(outputs: StackOutputs, debug: str) -> dict[str, str]:
+    """NCCL settings for the cluster's network; none on CPU sizes (Gloo/MPI over TCP)."""
+    size = outputs.vm_size
+    if size.gpus == 0:
+        return {}
+    env = {"NCCL_DEBUG": debug, "NCCL_SOCKET_IFNAME": "eth0"}  # bootstrap over the VNet NIC
+    if size.infiniband:
+        # InfiniBand sizes: NCCL must use the RDMA fabric across nodes (never disable it: the
+        # reference setup did, and its multi-node runs fell back to TCP). Relaxed PCIe ordering
+        # is Azure's recommendation for the ND-series HCAs, for NCCL and for UCX (Open MPI).
+        env |= {
+            "NCCL_IB_DISABLE": "0",
+            "NCCL_IB_PCI_RELAXED_ORDERING": "1",
+            "UCX_IB_PCI_RELAXED_ORDERING": "on",
+        }
+    else:
+        env["NCCL_IB_DISABLE"] = "1"  # no InfiniBand device: skip probing, use sockets
+    return env
+
+
+def validate(outputs: StackOutputs, request: JobRequest):
+    """Every check that can fail before Azure is called; returns the parsed training options."""
+    if request.framework not in FRAMEWORK_MODULES:
+        raise AzdlError(
+            f"unknown framework {request.framework!r}; allowed: {', '.join(FRAMEWORK_MODULES)}"
+        )
+    if not 1 <= request.nodes <= outputs.max_nodes:
+        raise AzdlError(
+            f"--nodes {request.nodes} is not possible on cluster {outputs['clusterName']!r} "
+            f"({outputs.source}): allowed 1 to its maximum of {outputs.max_nodes} nodes "
+            "(clusterMaxNodes; raise cluster.maxNodes in the stack to go further)"
+        )
+    if request.storage not in STORAGE_MODES:
+        raise AzdlError(
+            f"unknown storage mode {request.storage!r}; allowed: {', '.join(STORAGE_MODES)}"
+        )
+    if request.storage == "nfs" and outputs.nfs_mount_target is None:
+        raise AzdlError(
+            f"--storage nfs: {outputs.source} has no NFS share (nfsMountTarget is null); "
+            "use mount or copy, or set storage.nfsShareGiB in the stack and deploy it"
+        )
+    for option in RESERVED_OPTIONS:
+        if any(a == option or a.startswith(option + "=") for a in request.training_args):
+            raise AzdlError(
+                f"{option} is set by submit (from --storage and the outputs account); "
+                "leave it out of the training options"
+            )
+    parsed = parse_training_args(request.framework, request.training_args)
+    if outputs.vm_size.gpus == 0:
+        for name, bad_values in GPU_ONLY.items():
+            if getattr(parsed, name, None) in bad_values:
+                flag = "--" + name.replace("_", "-")
+                raise AzdlError(
+                    f"{flag} needs GPUs, but cluster {outputs['clusterName']!r} runs "
+                    f"{outputs.vm_size.name}, a CPU size (gpus: 0 in infra/vm_sizes.yaml); "
+                    "drop the option or deploy a GPU size"
+                )
+    return parsed
+
+
+def parse_training_args(framework: str, args: tuple[str, ...]):
+    """The training script's own parser checks the options here, before anything is submitted."""
+    from training.options import build_parser
+
+    try:
+        return build_parser(framework).parse_args(list(args))
+    except SystemExit as exc:
+        if exc.code == 0:  # --help was asked for and printed
+            raise
+        raise AzdlError(
+            f"the {framework} training script rejects the options {shlex.join(args)!r} "
+            "(its message is above)"
+        ) from None
+
+
+def training_command(request: JobRequest) -> str:
+    """The shell command every MPI process runs (the copy step coordinates per node itself)."""
+    steps = []
+    data_dir = {
+        "synthetic": None,
+        "mount": "${{inputs.data}}",
+        "copy": request.local_dir,
+        "nfs": f"{NFS_MOUNT_POINT}/{request.data_path}".rstrip("/"),
+    }[request.storage]
+    if request.storage == "copy":
+        copy = ["python", "-m", "training.copy_shards", "--source", "${{inputs.data}}"]
+        steps.append(shlex.join([*copy, "--dest", request.local_dir]))
+    train = ["python", "-m", FRAMEWORK_MODULES[request.framework], *request.training_args]
+    if data_dir is not None:
+        train += ["--data-dir", data_dir]
+    train += ["--checkpoint-dir", "${{outputs.checkpoints}}", "--log-dir", "${{outputs.logs}}"]
+    return " && ".join([*steps, shlex.join(train)])
+
+
+def nfs_docker_args(target: str) -> list[str]:
+    """`docker run` arguments that mount the NFS 4.1 share at NFS_MOUNT_POINT (Docker's local
+    volume driver mounts it on the node; the container needs no extra privileges)."""
+    host, _, export = target.partition(":")
+    options = f"addr={host},vers=4,minorversion=1,sec=sys"
+    volume = (
+        f"type=volume,dst={NFS_MOUNT_POINT},volume-driver=local,volume-opt=type=nfs,"
+        f'"volume-opt=o={options}",volume-opt=device=:{export}'
+    )
+    return ["--mount", volume]
+
+
+def build_job(outputs: StackOutputs, request: JobRequest):
+    """The azure-ai-ml command job for `request` (validated first)."""
+    from azure.ai.ml import Input, MpiDistribution, Output, command
+    from azure.ai.ml.entities import ManagedIdentityConfiguration
+
+    validate(outputs, request)
+    inputs = {}
+    if request.storage in ("mount", "copy"):
+        path = f"{outputs['dataContainerUrl'].rstrip('/')}/{request.data_path}".rstrip("/")
+        inputs["data"] = Input(type="uri_folder", path=path, mode="ro_mount")
+    base = outputs["outputsAccountUrl"].rstrip("/")
+    run_folder = f"{base}/{outputs['outputsContainerName']}/{request.experiment}/{request.run_id}"
+    job_outputs = {
+        name: Output(type="uri_folder", path=f"{run_folder}/{name}", mode="rw_mount")
+        for name in ("checkpoints", "logs")
+    }
+    return command(
+        name=request.run_id,
+        display_name=request.run_id,
+        experiment_name=request.experiment,
+        description=f"azdl {request.framework} Horovod job, {request.nodes} node(s), "
+        f"{request.storage} data",
+        command=training_command(request),
+        environment=outputs.environment(request.framework),
+        compute=outputs["clusterName"],
+        instance_count=request.nodes,
+        distribution=MpiDistribution(process_count_per_instance=processes_per_node(outputs)),
+        inputs=inputs,
+        outputs=job_outputs,
+        environment_variables=nccl_environment(outputs, request.nccl_debug),
+        shm_size=request.shm_size,
+        docker_args=(
+            nfs_docker_args(outputs.nfs_mount_target) if request.storage == "nfs" else None
+        ),
+        identity=ManagedIdentityConfiguration(client_id=outputs["clusterIdentityClientId"]),
+        tags={
+            "azdl.framework": request.framework,
+            "azdl.nodes": str(request.nodes),
+            "azdl.storage": request.storage,
+        },
+    )

@@ -1,0 +1,95 @@
+"""The stack outputs the job tools need, from `pulumi stack output --json` or a saved copy."""
+
+import json
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from azdl.errors import AzdlError
+from infra.catalogue import UnknownVmSize, VmSize, get_vm_size
+
+REQUIRED = (
+    "resourceGroupName", "subscriptionId", "workspaceName", "clusterName", "clusterVmSize",
+    "clusterMaxNodes", "clusterIdentityClientId", "dataContainerUrl", "outputsAccountUrl",
+    "outputsContainerName", "environments",
+)  # fmt: skip
+# Training frameworks (azdl train --framework) -> the image that runs them.
+IMAGE_OF = {"keras": "tensorflow", "tf": "tensorflow", "torch": "pytorch"}
+
+
+@dataclass(frozen=True)
+class StackOutputs:
+    source: str  # where they came from, for messages
+    values: dict[str, Any]
+    vm_size: VmSize
+
+    def __getitem__(self, key: str) -> Any:
+        return self.values[key]
+
+    @property
+    def max_nodes(self) -> int:
+        return int(self.values["clusterMaxNodes"])  # Pulumi may hand numbers over as floats
+
+    @property
+    def nfs_mount_target(self) -> str | None:
+        return self.values.get("nfsMountTarget") or None
+
+    def environment(self, framework: str) -> str:
+        image = IMAGE_OF[framework]
+        env = (self.values.get("environments") or {}).get(image)
+        if not env:
+            raise AzdlError(
+                f"{self.source} has no Azure ML environment for the {image} image "
+                f"(outputs.environments.{image}); run `pulumi up` for the stack first"
+            )
+        return env
+
+
+def parse_outputs(values: Any, source: str) -> StackOutputs:
+    """Check that `values` has every output the job tools read, and a known VM size."""
+    if not isinstance(values, dict):
+        raise AzdlError(f"{source}: expected a JSON object of stack outputs")
+    missing = [key for key in REQUIRED if values.get(key) in (None, "")]
+    if missing:
+        raise AzdlError(
+            f"{source} lacks the stack outputs {', '.join(missing)}; "
+            "is the stack deployed with this version of azdl (`pulumi up`)?"
+        )
+    try:
+        vm_size = get_vm_size(values["clusterVmSize"])
+    except UnknownVmSize as exc:
+        raise AzdlError(f"{source}: clusterVmSize: {exc}") from None
+    return StackOutputs(source, dict(values), vm_size)
+
+
+def load_outputs(stack: str | None = None, outputs_file: Path | None = None) -> StackOutputs:
+    """Outputs of a saved JSON file, else of `pulumi stack output --json --stack STACK`."""
+    if outputs_file is not None:
+        path = Path(outputs_file)
+        if not path.is_file():
+            raise AzdlError(f"--outputs {path}: no such file (save one with "
+                            "`pulumi stack output --json --stack STACK > FILE`)")  # fmt: skip
+        try:
+            values = json.loads(path.read_text())
+        except json.JSONDecodeError as exc:
+            raise AzdlError(f"--outputs {path}: not JSON ({exc})") from None
+        return parse_outputs(values, str(path))
+    if not stack:
+        raise AzdlError("name the stack (--stack dev) or a saved outputs file (--outputs FILE)")
+    pulumi = shutil.which("pulumi")
+    if pulumi is None:
+        raise AzdlError(
+            "the Pulumi CLI is not on PATH; pass the stack's outputs as a file instead: "
+            f"`pulumi stack output --json --stack {stack} > {stack}.json`, "
+            f"then --outputs {stack}.json"
+        )
+    result = subprocess.run(
+        [pulumi, "stack", "output", "--json", "--stack", stack],
+        capture_output=True,
+        text=True,
+    )
+    if result.returncode != 0:
+        raise AzdlError(f"stack {stack!r}: `pulumi stack output` failed: {result.stderr.strip()}")
+    return parse_outputs(json.loads(result.stdout), f"stack {stack!r}")
