@@ -8,7 +8,6 @@ from rich.console import Console
 from rich.table import Table
 
 from azdl.review.plan import load_plan
-from azdl.review.policy import check, load_rules, policy_config
 
 
 def register(subparsers) -> None:
@@ -30,6 +29,9 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # pulumi-policy pulls in gRPC: imported here, not on every `azdl` start.
+    from azdl.review.policy import check, load_rules, policy_config
+
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
     if args.list:
         table = Table(title="Policies (policies/azdl_rules.py)", title_justify="left")

@@ -17,10 +17,10 @@ import yaml
 from azdl.envs import REPO_ROOT
 from azdl.errors import AzdlError
 from azdl.review import manifest
-from azdl.review.render import CONFIG_ERROR_EXIT
 from infra.config import ConfigError, load_stack_file
 
 STACKS_DIR = REPO_ROOT / "stacks"
+CONFIG_ERROR_EXIT = 3  # exit code of `python -m azdl.review.render` for an invalid config
 
 
 def known_stacks(stacks_dir: Path = STACKS_DIR) -> list[str]:

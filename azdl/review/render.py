@@ -25,6 +25,7 @@ from pulumi.runtime.sync_await import _sync_await
 
 from azdl.envs import REPO_ROOT
 from azdl.review import manifest
+from azdl.review.plan import CONFIG_ERROR_EXIT
 from infra.config import PROJECT, ConfigError, read_stack_file, stack_name_of
 from infra.mocks import ARM, AzureMocks
 
@@ -33,7 +34,6 @@ _SIG = "4dabf18193072939515e22adb298388d"  # the engine's special-value signatur
 _SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
 _RESOURCE_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
 _ASSET_SIGS = {"c44067f5952c0a294b673a41bacf1b52", "0def7320c3a5731c473e5ecbe6d01bc7"}
-CONFIG_ERROR_EXIT = 3  # the subprocess's exit code for an invalid stack config
 
 
 def _has_unknown(value: Any) -> bool:
