@@ -46,11 +46,22 @@ def running_azurite(timeout: float = 30.0) -> Iterator[Azurite]:
         log = Path(workdir) / "azurite.log"
         with open(log, "w") as out:
             proc = subprocess.Popen(
-                [str(AZURITE_BLOB), "--inMemoryPersistence", "--blobHost", "127.0.0.1",
-                 "--blobPort", str(port), "--skipApiVersionCheck", "--loose", "--silent",
-                 "--disableTelemetry"],
-                stdout=out, stderr=subprocess.STDOUT, cwd=workdir,
-            )  # fmt: skip
+                [
+                    str(AZURITE_BLOB),
+                    "--inMemoryPersistence",
+                    "--blobHost",
+                    "127.0.0.1",
+                    "--blobPort",
+                    str(port),
+                    "--skipApiVersionCheck",
+                    "--loose",
+                    "--silent",
+                    "--disableTelemetry",
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=workdir,
+            )
         try:
             deadline = time.monotonic() + timeout
             while True:

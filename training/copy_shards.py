@@ -5,12 +5,12 @@
 Run once per worker under the job's MPI launch, before training. Local rank 0 of each node
 copies the shards that this node's ranks will read (by global rank, `training.shards`) from
 the mounted container or share to local disk, after checking there is room; the node's other
-ranks wait for it. Training then reads `--dest`.
+ranks wait for it. Training then reads `--dest` unchanged: every other shard appears there as
+a symbolic link to the mount, so `--dest` lists the whole dataset, each worker's global-rank
+share of it is on local disk, and the links (which no rank on this node reads) cost nothing.
 
 The node's global ranks are taken as the contiguous block `rank - local_rank …
-+ local_size - 1`, which is how mpirun (by slot) and horovodrun place ranks. The sorted local
-folder then holds exactly those ranks' shards, so `shards_for_rank(local shards, local_rank,
-local_size)` gives each worker the same shards as `shards_for_rank(all shards, rank, size)`.
++ local_size - 1`, which is how mpirun (by slot) and horovodrun place ranks.
 """
 
 import argparse
@@ -33,23 +33,45 @@ FREE_SPACE_MARGIN = 1.02  # leave 2% beyond the shards' own size
 LOG_EVERY_S = 5.0
 
 COPY_OPTIONS: list[Option] = [
-    ("--source", dict(type=Path, required=True, help="shard folder as mounted on the node "
-                      "(blob mount or NFS share)")),
+    (
+        "--source",
+        dict(
+            type=Path,
+            required=True,
+            help="shard folder as mounted on the node (blob mount or NFS share)",
+        ),
+    ),
     ("--dest", dict(type=Path, required=True, help="node-local folder to copy to (local NVMe)")),
-    ("--splits", dict(default="train,validation", help="comma-separated splits to copy; a split "
-                      "without shards in --source is left out (default train,validation)")),
-    ("--timeout", dict(type=float, default=7200.0, help="seconds the other local ranks wait "
-                       "for local rank 0 (default 7200)")),
-]  # fmt: skip
+    (
+        "--splits",
+        dict(
+            default="train,validation",
+            help="comma-separated splits to copy; a split "
+            "without shards in --source is left out (default train,validation)",
+        ),
+    ),
+    (
+        "--timeout",
+        dict(
+            type=float,
+            default=7200.0,
+            help="seconds the other local ranks wait for local rank 0 (default 7200)",
+        ),
+    ),
+]
 
 # (rank, size, local rank, local size) variables of the launchers we meet: Open MPI (Azure ML's
 # MPI jobs), horovodrun, Intel MPI / MPICH.
 _LAUNCH_ENV = [
-    ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
-     "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"),
+    (
+        "OMPI_COMM_WORLD_RANK",
+        "OMPI_COMM_WORLD_SIZE",
+        "OMPI_COMM_WORLD_LOCAL_RANK",
+        "OMPI_COMM_WORLD_LOCAL_SIZE",
+    ),
     ("HOROVOD_RANK", "HOROVOD_SIZE", "HOROVOD_LOCAL_RANK", "HOROVOD_LOCAL_SIZE"),
     ("PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"),
-]  # fmt: skip
+]
 
 
 @dataclass(frozen=True)
@@ -84,10 +106,10 @@ def launch_from_env(env: dict[str, str]) -> Launch:
     return Launch()
 
 
-def node_shards(source: Path, splits: list[str], launch: Launch) -> list[Path]:
-    """Every shard one of this node's ranks reads, sorted by name."""
-    files: set[str] = set()
-    found_any = False
+def plan_shards(source: Path, splits: list[str], launch: Launch) -> tuple[list[Path], list[Path]]:
+    """(the shards this node's ranks read, all other shards), each sorted by name."""
+    mine: set[str] = set()
+    everything: set[str] = set()
     for split in splits:
         try:
             shards = list_shards(source, split)
@@ -95,12 +117,23 @@ def node_shards(source: Path, splits: list[str], launch: Launch) -> list[Path]:
             if not source.is_dir():
                 raise
             continue  # a split this dataset does not have
-        found_any = True
+        everything.update(shards)
         for rank in launch.node_ranks:
-            files.update(shards_for_rank(shards, rank, launch.size))
-    if not found_any:
+            mine.update(shards_for_rank(shards, rank, launch.size))
+    if not everything:
         raise TrainingError(f"no shards of {', '.join(splits)} in {source}")
-    return sorted(Path(f) for f in files)
+    return sorted(Path(f) for f in mine), sorted(Path(f) for f in everything - mine)
+
+
+def link_others(others: list[Path], dest: Path) -> None:
+    """Symbolic links in `dest` to the shards other nodes read, so `dest` lists them all."""
+    for shard in others:
+        link = dest / shard.name
+        if link.is_symlink():
+            link.unlink()
+        elif link.exists():
+            continue  # a complete local copy from an earlier run serves as well
+        link.symlink_to(shard.absolute())
 
 
 def copy_files(files: list[Path], dest: Path, log=print) -> int:
@@ -116,8 +149,10 @@ def copy_files(files: list[Path], dest: Path, log=print) -> int:
             f"(+2% margin), {free / 1e9:.2f} GB free; use a larger local disk or the mount/nfs "
             "storage modes"
         )
-    log(f"copying {len(todo)} shard(s), {needed / 1e9:.2f} GB, to {dest} "
-        f"({len(files) - len(todo)} already there)")  # fmt: skip
+    log(
+        f"copying {len(todo)} shard(s), {needed / 1e9:.2f} GB, to {dest} "
+        f"({len(files) - len(todo)} already there)"
+    )
     start = last_log = time.monotonic()
     done = 0
     for i, f in enumerate(todo, 1):
@@ -128,14 +163,15 @@ def copy_files(files: list[Path], dest: Path, log=print) -> int:
         now = time.monotonic()
         if now - last_log >= LOG_EVERY_S or i == len(todo):
             rate = done / 1e6 / max(now - start, 1e-9)
-            log(f"  {i}/{len(todo)} shards, {done / 1e9:.2f}/{needed / 1e9:.2f} GB, "
-                f"{rate:.0f} MB/s")  # fmt: skip
+            log(
+                f"  {i}/{len(todo)} shards, {done / 1e9:.2f}/{needed / 1e9:.2f} GB, {rate:.0f} MB/s"
+            )
             last_log = now
     return done
 
 
 def _complete(path: Path, size: int) -> bool:
-    return path.is_file() and path.stat().st_size == size
+    return path.is_file() and not path.is_symlink() and path.stat().st_size == size
 
 
 def _expected(files: list[Path], source: Path) -> dict:
@@ -146,7 +182,7 @@ def run_node_copy(
     source: Path, dest: Path, splits: list[str], launch: Launch, timeout: float, log=print
 ) -> None:
     """Local rank 0 copies and marks the folder done; the other local ranks wait for the mark."""
-    files = node_shards(source, splits, launch)
+    files, others = plan_shards(source, splits, launch)
     expected = _expected(files, source)
     done_marker, failed_marker = dest / DONE_MARKER, dest / FAILED_MARKER
     if launch.local_rank == 0:
@@ -155,14 +191,17 @@ def run_node_copy(
         failed_marker.unlink(missing_ok=True)
         try:
             copy_files(files, dest, log)
+            link_others(others, dest)
             if (source / MANIFEST_NAME).is_file():  # training counts examples from it
                 shutil.copyfile(source / MANIFEST_NAME, dest / MANIFEST_NAME)
         except (OSError, TrainingError) as exc:
             failed_marker.write_text(str(exc))
             raise
         done_marker.write_text(json.dumps(expected))
-        log(f"node ranks {launch.node_ranks.start}-{launch.node_ranks.stop - 1}: "
-            f"{len(files)} shard(s) ready in {dest}")  # fmt: skip
+        log(
+            f"node ranks {launch.node_ranks.start}-{launch.node_ranks.stop - 1}: "
+            f"{len(files)} shard(s) ready in {dest}"
+        )
         return
     log(f"local rank {launch.local_rank} waiting for local rank 0 to copy {len(files)} shard(s)")
     deadline = time.monotonic() + timeout

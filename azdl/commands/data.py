@@ -19,13 +19,22 @@ from training.copy_shards import COPY_OPTIONS
 from training.dataprep.options import PREPARE_OPTIONS, SAMPLE_OPTIONS, add_options, to_argv
 
 TRAINING_SIDE = {
-    "sample": ("training.dataprep.sample", SAMPLE_OPTIONS,
-               "write a tiny ImageNet-layout dataset of real JPEG files (tests, demos)"),
-    "prepare": ("training.dataprep.convert", PREPARE_OPTIONS,
-                "convert ImageNet-layout folders to sharded TFRecords plus manifest.json"),
-    "copy": ("training.copy_shards", COPY_OPTIONS,
-             "node-side step of the copy storage mode: copy this node's shards to local disk"),
-}  # fmt: skip
+    "sample": (
+        "training.dataprep.sample",
+        SAMPLE_OPTIONS,
+        "write a tiny ImageNet-layout dataset of real JPEG files (tests, demos)",
+    ),
+    "prepare": (
+        "training.dataprep.convert",
+        PREPARE_OPTIONS,
+        "convert ImageNet-layout folders to sharded TFRecords plus manifest.json",
+    ),
+    "copy": (
+        "training.copy_shards",
+        COPY_OPTIONS,
+        "node-side step of the copy storage mode: copy this node's shards to local disk",
+    ),
+}
 
 
 def register(subparsers) -> None:
@@ -37,8 +46,11 @@ def register(subparsers) -> None:
     )
     commands = p.add_subparsers(dest="data_command", metavar="DATA_COMMAND", required=True)
     for name, (module, options, summary) in TRAINING_SIDE.items():
-        sub = commands.add_parser(name, help=summary, description=f"{summary[0].upper()}"
-                                  f"{summary[1:]}. Runs in the training environment.")  # fmt: skip
+        sub = commands.add_parser(
+            name,
+            help=summary,
+            description=f"{summary[0].upper()}{summary[1:]}. Runs in the training environment.",
+        )
         add_options(sub, options)
         sub.set_defaults(func=_run_training_side, module=module, options=options)
 

@@ -17,12 +17,25 @@ from training.dataprep.options import PREPARE_OPTIONS, SAMPLE_OPTIONS, add_optio
 @pytest.mark.parametrize(
     ("options", "argv"),
     [
-        (PREPARE_OPTIONS, ["--input", "in", "--output", "out", "--train-shards", "8",
-                           "--resize", "256", "--skip-bad", "--overwrite"]),
+        (
+            PREPARE_OPTIONS,
+            [
+                "--input",
+                "in",
+                "--output",
+                "out",
+                "--train-shards",
+                "8",
+                "--resize",
+                "256",
+                "--skip-bad",
+                "--overwrite",
+            ],
+        ),
         (SAMPLE_OPTIONS, ["demo", "--classes", "3", "--validation-layout", "folders", "--messy"]),
         (COPY_OPTIONS, ["--source", "/mnt/blob", "--dest", "/mnt/nvme", "--timeout", "60"]),
     ],
-)  # fmt: skip
+)
 def test_options_survive_the_hand_over_to_the_training_environment(options, argv):
     parser = argparse.ArgumentParser()
     add_options(parser, options)
@@ -58,8 +71,20 @@ def test_stage_needs_an_account_and_a_container(tmp_path, monkeypatch, capsys):
     assert "no container" in capsys.readouterr().err
     outputs = tmp_path / "outputs.json"
     outputs.write_text("{}")
-    assert main(["data", "stage", str(tmp_path), "--stack-outputs", str(outputs),
-                 "--account-url", "https://x.blob"]) == 2  # fmt: skip
+    assert (
+        main(
+            [
+                "data",
+                "stage",
+                str(tmp_path),
+                "--stack-outputs",
+                str(outputs),
+                "--account-url",
+                "https://x.blob",
+            ]
+        )
+        == 2
+    )
     assert "not both" in capsys.readouterr().err
 
 

@@ -56,11 +56,25 @@ def test_interrupted_upload_resumes_with_nothing_missing_or_corrupt(
 ):
     manifest = make_dataset(tmp_path, [4 * MB] * 16, seed=1)
     env = {**os.environ, staging.CONNECTION_STRING_ENV: azurite.connection_string()}
-    cmd = [sys.executable, "-m", "azdl", "data", "stage", str(tmp_path), "--container",
-           container.container_name, "--prefix", "imagenet", "--parallel-files", "1",
-           "--max-concurrency", "1"]  # fmt: skip
-    proc = subprocess.Popen(cmd, env=env, cwd=REPO_ROOT, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "azdl",
+        "data",
+        "stage",
+        str(tmp_path),
+        "--container",
+        container.container_name,
+        "--prefix",
+        "imagenet",
+        "--parallel-files",
+        "1",
+        "--max-concurrency",
+        "1",
+    ]
+    proc = subprocess.Popen(
+        cmd, env=env, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     deadline = time.monotonic() + 60
     while proc.poll() is None and time.monotonic() < deadline:
         if len(_etags(container, "imagenet/")) >= 2:

@@ -10,7 +10,7 @@ import pytest
 
 from azdl.envs import REPO_ROOT, training_env
 from training import copy_shards
-from training.copy_shards import Launch, launch_from_env, node_shards, run_node_copy
+from training.copy_shards import Launch, launch_from_env, plan_shards, run_node_copy
 from training.errors import TrainingError
 from training.shards import list_shards, shards_for_rank
 
@@ -27,11 +27,12 @@ def _mount(folder: Path, train: int = 10, validation: int = 4) -> Path:
 def test_each_node_copies_exactly_what_its_ranks_read(tmp_path):
     mount = _mount(tmp_path / "mount")
     size, per_node = 4, 2
-    nodes = [[Launch(r, size, r % per_node, per_node) for r in range(n * 2, n * 2 + 2)]
-             for n in range(2)]  # fmt: skip
+    nodes = [
+        [Launch(r, size, r % per_node, per_node) for r in range(n * 2, n * 2 + 2)] for n in range(2)
+    ]
     copied = []
     for n, ranks in enumerate(nodes):
-        files = node_shards(mount, ["train", "validation"], ranks[0])
+        files, others = plan_shards(mount, ["train", "validation"], ranks[0])
         expected = set()
         for split in ("train", "validation"):
             for launch in ranks:
@@ -42,13 +43,16 @@ def test_each_node_copies_exactly_what_its_ranks_read(tmp_path):
         dest = tmp_path / f"nvme{n}"
         run_node_copy(mount, dest, ["train", "validation"], ranks[0], timeout=5, log=lambda _: None)
         for launch in ranks:
-            # Read from local disk by LOCAL rank, each worker gets its global-rank shards.
+            # Training reads --dest exactly as it would read the mount, by global rank, and
+            # every shard it opens is a local copy.
             for split in ("train", "validation"):
-                local = shards_for_rank(list_shards(dest, split), launch.local_rank, per_node)
+                local = shards_for_rank(list_shards(dest, split), launch.rank, size)
                 remote = shards_for_rank(list_shards(mount, split), launch.rank, size)
                 assert [Path(p).name for p in local] == [Path(p).name for p in remote]
-                for p in local:
-                    assert Path(p).read_bytes() == (mount / Path(p).name).read_bytes()
+                for p in map(Path, local):
+                    assert not p.is_symlink() and p.read_bytes() == (mount / p.name).read_bytes()
+        links = {p.name for p in dest.iterdir() if p.is_symlink()}
+        assert links == {f.name for f in others}
         assert (dest / "manifest.json").is_file()
     assert copied[0].isdisjoint(copied[1])
     assert copied[0] | copied[1] == {p.name for p in mount.iterdir()} - {"manifest.json"}
@@ -57,14 +61,32 @@ def test_each_node_copies_exactly_what_its_ranks_read(tmp_path):
 def test_local_rank_zero_copies_while_the_other_waits(tmp_path):
     mount, dest = _mount(tmp_path / "mount"), tmp_path / "nvme"
     env = training_env({"OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_SIZE": "2"})
-    cmd = [sys.executable, "-m", "training.copy_shards", "--source", str(mount),
-           "--dest", str(dest), "--timeout", "60"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "training.copy_shards",
+        "--source",
+        str(mount),
+        "--dest",
+        str(dest),
+        "--timeout",
+        "60",
+    ]
 
     def start(rank: int) -> subprocess.Popen:
-        rank_env = {**env, "OMPI_COMM_WORLD_RANK": str(rank),
-                    "OMPI_COMM_WORLD_LOCAL_RANK": str(rank - 2)}  # fmt: skip
-        return subprocess.Popen(cmd, env=rank_env, cwd=REPO_ROOT, text=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
+        rank_env = {
+            **env,
+            "OMPI_COMM_WORLD_RANK": str(rank),
+            "OMPI_COMM_WORLD_LOCAL_RANK": str(rank - 2),
+        }
+        return subprocess.Popen(
+            cmd,
+            env=rank_env,
+            cwd=REPO_ROOT,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
 
     waiter = start(3)  # the second rank of node 1 starts first and must wait
     copier = start(2)
@@ -76,10 +98,16 @@ def test_local_rank_zero_copies_while_the_other_waits(tmp_path):
     # ranks 2 and 3 of 4 read train 2, 6 and 3, 7, and validation 2 and 3
     assert "[copy_shards rank 2] copying 6 shard(s)" in copier_out
     assert "shards, 0.00/0.00 GB" in copier_out  # the progress line
-    names = sorted(p.name for p in dest.iterdir() if not p.name.startswith("."))
-    assert names == ["manifest.json", "train-00002-of-00010", "train-00003-of-00010",
-                     "train-00006-of-00010", "train-00007-of-00010",
-                     "validation-00002-of-00004", "validation-00003-of-00004"]  # fmt: skip
+    names = sorted(p.name for p in dest.iterdir() if not (p.name[0] == "." or p.is_symlink()))
+    assert names == [
+        "manifest.json",
+        "train-00002-of-00010",
+        "train-00003-of-00010",
+        "train-00006-of-00010",
+        "train-00007-of-00010",
+        "validation-00002-of-00004",
+        "validation-00003-of-00004",
+    ]
 
 
 def test_not_enough_local_disk_is_refused_before_copying(tmp_path, monkeypatch):
@@ -98,9 +126,12 @@ def test_a_rerun_skips_complete_copies_and_replaces_partial_ones(tmp_path):
     lines = []
     run_node_copy(mount, dest, ["train"], Launch(), timeout=5, log=lines.append)
     (dest / "train-00001-of-00003").write_bytes(b"torn")  # a copy cut short
+    (dest / "train-00002-of-00003").unlink()  # a link left by a run with another rank layout
+    (dest / "train-00002-of-00003").symlink_to(mount / "train-00002-of-00003")
     lines.clear()
     run_node_copy(mount, dest, ["train"], Launch(), timeout=5, log=lines.append)
-    assert "copying 1 shard(s)" in lines[0] and "(2 already there)" in lines[0]
+    assert "copying 2 shard(s)" in lines[0] and "(1 already there)" in lines[0]
+    assert not (dest / "train-00002-of-00003").is_symlink()
     assert (dest / "train-00001-of-00003").read_bytes() == (
         mount / "train-00001-of-00003"
     ).read_bytes()
@@ -108,11 +139,19 @@ def test_a_rerun_skips_complete_copies_and_replaces_partial_ones(tmp_path):
 
 def test_launch_comes_from_the_mpi_environment():
     assert launch_from_env({}) == Launch(0, 1, 0, 1)
-    env = {"OMPI_COMM_WORLD_RANK": "5", "OMPI_COMM_WORLD_SIZE": "8",
-           "OMPI_COMM_WORLD_LOCAL_RANK": "1", "OMPI_COMM_WORLD_LOCAL_SIZE": "4"}  # fmt: skip
+    env = {
+        "OMPI_COMM_WORLD_RANK": "5",
+        "OMPI_COMM_WORLD_SIZE": "8",
+        "OMPI_COMM_WORLD_LOCAL_RANK": "1",
+        "OMPI_COMM_WORLD_LOCAL_SIZE": "4",
+    }
     assert launch_from_env(env).node_ranks == range(4, 8)
-    horovod = {"HOROVOD_RANK": "1", "HOROVOD_SIZE": "2", "HOROVOD_LOCAL_RANK": "1",
-               "HOROVOD_LOCAL_SIZE": "2"}  # fmt: skip
+    horovod = {
+        "HOROVOD_RANK": "1",
+        "HOROVOD_SIZE": "2",
+        "HOROVOD_LOCAL_RANK": "1",
+        "HOROVOD_LOCAL_SIZE": "2",
+    }
     assert launch_from_env(horovod) == Launch(1, 2, 1, 2)
     with pytest.raises(TrainingError, match="inconsistent"):
         launch_from_env({**env, "OMPI_COMM_WORLD_LOCAL_RANK": "4"})

@@ -25,13 +25,15 @@ def _records(path: Path) -> list[dict]:
     for serialized in tf.data.TFRecordDataset(str(path)):
         f = parse_example(serialized)
         image = tf.io.decode_jpeg(f["image/encoded"], channels=3)  # every record is a real JPEG
-        out.append({
-            "label": int(f["image/class/label"]),
-            "filename": f["image/filename"].numpy().decode(),
-            "shape": (int(f["image/height"]), int(f["image/width"])),
-            "decoded": tuple(image.shape[:2]),
-            "format": f["image/format"].numpy().decode(),
-        })  # fmt: skip
+        out.append(
+            {
+                "label": int(f["image/class/label"]),
+                "filename": f["image/filename"].numpy().decode(),
+                "shape": (int(f["image/height"]), int(f["image/width"])),
+                "decoded": tuple(image.shape[:2]),
+                "format": f["image/format"].numpy().decode(),
+            }
+        )
     return out
 
 
@@ -44,8 +46,7 @@ def test_real_jpegs_with_imagenet_mess_convert_and_overwrite_needs_consent(tmp_p
 
     assert manifest.label_map == {"n00000001": 0, "n00000002": 1, "n00000003": 2}
     assert manifest.splits["train"].num_examples == 17  # 15 + the PNG and the CMYK file
-    assert manifest.splits["train"].class_counts == {"n00000001": 7, "n00000002": 5,
-                                                     "n00000003": 5}  # fmt: skip
+    assert manifest.splits["train"].class_counts == {"n00000001": 7, "n00000002": 5, "n00000003": 5}
     assert manifest.splits["validation"].class_counts == {f"n0000000{i}": 2 for i in (1, 2, 3)}
     assert {(Path(r["path"]).name, r["reason"]) for r in manifest.reencoded} == {
         ("n00000001_png.JPEG", "PNG file named .JPEG"),
@@ -74,8 +75,10 @@ def test_real_jpegs_with_imagenet_mess_convert_and_overwrite_needs_consent(tmp_p
         conv.convert(source, out, ["train"], {"train": 2})
     conv.convert(source, out, ["train"], {"train": 2}, workers=2, overwrite=True)
     assert sorted(p.name for p in out.iterdir()) == [
-        "manifest.json", "train-00000-of-00002", "train-00001-of-00002"
-    ]  # fmt: skip
+        "manifest.json",
+        "train-00000-of-00002",
+        "train-00001-of-00002",
+    ]
 
 
 @pytest.mark.slow
@@ -87,8 +90,18 @@ def test_unreadable_images_fail_the_run_at_the_end_or_are_skipped_when_asked(tmp
     truncated.write_bytes(good[: len(good) // 2])
     not_an_image = source / "train" / "n00000002" / "notes.JPEG"
     not_an_image.write_text("not an image")
-    argv = ["--input", str(source), "--output", str(out), "--splits", "train",
-            "--train-shards", "2", "--workers", "1"]  # fmt: skip
+    argv = [
+        "--input",
+        str(source),
+        "--output",
+        str(out),
+        "--splits",
+        "train",
+        "--train-shards",
+        "2",
+        "--workers",
+        "1",
+    ]
 
     assert conv.main(argv) == 2
     err = capsys.readouterr().err
@@ -133,8 +146,10 @@ def test_validation_labels_in_every_supported_form(tmp_path):
     ordered = tmp_path / "synsets.txt"
     ordered.write_text("\n".join(wnids) + "\n")
     kaggle = tmp_path / "LOC_val_solution.csv"
-    kaggle.write_text("ImageId,PredictionString\n" + "".join(
-        f"{f.stem},{w} 1 2 3 4\n" for f, w in zip(files, wnids, strict=True)))  # fmt: skip
+    kaggle.write_text(
+        "ImageId,PredictionString\n"
+        + "".join(f"{f.stem},{w} 1 2 3 4\n" for f, w in zip(files, wnids, strict=True))
+    )
     for labels in (source / LABELS_FILE, ordered, kaggle):
         _, images = conv.scan(source, ["validation"], labels)
         assert [(Path(p).name, w) for p, w in images["validation"]] == [
@@ -142,8 +157,14 @@ def test_validation_labels_in_every_supported_form(tmp_path):
         ], labels
 
     folders = tmp_path / "folders"
-    generate(folders, classes=2, train_per_class=1, validation_per_class=1,
-             size=32, validation_layout="folders")  # fmt: skip
+    generate(
+        folders,
+        classes=2,
+        train_per_class=1,
+        validation_per_class=1,
+        size=32,
+        validation_layout="folders",
+    )
     label_map, images = conv.scan(folders, ["train", "validation"], None)
     assert sorted(w for _, w in images["validation"]) == ["n00000001", "n00000002"]
     assert label_map == {"n00000001": 0, "n00000002": 1}

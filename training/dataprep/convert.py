@@ -255,8 +255,9 @@ def convert(
                 f"allowed: 1 to {len(items)}"
             )
         rng.shuffle(items)  # mix the classes across shards
-        tasks_per_split[split] = [items[i * len(items) // total : (i + 1) * len(items) // total]
-                                  for i in range(total)]  # fmt: skip
+        tasks_per_split[split] = [
+            items[i * len(items) // total : (i + 1) * len(items) // total] for i in range(total)
+        ]
 
     output.mkdir(parents=True, exist_ok=True)
     staging = output / f".partial-{os.getpid()}"

@@ -30,28 +30,64 @@ SAMPLE_OPTIONS: list[Option] = [
 ]
 
 PREPARE_OPTIONS: list[Option] = [
-    ("--input", dict(type=Path, required=True, help="ImageNet-layout folder: train/<wnid>/*.JPEG, "
-                     "validation/*.JPEG (with --validation-labels) or validation/<wnid>/*.JPEG")),
+    (
+        "--input",
+        dict(
+            type=Path,
+            required=True,
+            help="ImageNet-layout folder: train/<wnid>/*.JPEG, "
+            "validation/*.JPEG (with --validation-labels) or validation/<wnid>/*.JPEG",
+        ),
+    ),
     ("--output", dict(type=Path, required=True, help="folder for the shards and manifest.json")),
-    ("--validation-labels", dict(type=Path, help="labels of flat validation images: lines "
-                                 "'<file> <wnid>' (or 'ImageId,wnid …' CSV), or one wnid per line "
-                                 "in sorted file order; default: <input>/validation_labels.txt "
-                                 "if present")),
-    ("--splits", dict(default="train,validation", help="comma-separated splits to convert "
-                      "(default train,validation)")),
+    (
+        "--validation-labels",
+        dict(
+            type=Path,
+            help="labels of flat validation images: lines "
+            "'<file> <wnid>' (or 'ImageId,wnid …' CSV), or one wnid per line "
+            "in sorted file order; default: <input>/validation_labels.txt "
+            "if present",
+        ),
+    ),
+    (
+        "--splits",
+        dict(
+            default="train,validation",
+            help="comma-separated splits to convert (default train,validation)",
+        ),
+    ),
     ("--train-shards", dict(type=int, default=1024, help="train shards (default 1024)")),
     ("--validation-shards", dict(type=int, default=128, help="validation shards (default 128)")),
-    ("--reencode", dict(action="store_true", help="re-encode every image as JPEG (otherwise "
-                        "only PNG, CMYK and other non-RGB files are re-encoded)")),
+    (
+        "--reencode",
+        dict(
+            action="store_true",
+            help="re-encode every image as JPEG (otherwise "
+            "only PNG, CMYK and other non-RGB files are re-encoded)",
+        ),
+    ),
     ("--quality", dict(type=int, default=90, help="JPEG quality when re-encoding (default 90)")),
-    ("--resize", dict(type=int, metavar="PIXELS", help="scale images down so the shorter side is "
-                      "at most PIXELS (re-encodes those images)")),
+    (
+        "--resize",
+        dict(
+            type=int,
+            metavar="PIXELS",
+            help="scale images down so the shorter side is "
+            "at most PIXELS (re-encodes those images)",
+        ),
+    ),
     ("--workers", dict(type=int, help="worker processes (default: all cores)")),
-    ("--skip-bad", dict(action="store_true", help="leave unreadable images out (recorded in the "
-                        "manifest) instead of failing")),
+    (
+        "--skip-bad",
+        dict(
+            action="store_true",
+            help="leave unreadable images out (recorded in the manifest) instead of failing",
+        ),
+    ),
     ("--overwrite", dict(action="store_true", help="replace shards already in --output")),
     ("--seed", dict(type=int, default=0, help="seed of the shuffle across shards (default 0)")),
-]  # fmt: skip
+]
 
 
 def add_options(parser: argparse.ArgumentParser, options: list[Option]) -> None:

@@ -1,0 +1,60 @@
+"""Conversion throughput: `azdl data prepare` on the sample dataset, in images/sec, with one
+worker process (the baseline, measured in the same run) and with one per core.
+
+    .venv-train/bin/python benchmarks/conversion.py [--per-class 80] [--size 400]
+
+The sample set is written by `training.dataprep.sample` (real JPEGs, ImageNet-like sizes by
+default, 8 classes, plus a PNG named .JPEG and a CMYK JPEG that must be re-encoded). Each run
+converts train and validation into fresh shards; the time includes starting the workers.
+"""
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from training.dataprep.convert import convert
+from training.dataprep.sample import generate
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--per-class", type=int, default=80, help="train images per class (8 classes)")
+    p.add_argument("--size", type=int, default=400, help="typical image side in pixels")
+    args = p.parse_args()
+    cores = len(os.sched_getaffinity(0))
+    with tempfile.TemporaryDirectory() as tmp:
+        source = Path(tmp) / "sample"
+        counts = generate(
+            source,
+            classes=8,
+            train_per_class=args.per_class,
+            validation_per_class=args.per_class // 8,
+            size=args.size,
+            messy=True,
+        )
+        images = sum(counts.values())
+        rates = {}
+        for workers in sorted({1, cores}):
+            start = time.perf_counter()
+            convert(
+                source,
+                Path(tmp) / f"out{workers}",
+                ["train", "validation"],
+                {"train": 16, "validation": 4},
+                workers=workers,
+            )
+            rates[workers] = images / (time.perf_counter() - start)
+    print(f"conversion of the sample set: {images} real JPEGs, ~{args.size} px, 16 + 4 shards")
+    print(f"{'workers':>7} {'images/s':>9} {'vs 1 worker':>11}")
+    for workers, rate in rates.items():
+        print(f"{workers:>7} {rate:>9.1f} {rate / rates[1]:>10.2f}×")
+
+
+if __name__ == "__main__":
+    main()
