@@ -1,0 +1,119 @@
+"""P1: our Keras and TF-loop scripts against Horovod's own Keras synthetic benchmark, side by side.
+
+    .venv/bin/python benchmarks/p1_vs_horovod.py                       # CPU-sized settings
+    .venv/bin/python benchmarks/p1_vs_horovod.py --image-size 224 --batch-size 32 \\
+        --num-iters 10 --num-batches-per-iter 10                         # the original's settings
+
+All three run with the same workers (horovodrun --gloo), model (ResNet50, random weights),
+batch per worker, synthetic data and step count; plain SGD. The baseline is
+benchmarks/p1_horovod_baseline.py (Horovod's script re-implemented, see there). Ours are run
+with `--steps-per-epoch = --num-batches-per-iter` and the first iteration's steps as timing
+warm-up, so both leave out the same warm-up. Variants are interleaved round by round, so load
+from elsewhere on the machine hits all of them alike; the median over rounds is reported.
+Target: ours / baseline ≥ 1.0. Writes a bar chart to out/benchmarks/p1_vs_horovod.png.
+"""
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+
+from rich.console import Console
+from rich.table import Table
+
+from azdl.commands.train import launch_command
+from azdl.envs import REPO_ROOT, training_bin, training_env
+from training.throughput import parse_throughput_lines
+
+OUT = REPO_ROOT / "out" / "benchmarks"
+
+
+def baseline_command(a) -> list[str]:
+    w = str(a.workers)
+    return [
+        str(training_bin("horovodrun")), "--gloo", "-np", w, "-H", f"localhost:{w}",
+        str(training_bin("python")), str(REPO_ROOT / "benchmarks" / "p1_horovod_baseline.py"),
+        "--image-size", str(a.image_size), "--batch-size", str(a.batch_size),
+        "--num-classes", str(a.num_classes), "--num-iters", str(a.num_iters),
+        "--num-batches-per-iter", str(a.num_batches_per_iter),
+    ]  # fmt: skip
+
+
+def ours_command(framework: str, a) -> list[str]:
+    lr = 0.01 * 256 / (a.batch_size * a.workers)  # the baseline's SGD(0.01), in our scaling
+    return launch_command(framework, a.workers, "gloo", [
+        "--model", "resnet50", "--image-size", str(a.image_size),
+        "--num-classes", str(a.num_classes), "--batch-size", str(a.batch_size),
+        "--epochs", str(a.num_iters), "--steps-per-epoch", str(a.num_batches_per_iter),
+        "--timing-warmup-steps", str(a.num_batches_per_iter),
+        "--base-lr", f"{lr:.6g}", "--momentum", "0", "--warmup-epochs", "0", "--lr-decay", "none",
+    ])  # fmt: skip
+
+
+def images_per_sec(cmd: list[str]) -> float:
+    env = training_env({"TF_CPP_MIN_LOG_LEVEL": "2"})
+    proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"error: benchmark run failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    for line in proc.stdout.splitlines():
+        if "baseline_images_per_sec" in line:
+            return json.loads(line[line.index("{") :])["baseline_images_per_sec"]
+    (record,) = parse_throughput_lines(proc.stdout)
+    return record["images_per_sec"]
+
+
+def plot(medians: dict[str, float], a) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    OUT.mkdir(parents=True, exist_ok=True)
+    fig, ax = plt.subplots(figsize=(5, 3.2))
+    ax.bar(list(medians), list(medians.values()), color=["grey", "tab:blue", "tab:orange"])
+    ax.set_ylabel("images/sec (all workers)")
+    ax.set_title(f"P1: ResNet50 {a.image_size}px, batch {a.batch_size}×{a.workers}, CPU")
+    fig.tight_layout()
+    fig.savefig(OUT / "p1_vs_horovod.png", dpi=120)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--image-size", type=int, default=64)
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--num-classes", type=int, default=1000)
+    p.add_argument("--num-iters", type=int, default=4)
+    p.add_argument("--num-batches-per-iter", type=int, default=5)
+    p.add_argument("--rounds", type=int, default=2)
+    a = p.parse_args()
+    console = Console()
+    variants = {
+        "horovod baseline": baseline_command(a),
+        "ours: keras": ours_command("keras", a),
+        "ours: tf loop": ours_command("tf", a),
+    }
+    rates: dict[str, list[float]] = {name: [] for name in variants}
+    with console.status("running") as status:
+        for r in range(a.rounds):
+            for name, cmd in variants.items():
+                status.update(f"round {r + 1}/{a.rounds}: {name}")
+                rates[name].append(images_per_sec(cmd))
+                console.log(f"round {r + 1} {name}: {rates[name][-1]:.1f} images/sec")
+    medians = {name: statistics.median(v) for name, v in rates.items()}
+    base = medians["horovod baseline"]
+    table = Table(title=f"P1 (median of {a.rounds} rounds; target: ratio ≥ 1.00)")
+    for column in ("variant", "images/sec", "per round", "ratio to baseline"):
+        table.add_column(column)
+    for name, value in medians.items():
+        rounds = ", ".join(f"{x:.1f}" for x in rates[name])
+        table.add_row(name, f"{value:.1f}", rounds, f"{value / base:.2f}")
+    console.print(table)
+    plot(medians, a)
+    console.print(f"chart: {OUT / 'p1_vs_horovod.png'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
