@@ -5,10 +5,8 @@ import re
 import subprocess
 from dataclasses import dataclass
 
-import pytest
-
 from azdl.commands.train import launch_command
-from azdl.envs import REPO_ROOT, TRAINING_VENV, training_env
+from azdl.envs import REPO_ROOT, training_env
 
 # Small, fast and learnable: the tiny conv net on 32 px images of 4 classes.
 TINY = ["--model", "tiny", "--image-size", "32", "--num-classes", "4", "--warmup-epochs", "0"]
@@ -37,12 +35,6 @@ def launch(framework, workers, args, launcher="gloo", timeout=240) -> Run:
         timeout=timeout,
     )
     return Run(proc.returncode, proc.stdout)
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _needs_horovod():
-    if not (TRAINING_VENV / "bin" / "horovodrun").exists():
-        pytest.skip("the training environment has no Horovod: run make setup-training")
 
 
 def write_tiny_tfrecords(directory, train_shards=2, validation_shards=2, per_shard=24, classes=4):
