@@ -1,15 +1,24 @@
 """The manifest format, the engine-value conversion, and bad input before anything renders."""
 
 import json
+import subprocess
+import sys
 
 import pytest
 from google.protobuf import struct_pb2
 from pulumi.runtime.proto import resource_pb2
 
+from azdl.cli import main
 from azdl.envs import REPO_ROOT
 from azdl.errors import AzdlError
 from azdl.review import manifest
-from azdl.review.plan import check_stack_file, known_stacks, load_plan, stack_file
+from azdl.review.plan import (
+    CONFIG_ERROR_EXIT,
+    check_stack_file,
+    known_stacks,
+    load_plan,
+    stack_file,
+)
 from azdl.review.render import plain, redact_config, resource_entry
 from tests.review.builders import plan, storage
 
@@ -127,3 +136,37 @@ def test_manifest_of_another_format_and_broken_files(tmp_path):
     partial.write_text(json.dumps({"format": manifest.FORMAT, "stack": "dev"}))
     with pytest.raises(AzdlError, match="manifest lacks project, config, resources, outputs"):
         load_plan(str(partial))
+
+
+def test_a_stack_name_that_is_no_file_is_looked_up_as_a_stack(capsys):
+    assert main(["diff", "dev", "qa"]) == 2
+    assert "unknown stack 'qa'; known stacks" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_renderer_reports_the_programs_config_error_without_a_traceback(tmp_path):
+    """The path `azdl plan` takes if the program itself rejects a config (exit code 3)."""
+    text = (REPO_ROOT / "stacks" / "Pulumi.dev.yaml").read_text()
+    broken = tmp_path / "Pulumi.dev.yaml"
+    broken.write_text(text.replace("maxNodes: 2", "maxNodes: 0"))
+    result = subprocess.run(
+        [sys.executable, "-m", "azdl.review.render", str(broken)],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == CONFIG_ERROR_EXIT
+    assert result.stderr.strip() == "azdl:cluster.maxNodes = 0 is invalid: at least 1"
+    assert result.stdout == ""
+
+
+def test_policy_pack_imports_with_only_its_own_folder_on_the_path():
+    """Pulumi runs the pack's __main__.py with the pack folder as sys.path[0]."""
+    code = (
+        "import sys; sys.path[0] = 'policies'; import azdl_rules; print(len(azdl_rules.POLICIES))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "11"
+    main_py = (REPO_ROOT / "policies" / "__main__.py").read_text()
+    assert "from azdl_rules import POLICIES" in main_py and "PolicyPack(" in main_py
