@@ -25,10 +25,12 @@ from training.throughput import parse_throughput_lines
 
 # Short synthetic runs: enough timed steps for a stable median, little cluster time.
 CLUSTER_ARGS = ("--epochs", "1", "--steps-per-epoch", "120", "--timing-warmup-steps", "20")
-# What 2 CPU workers get through in about a minute each (ResNet50 at 64 px).
+# What CPU workers get through in about a minute each (ResNet50 at 64 px). One framework thread
+# per worker: each worker stands for one device, as a GPU does on the cluster, so the runs
+# measure what adding workers gives (not how one process uses more cores).
 LOCAL_ARGS = (
     "--image-size", "64", "--batch-size", "16", "--epochs", "1", "--steps-per-epoch", "20",
-    "--timing-warmup-steps", "5",
+    "--timing-warmup-steps", "5", "--threads", "1",
 )  # fmt: skip
 
 
@@ -102,9 +104,8 @@ def run_local(framework: str, workers: list[int], args: tuple[str, ...], out: Pa
         log = out / f"workers-{n}.log"
         cmd = launch_command(framework, n, "gloo", [*LOCAL_ARGS, *args])
         with console.status(f"{framework}: {n} local worker(s), log in {log}"), log.open("w") as f:
-            code = subprocess.call(
-                cmd, env=training_env(), cwd=REPO_ROOT, stdout=f, stderr=subprocess.STDOUT
-            )
+            env = training_env({"TF_CPP_MIN_LOG_LEVEL": "1"})  # no TensorFlow INFO lines
+            code = subprocess.call(cmd, env=env, cwd=REPO_ROOT, stdout=f, stderr=subprocess.STDOUT)
         record, error = record_of(log.read_text(errors="replace"))
         status = "Completed" if code == 0 else f"exit {code}"
         console.print(f"{n} worker(s): {status}, images/sec {(record or {}).get('images_per_sec')}")

@@ -108,8 +108,9 @@ def write_report(runs: list[Run], out_dir: Path, title: str, unit: str) -> dict[
         "table": out_dir / "results.md",
         "plot": out_dir / "scaling.png",
     }
-    document = {"schema": SCHEMA, "title": title, "unit": unit, "runs": rows}
+    heading = title.replace("\n", ", ")  # the plot's title may take two lines
+    document = {"schema": SCHEMA, "title": heading, "unit": unit, "runs": rows}
     paths["json"].write_text(json.dumps(document, indent=2) + "\n")
-    paths["table"].write_text(f"## {title}\n\n{markdown_table(rows, unit)}")
+    paths["table"].write_text(f"## {heading}\n\n{markdown_table(rows, unit)}")
     plot(rows, title, unit, paths["plot"])
     return paths
