@@ -186,3 +186,25 @@ def test_the_image_installs_what_its_training_scripts_import(framework):
     for script in scripts:
         needed = {DISTRIBUTIONS.get(m, m).lower() for m in third_party_imports(script)}
         assert needed <= installed, f"{script} imports {sorted(needed - installed)}"
+
+
+def test_training_code_needs_nothing_newer_than_the_images_python_3_10():
+    """Both images run Ubuntu 22.04's Python 3.10 (TensorFlow 2.15 has no 3.12 wheels), while
+    the local environment runs 3.11: the code must stay within 3.10's syntax and library."""
+    for framework in FRAMEWORKS:
+        assert "ubuntu22.04" in parse(framework).baseimage
+    ruff = Path(sys.executable).parent / "ruff"
+    result = subprocess.run(
+        [str(ruff), "check", "--no-cache", "--isolated", "--target-version", "py310",
+         "--select", "E9,F", str(TRAINING)],
+        capture_output=True,
+        text=True,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout
+    newer = re.compile(
+        r"\btomllib\b|datetime\.UTC\b|import [^\n]*\bUTC\b|\bExceptionGroup\b|\bTaskGroup\b"
+        r"|\bStrEnum\b|\bfile_digest\b|typing import [^\n]*\b(Self|LiteralString|NotRequired)\b"
+    )
+    for path in TRAINING.rglob("*.py"):
+        match = newer.search(path.read_text())
+        assert match is None, f"{path}: {match.group(0)} is Python 3.11+"
