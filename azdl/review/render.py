@@ -13,6 +13,7 @@ The Pulumi runtime keeps global state, so each stack renders in a fresh interpre
 drives it.
 """
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -34,16 +35,6 @@ _SIG = "4dabf18193072939515e22adb298388d"  # the engine's special-value signatur
 _SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
 _RESOURCE_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
 _ASSET_SIGS = {"c44067f5952c0a294b673a41bacf1b52", "0def7320c3a5731c473e5ecbe6d01bc7"}
-
-
-def _has_unknown(value: Any) -> bool:
-    if value == _UNKNOWN:
-        return True
-    if isinstance(value, dict):
-        return any(_has_unknown(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_has_unknown(v) for v in value)
-    return False
 
 
 def plain(value: Any, sources: list[str]) -> Any:
@@ -158,9 +149,7 @@ def redact_config(config: dict[str, Any]) -> dict[str, Any]:
 
 def render(stack_file: Path) -> dict[str, Any]:
     """Run the program for `stack_file` under mocks; the manifest. Once per interpreter."""
-    import json
-
-    from infra import program
+    from infra import program  # imported here: it pulls in the azure-native modules
 
     stack = stack_name_of(stack_file)
     config = read_stack_file(stack_file)
