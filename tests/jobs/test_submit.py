@@ -2,6 +2,7 @@
 anything is submitted."""
 
 import subprocess
+from pathlib import Path
 
 import pytest
 from azure.ai.ml import MpiDistribution
@@ -182,3 +183,17 @@ def test_missing_outputs_and_unknown_stacks_are_clear_errors(tmp_path, outputs_f
         "--stack",
         "qa",
     ]
+
+
+def test_the_shipped_example_outputs_work_for_a_dry_run_without_azure(ml_client, capsys):
+    """README's fresh-machine example: docs/stack-outputs.example.json has every key submit
+    reads, in the shape the program exports (see tests/images for the program's outputs)."""
+    example = Path(__file__).resolve().parents[2] / "docs" / "stack-outputs.example.json"
+    code = main(
+        ["submit", "--outputs", str(example), "--nodes", "2", "--dry-run", "--", "--epochs", "1"]
+    )
+    assert code == 0
+    ml_client.assert_not_called()
+    out = capsys.readouterr().out
+    assert "environments/azdl-tensorflow/versions/" in out
+    assert "instanceCount: 2" in out
