@@ -5,7 +5,7 @@ import argparse
 import json
 
 from azdl.review.diff import EXIT_CODES, diff, render_text
-from azdl.review.plan import load_plan
+from azdl.review.plan import load_plans
 
 
 def register(subparsers) -> None:
@@ -23,7 +23,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    result = diff(load_plan(args.base), load_plan(args.head))
+    result = diff(*load_plans([args.base, args.head]))
     if args.json:
         print(json.dumps(result.to_json(), indent=2, sort_keys=True))
     else:

@@ -7,7 +7,7 @@ import sys
 from rich.console import Console
 from rich.table import Table
 
-from azdl.review.plan import load_plan
+from azdl.review.plan import load_plans
 
 
 def register(subparsers) -> None:
@@ -41,8 +41,7 @@ def run(args: argparse.Namespace) -> int:
             table.add_row(p.name, p.severity.value, p.enforcement_level.value, p.remediation_steps)
         console.print(table)
     failed = False
-    for ref in args.plans:
-        doc = load_plan(ref)
+    for doc in load_plans(args.plans):
         if args.pack_config:
             print(json.dumps(policy_config(doc), indent=2, sort_keys=True))
             continue

@@ -70,8 +70,17 @@ def render_stack(stack: str, stacks_dir: Path = STACKS_DIR) -> tuple[dict[str, A
     return manifest.validate(json.loads(result.stdout), f"plan of {stack}"), seconds
 
 
-def load_plan(ref: str, stacks_dir: Path = STACKS_DIR) -> dict[str, Any]:
-    """A manifest from a file (`*.json` or any existing path) or rendered from a stack name."""
-    if ref.endswith(".json") or Path(ref).is_file():
-        return manifest.load(ref)
-    return render_stack(ref, stacks_dir)[0]
+def _is_file_ref(ref: str) -> bool:
+    return ref.endswith(".json") or Path(ref).is_file()
+
+
+def load_plans(refs: list[str], stacks_dir: Path = STACKS_DIR) -> list[dict[str, Any]]:
+    """Manifests from files (`*.json` or any existing path) or rendered from stack names;
+    every stack name is checked before the first one renders."""
+    for ref in refs:
+        if not _is_file_ref(ref):
+            check_stack_file(stack_file(ref, stacks_dir))
+    return [
+        manifest.load(ref) if _is_file_ref(ref) else render_stack(ref, stacks_dir)[0]
+        for ref in refs
+    ]

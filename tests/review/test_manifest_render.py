@@ -16,7 +16,7 @@ from azdl.review.plan import (
     CONFIG_ERROR_EXIT,
     check_stack_file,
     known_stacks,
-    load_plan,
+    load_plans,
     stack_file,
 )
 from azdl.review.render import plain, redact_config, resource_entry
@@ -125,17 +125,17 @@ def test_manifest_of_another_format_and_broken_files(tmp_path):
     other = tmp_path / "other.json"
     other.write_text(json.dumps(plan(storage()) | {"format": "azdl.plan/v2"}))
     with pytest.raises(AzdlError, match=r"manifest format 'azdl\.plan/v2' is not supported"):
-        load_plan(str(other))
+        load_plans([str(other)])
     garbage = tmp_path / "garbage.json"
     garbage.write_text("{not json")
     with pytest.raises(AzdlError, match="not valid JSON"):
-        load_plan(str(garbage))
+        load_plans([str(garbage)])
     with pytest.raises(AzdlError, match="no such manifest file"):
-        load_plan(str(tmp_path / "missing.json"))
+        load_plans([str(tmp_path / "missing.json")])
     partial = tmp_path / "partial.json"
     partial.write_text(json.dumps({"format": manifest.FORMAT, "stack": "dev"}))
     with pytest.raises(AzdlError, match="manifest lacks project, config, resources, outputs"):
-        load_plan(str(partial))
+        load_plans([str(partial)])
 
 
 def test_a_stack_name_that_is_no_file_is_looked_up_as_a_stack(capsys):
