@@ -21,7 +21,7 @@ import torch
 
 from training import options, tf_common
 from training.throughput import ThroughputMeter
-from training.train_torch import FRAMEWORK, Data, Trainer, set_threads
+from training.train_torch import FRAMEWORK, Data, Trainer, set_threads, worker_device
 
 
 def build_parser():
@@ -40,7 +40,8 @@ class ElasticRun:
     def __init__(self, args, hvd):
         self.args, self.hvd = args, hvd
         set_threads(args.threads, hvd.local_size())
-        self.trainer = Trainer(args, hvd)
+        self.device = worker_device(hvd.local_rank())
+        self.trainer = Trainer(args, hvd, self.device)
         self.started_with = hvd.size()
         self.resets = 0
         self.checkpoint = None
@@ -49,7 +50,7 @@ class ElasticRun:
     def _new_world(self) -> None:
         """Data slices, LR and throughput meter for the current rank and number of workers."""
         a, size = self.args, self.hvd.size()
-        self.data = Data(a, self.hvd.rank(), size)
+        self.data = Data(a, self.hvd.rank(), size, self.device)
         self.trainer.rescale(size)
         self.meter = ThroughputMeter(a.batch_size * a.grad_accum * size, a.timing_warmup_steps)
 
@@ -66,7 +67,7 @@ class ElasticRun:
         while state.epoch < a.epochs:
             steps = self.data.steps_per_epoch
             while state.step < steps:
-                lr = self.trainer.set_lr(state.epoch + state.step / steps, hvd.size())
+                self.trainer.set_lr(state.epoch + state.step / steps, hvd.size())
                 self.meter.begin()
                 loss, _ = self.trainer.step(self.data.train)
                 self.meter.end()
@@ -78,6 +79,7 @@ class ElasticRun:
             mean_loss = float(
                 hvd.allreduce(torch.tensor(state.loss_sum / steps), name="epoch-loss")
             )
+            lr = self.trainer.optimizer.param_groups[0]["lr"]
             if hvd.rank() == 0:
                 print(
                     f"epoch {state.epoch + 1}/{a.epochs} - loss: {mean_loss:.4f} - lr: {lr:.5g} "

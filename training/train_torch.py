@@ -22,7 +22,6 @@ import torch
 import torch.nn.functional as F
 
 from training import checkpoints, schedule, synthetic, tf_common
-from training.errors import TrainingError
 from training.options import parse_args
 from training.throughput import ThroughputMeter
 from training.torch_models import build_model
@@ -33,16 +32,26 @@ AUTOCAST_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
 Batch = tuple[torch.Tensor, torch.Tensor]
 
 
-def to_torch(images: np.ndarray, labels: np.ndarray, channels_last: bool) -> Batch:
-    """NHWC float images → an NCHW tensor. NHWC memory *is* channels-last, so that is a view."""
-    x = torch.from_numpy(np.require(images, requirements=["C", "W"])).permute(0, 3, 1, 2)
-    x = x.contiguous(
+def worker_device(local_rank: int) -> torch.device:
+    """This worker's GPU (one per worker, by local rank) when there are GPUs, else the CPU."""
+    if torch.cuda.is_available():
+        torch.cuda.set_device(local_rank)
+        return torch.device("cuda", local_rank)
+    return torch.device("cpu")
+
+
+def to_torch(images: np.ndarray, labels: np.ndarray, channels_last: bool, device) -> Batch:
+    """NHWC float images → an NCHW tensor on `device`. NHWC memory *is* channels-last, so on
+    the CPU that is a view."""
+    x = torch.from_numpy(np.require(images, requirements=["C", "W"])).to(device)
+    x = x.permute(0, 3, 1, 2).contiguous(
         memory_format=torch.channels_last if channels_last else torch.contiguous_format
     )
-    return x, torch.from_numpy(np.asarray(labels, dtype=np.int64))
+    y = torch.from_numpy(np.require(labels, dtype=np.int64, requirements=["W"]))
+    return x, y.to(device)
 
 
-def synthetic_batches(args, rank: int, size: int) -> Iterator[Batch]:
+def synthetic_batches(args, rank: int, size: int, device) -> Iterator[Batch]:
     """This rank's micro-batches of the shared synthetic global batch, forever.
 
     One step's global batch is `batch × grad_accum × workers` images; rank r takes its slice and
@@ -52,22 +61,13 @@ def synthetic_batches(args, rank: int, size: int) -> Iterator[Batch]:
     images, labels = synthetic.rank_batch(
         args.batch_size * args.grad_accum, rank, size, args.image_size, args.num_classes, args.seed
     )
+    b = args.batch_size
     micro = [
-        to_torch(
-            images[i : i + args.batch_size], labels[i : i + args.batch_size], args.channels_last
-        )
-        for i in range(0, len(labels), args.batch_size)
+        to_torch(images[i : i + b], labels[i : i + b], args.channels_last, device)
+        for i in range(0, len(labels), b)
     ]
     while True:
         yield from micro
-
-
-def check_labels(labels: torch.Tensor, num_classes: int) -> None:
-    if labels.numel() and int(labels.max()) >= num_classes:
-        raise TrainingError(
-            f"the data has label {int(labels.max())} but --num-classes is {num_classes}: "
-            f"labels must lie in 0..{num_classes - 1}; raise --num-classes"
-        )
 
 
 def set_threads(threads: int, local_size: int) -> None:
@@ -79,13 +79,13 @@ def set_threads(threads: int, local_size: int) -> None:
 class Trainer:
     """One worker's model, optimizer and step; `hvd` is horovod.torch, already initialised."""
 
-    def __init__(self, args, hvd):
-        self.args, self.hvd = args, hvd
+    def __init__(self, args, hvd, device: torch.device):
+        self.args, self.hvd, self.device = args, hvd, device
         torch.manual_seed(args.seed)
         # --channels-last puts the images, hence every activation, in NHWC. The weights stay
         # NCHW: Horovod 0.28.1 refuses to allreduce or broadcast non-contiguous tensors
         # (horovod/horovod#3491), and gradients follow their parameter's layout.
-        self.model = build_model(args.model, args.num_classes)
+        self.model = build_model(args.model, args.num_classes).to(device)
         self.peak_lr = schedule.peak_lr(
             args.base_lr, args.base_batch, args.batch_size * args.grad_accum, hvd.size()
         )
@@ -98,7 +98,7 @@ class Trainer:
         )
         self.autocast_dtype = AUTOCAST_DTYPES.get(args.precision)
         # fp16 needs loss scaling against underflow; bf16 has fp32's range and doesn't.
-        self.scaler = torch.amp.GradScaler("cpu", enabled=args.precision == "fp16")
+        self.scaler = torch.amp.GradScaler(device.type, enabled=args.precision == "fp16")
 
     def rescale(self, workers: int) -> None:
         """Recompute the peak rate for a new number of workers (elastic resets)."""
@@ -126,23 +126,22 @@ class Trainer:
     def autocast(self):
         if self.autocast_dtype is None:
             return contextlib.nullcontext()
-        return torch.autocast("cpu", dtype=self.autocast_dtype)
+        return torch.autocast(self.device.type, dtype=self.autocast_dtype)
 
     def step(self, batches: Iterator[Batch]) -> tuple[float, float]:
         """One synchronous optimizer step over `grad_accum` micro-batches: (loss, accuracy)."""
         self.model.train()
         self.optimizer.zero_grad()
-        loss_sum = correct = seen = 0.0
+        totals = torch.zeros(2, device=self.device)  # loss, correct predictions
+        seen = 0
         for _ in range(self.args.grad_accum):
             images, labels = next(batches)
-            check_labels(labels, self.args.num_classes)
             with self.autocast():
                 logits = self.model(images)
                 loss = F.cross_entropy(logits.float(), labels) / self.args.grad_accum
             # Gradients of the micro-batches add up; dividing the loss makes them a mean.
             self.scaler.scale(loss).backward()
-            loss_sum += float(loss.detach())
-            correct += float((logits.argmax(1) == labels).sum())
+            totals += torch.stack([loss.detach(), (logits.argmax(1) == labels).sum()])
             seen += len(labels)
         if self.scaler.is_enabled():
             self.optimizer.synchronize()  # allreduce first, then unscale and check for inf
@@ -151,7 +150,8 @@ class Trainer:
             self.scaler.update()
         else:
             self.optimizer.step()
-        return loss_sum, correct / seen
+        loss, correct = totals.tolist()  # waits for the step: the throughput timing needs it
+        return loss, correct / seen
 
     @torch.no_grad()
     def accuracy(self, batches: Iterator[Batch]) -> float:
@@ -159,7 +159,6 @@ class Trainer:
         self.model.eval()
         correct = seen = 0
         for images, labels in batches:
-            check_labels(labels, self.args.num_classes)
             with self.autocast():
                 correct += int((self.model(images).argmax(1) == labels).sum())
             seen += len(labels)
@@ -196,7 +195,9 @@ class Trainer:
         if progress is not None:
             checkpoints.check_compatible(progress, FRAMEWORK, self.args.model, ckpt_dir)
             if hvd.rank() == 0:
-                payload = torch.load(Path(ckpt_dir) / f"{progress.checkpoint}.pt")
+                payload = torch.load(
+                    Path(ckpt_dir) / f"{progress.checkpoint}.pt", map_location=self.device
+                )
                 self.model.load_state_dict(payload["model"])
                 self.optimizer.load_state_dict(payload["optimizer"])
         hvd.broadcast_parameters(self.model.state_dict(), root_rank=0)
@@ -206,12 +207,12 @@ class Trainer:
     def dump_weights(self, directory: str) -> Path:
         path = Path(directory) / f"rank-{self.hvd.rank()}.npz"
         path.parent.mkdir(parents=True, exist_ok=True)
-        state = {k: v.detach().float().numpy() for k, v in self.model.state_dict().items()}
+        state = {k: v.detach().float().cpu().numpy() for k, v in self.model.state_dict().items()}
         np.savez(path, **state)
         return path
 
 
-def numpy_batches(dataset, files: list[str], channels_last: bool) -> Iterator[Batch]:
+def numpy_batches(dataset, files: list[str], channels_last: bool, device) -> Iterator[Batch]:
     """Batches of a tf.data dataset as torch tensors; TF's data errors name the shard."""
     from training.tf_pipeline import explained_data_errors
 
@@ -222,21 +223,21 @@ def numpy_batches(dataset, files: list[str], channels_last: bool) -> Iterator[Ba
                 images, labels = next(batches)
             except StopIteration:
                 return
-        yield to_torch(images, labels, channels_last)
+        yield to_torch(images, labels, channels_last, device)
 
 
 class Data:
     """Where a worker's batches come from: the synthetic source, or TFRecords via tf.data."""
 
-    def __init__(self, args, rank: int, size: int):
-        self.args = args
+    def __init__(self, args, rank: int, size: int, device: torch.device):
+        self.args, self.device = args, device
         micro_per_step = args.batch_size * args.grad_accum * size
         if args.data_dir is None:
             self.source = "synthetic"
             self.steps_per_epoch = args.steps_per_epoch or synthetic.steps_per_epoch(
                 args.synthetic_length, args.batch_size * args.grad_accum, size
             )
-            self._train = synthetic_batches(args, rank, size)
+            self.train = synthetic_batches(args, rank, size, device)
             self._tf = None
             return
         import tensorflow as tf
@@ -251,22 +252,19 @@ class Data:
         self.source = self._tf.source
         per_pass = self._tf.steps_per_epoch * args.batch_size * size
         self.steps_per_epoch = args.steps_per_epoch or max(1, per_pass // micro_per_step)
-        self._train = numpy_batches(self._tf.train, self._tf.files, args.channels_last)
-
-    @property
-    def train(self) -> Iterator[Batch]:
-        return self._train
+        self.train = numpy_batches(self._tf.train, self._tf.files, args.channels_last, device)
 
     def validation(self) -> Iterator[Batch] | None:
         """A fresh pass over this worker's validation batches, or None: no validation."""
         if self._tf is not None:
             if self._tf.validation is None:
                 return None
-            return numpy_batches(self._tf.validation, self._tf.files, self.args.channels_last)
+            tf_data, channels_last = self._tf, self.args.channels_last
+            return numpy_batches(tf_data.validation, tf_data.files, channels_last, self.device)
         if not self.args.val_steps:
             return None
         # Synthetic data has no held-out split: like the TF flavours, score the training batch.
-        return (next(self._train) for _ in range(self.args.val_steps))
+        return (next(self.train) for _ in range(self.args.val_steps))
 
 
 def train(args) -> None:
@@ -277,8 +275,9 @@ def train(args) -> None:
     hvd.init()
     set_threads(args.threads, hvd.local_size())
     rank, size = hvd.rank(), hvd.size()
-    data = Data(args, rank, size)
-    trainer = Trainer(args, hvd)
+    device = worker_device(hvd.local_rank())
+    data = Data(args, rank, size, device)
+    trainer = Trainer(args, hvd, device)
     start_epoch, global_step = trainer.restore_and_broadcast(args.checkpoint_dir)
     if rank == 0 and start_epoch:
         print(f"resuming from {args.checkpoint_dir} at epoch {start_epoch} (step {global_step})")

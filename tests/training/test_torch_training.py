@@ -257,10 +257,13 @@ def tiny_data(tmp_path_factory):
 
 
 def _data(argv, rank=0, size=1):
+    import torch
+
     from training.options import parse_args
     from training.train_torch import Data
 
-    return Data(parse_args("torch", [*TINY, "--batch-size", "4", *map(str, argv)]), rank, size)
+    args = parse_args("torch", [*TINY, "--batch-size", "4", *map(str, argv)])
+    return Data(args, rank, size, torch.device("cpu"))
 
 
 def test_data_errors_name_the_problem(tmp_path, tiny_data):
