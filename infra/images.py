@@ -19,6 +19,7 @@ environment version id) are the stack outputs of the same names.
 import hashlib
 import json
 import os
+import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Mapping
@@ -75,8 +76,16 @@ def acr_refresh_token(login_server: str, tenant_id: str, aad_token: str) -> str:
         }
     ).encode()
     request = urllib.request.Request(f"https://{login_server}/oauth2/exchange", data=body)
-    with urllib.request.urlopen(request, timeout=60) as response:
-        return json.loads(response.read())["refresh_token"]
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return json.loads(response.read())["refresh_token"]
+    except urllib.error.HTTPError as exc:
+        raise RuntimeError(
+            f"{login_server} refused to exchange the deployer's Azure AD token "
+            f"(HTTP {exc.code}): the deploying identity needs push rights on the registry "
+            "(Owner, Contributor or AcrPush), and a private registry is reachable only from "
+            "inside the VNet"
+        ) from None
 
 
 def _relative(path: Path) -> str:

@@ -4,6 +4,7 @@ tagged by content hash and pushed without the admin user, and the prebuilt-image
 import hashlib
 import json
 import shutil
+import urllib.error
 from pathlib import Path
 
 import pytest
@@ -172,3 +173,6 @@ def test_acr_token_exchange_sends_the_ad_token_and_returns_the_refresh_token(moc
     urlopen.reset_mock()
     assert images.acr_refresh_token("r.azurecr.io", "t", "not-a-jwt") == "not-a-jwt"
     urlopen.assert_not_called()
+    urlopen.side_effect = urllib.error.HTTPError(request.full_url, 401, "Unauthorized", {}, None)
+    with pytest.raises(RuntimeError, match=r"r\.azurecr\.io refused .* \(HTTP 401\).*AcrPush"):
+        images.acr_refresh_token("r.azurecr.io", "tenant-1", token)
