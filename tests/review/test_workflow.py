@@ -23,7 +23,7 @@ def test_workflow_runs_existing_azdl_commands_and_options():
     scripts = "\n".join(
         step.get("run", "") for job in workflow["jobs"].values() for step in job["steps"]
     )
-    calls = re.findall(r"(?:bin/azdl|-m azdl\.cli) ([^\n|>;)]*)", scripts)
+    calls = re.findall(r"(?:bin/azdl|-m azdl) ([^\n|>;)]*)", scripts)
     assert {c.split()[0] for c in calls} == {"plan", "diff", "policy"}
     commands = _subparsers()
     for call in calls:
