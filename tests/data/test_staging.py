@@ -31,8 +31,8 @@ def _etags(container, prefix=""):
 def test_full_upload_then_rerun_uploads_nothing(
     tmp_path, container, emulator_env, capsys, make_dataset
 ):
-    # 10 MiB goes up as parallel blocks (above the 8 MiB single-put limit); the rest as one put.
-    manifest = make_dataset(tmp_path, [10 * MB, 3 * MB, 200_000, 1])
+    # 40 MiB goes up as parallel blocks (above the 32 MiB single-put limit); the rest as one put.
+    manifest = make_dataset(tmp_path, [40 * MB, 3 * MB, 200_000, 1])
     args = ["data", "stage", str(tmp_path), "--container", container.container_name]
 
     assert main([*args, "--download-verify"]) == 0
@@ -43,6 +43,8 @@ def test_full_upload_then_rerun_uploads_nothing(
     for shard in manifest.shards:
         assert container.download_blob(shard.name).readall() == (tmp_path / shard.name).read_bytes()
         assert bytes(blobs[shard.name].content_settings.content_md5).hex() == shard.md5
+    committed, _ = container.get_blob_client(manifest.shards[0].name).get_block_list("committed")
+    assert len(committed) == 5  # 40 MiB as 8 MiB blocks
 
     before = _etags(container)
     assert main(args) == 0
