@@ -86,9 +86,7 @@ class Trainer:
         # NCHW: Horovod 0.28.1 refuses to allreduce or broadcast non-contiguous tensors
         # (horovod/horovod#3491), and gradients follow their parameter's layout.
         self.model = build_model(args.model, args.num_classes).to(device)
-        self.peak_lr = schedule.peak_lr(
-            args.base_lr, args.base_batch, args.batch_size * args.grad_accum, hvd.size()
-        )
+        self.rescale(hvd.size())
         sgd = torch.optim.SGD(self.model.parameters(), lr=self.peak_lr, momentum=args.momentum)
         self.optimizer = hvd.DistributedOptimizer(
             sgd,
@@ -101,11 +99,11 @@ class Trainer:
         self.scaler = torch.amp.GradScaler(device.type, enabled=args.precision == "fp16")
 
     def rescale(self, workers: int) -> None:
-        """Recompute the peak rate for a new number of workers (elastic resets)."""
+        """The peak rate for `workers` workers (again after an elastic reset)."""
+        a = self.args
         self.peak_lr = schedule.peak_lr(
-            self.args.base_lr, self.args.base_batch, self.args.batch_size * self.args.grad_accum,
-            workers,
-        )  # fmt: skip
+            a.base_lr, a.base_batch, a.batch_size * a.grad_accum, workers
+        )
 
     def set_lr(self, epoch: float, workers: int) -> float:
         a = self.args
@@ -280,7 +278,10 @@ def train(args) -> None:
     trainer = Trainer(args, hvd, device)
     start_epoch, global_step = trainer.restore_and_broadcast(args.checkpoint_dir)
     if rank == 0 and start_epoch:
-        print(f"resuming from {args.checkpoint_dir} at epoch {start_epoch} (step {global_step})")
+        print(
+            f"resuming from {args.checkpoint_dir} at epoch {start_epoch} (step {global_step})",
+            flush=True,
+        )
 
     writer = None
     if rank == 0 and args.log_dir:
