@@ -70,12 +70,13 @@ def print_cost(console: Console, est: cost.Estimate) -> None:
         e = est.epoch
         console.print(
             f"one epoch ({e['images_per_epoch']:,} images at {e['images_per_sec']:,.1f} images/s): "
-            f"{e['hours']:.2f} h on {e['nodes']} x {e['vm_size']} = {_money(e['usd'])} USD"
+            f"{e['hours']:.2f} h on {e['nodes']} x {e['vm_size']} = {_money(e['usd'])} USD",
+            soft_wrap=True,
         )
     for item in est.unpriced:
-        console.print(f"[bold red]not priced:[/] {item}")
+        console.print(f"[bold red]not priced:[/] {item}", soft_wrap=True)
     for note in est.notes:
-        console.print(f"note: {note}")
+        console.print(f"note: {note}", soft_wrap=True)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -73,29 +73,32 @@ def estimate(doc: dict[str, Any], prices: Prices | None = None) -> Estimate:
                 continue
             detail = f"{high} x {size} at {price:.3f}/node-h, min {low}"
             if priority == "LowPriority":
-                detail += " (low priority: dedicated price, an upper bound)"
+                detail += " (low priority, priced as dedicated: an upper bound)"
             est.lines.append(Line(f"cluster {name}", detail, price * high, price * low * hours))
         elif kind == "azure-native:storage:FileShare":
             gib = float(inputs.get("shareQuota") or 0)
             rate = prices.storage_monthly_per_gib["premiumFileProvisioned"]
             monthly = gib * rate
             detail = f"{gib:g} GiB provisioned at {rate}/GiB-month"
-            est.lines.append(Line(f"file share {res['name']}", detail, monthly / hours, monthly))
+            item = f"file share {inputs.get('shareName', res['name'])}"
+            est.lines.append(Line(item, detail, monthly / hours, monthly))
         elif kind == "azure-native:containerregistry:Registry":
             tier = inputs.get("sku", {}).get("name")
             daily = prices.registry_daily.get(tier)
+            item = f"registry {inputs.get('registryName', res['name'])}"
             if daily is None:
-                est.unpriced.append(f"registry {res['name']}: tier {tier} has no price")
+                est.unpriced.append(f"{item}: tier {tier} has no price")
                 continue
             monthly = daily * hours / 24
-            est.lines.append(Line(f"registry {res['name']}", f"{tier} tier", daily / 24, monthly))
+            est.lines.append(Line(item, f"{tier} tier at {daily}/day", daily / 24, monthly))
         elif (
             kind == "azure-native:storage:StorageAccount"
             and inputs.get("kind") == "BlockBlobStorage"
         ):
             rate = prices.storage_monthly_per_gib["premiumBlockBlobStored"]
             est.notes.append(
-                f"premium blob account {res['name']}: {rate} USD per GiB-month stored "
+                f"premium blob account {inputs.get('accountName', res['name'])}: {rate} USD per "
+                "GiB-month stored "
                 f"(ImageNet TFRecords, ~145 GiB: {145 * rate:.2f} USD/month); not in the totals"
             )
     est.notes.append(prices.label)

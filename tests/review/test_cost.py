@@ -38,7 +38,7 @@ def test_cluster_share_and_registry_are_priced():
         3 * a100 + share / 730 + PRICES.registry_daily["Premium"] / 24
     )
     assert est.unpriced == []
-    assert any("premium blob account data" in note for note in est.notes)
+    assert any("premium blob account acctdata" in note for note in est.notes)
     assert est.notes[-1] == PRICES.label
 
 

@@ -64,7 +64,8 @@ def test_shipped_stacks_are_fully_priced_within_budget(shipped_plans, stack):
     est = estimate(doc)
     assert est.unpriced == []
     budget = doc["config"]["azdl:maxGpuSpendPerHourUsd"]
-    gpu = sum(line.max_per_hour for line in est.lines if line.item == "cluster gpu-cluster")
+    cluster = f"cluster {doc['outputs']['clusterName']}"
+    gpu = sum(line.max_per_hour for line in est.lines if line.item == cluster)
     assert 0 < gpu <= budget
 
 
