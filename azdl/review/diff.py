@@ -18,7 +18,7 @@ from azdl.review import manifest as mf
 
 REPLACEMENTS_FILE = Path(__file__).with_name("replacements.yaml")
 EXIT_CODES = {
-    0: "no changes",
+    0: "no resource changes",
     1: "changes, all routine (in-place updates, additions that widen nothing)",
     2: "error (bad input)",
     3: "needs a reviewer's attention: a replacement, a removal, removed deletion protection "
@@ -139,6 +139,7 @@ class Diff:
     base: str
     head: str
     resources: list[ResourceDiff]
+    config: list[Change] = field(default_factory=list)  # the stack settings behind the changes
 
     @property
     def security(self) -> list[tuple[ResourceDiff, str]]:
@@ -171,6 +172,7 @@ class Diff:
             "base": self.base,
             "head": self.head,
             "exitCode": self.exit_code,
+            "config": [change(c) for c in self.config],
             "resources": [resource(r) for r in self.resources],
         }
 
@@ -241,7 +243,13 @@ def diff(base: dict[str, Any], head: dict[str, Any]) -> Diff:
             changed = _changed(old[key], new[key])
             if changed:
                 resources.append(changed)
-    return Diff(base["stack"], head["stack"], resources)
+    before, after = flatten(base["config"]), flatten(head["config"])
+    config = [
+        Change(path, before.get(path, _ABSENT), after.get(path, _ABSENT), False, None)
+        for path in sorted(set(before) | set(after))
+        if before.get(path, _ABSENT) != after.get(path, _ABSENT)
+    ]
+    return Diff(base["stack"], head["stack"], resources, config)
 
 
 def _readable(value: Any) -> Any:
@@ -277,6 +285,9 @@ def render_text(d: Diff) -> str:
     attention = [(r, a) for r in d.resources for a in r.attention]
     if attention:
         lines += ["", "Needs attention:"] + [f"  {r.type} {r.name}: {a}" for r, a in attention]
+    if d.config:
+        lines += ["", "Stack settings:"]
+        lines += [f"      ~ {c.path}: {_show(c.old)} => {_show(c.new)}" for c in d.config]
     lines.append("")
     for r in d.resources:
         lines.append(f"{SYMBOLS[r.action]:<2} {r.type} {r.name}")

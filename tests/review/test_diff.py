@@ -135,6 +135,16 @@ def test_removal_and_dropped_protection_need_attention():
     assert swapped.resources[0].attention == [] and swapped.exit_code == 1
 
 
+def test_changed_stack_settings_are_listed_but_decide_nothing():
+    base, head = plan(storage()), plan(storage(), budget=20)
+    result = diff(base, head)
+    assert [(c.path, c.old, c.new) for c in result.config] == [
+        ("azdl:maxGpuSpendPerHourUsd", 10, 20)
+    ]
+    assert result.exit_code == 0
+    assert "~ azdl:maxGpuSpendPerHourUsd: 10 => 20" in render_text(result)
+
+
 def test_flatten_keys_named_lists_by_name_and_keeps_unknowns_whole():
     flat = flatten({"securityRules": [AML_RULE], "id": {"$unknown": ["x"]}, "tags": {"a": "1"}})
     assert flat == {
