@@ -62,10 +62,16 @@ def flatten(value: Any, path: str = "") -> dict[str, Any]:
     return {path: value}
 
 
-def forces_replacement(resource_type: str, path: str) -> bool:
+def _covers(listed: str, path: str) -> bool:
+    return listed == "*" or path == listed or path.startswith((f"{listed}.", f"{listed}["))
+
+
+def forces_replacement(resource_type: str, path: str, declared: tuple[str, ...] = ()) -> bool:
+    """Whether changing `path` replaces the resource: from replacements.yaml, or from the
+    resource's own `replaceOnChanges` option (`declared`)."""
     table = replacement_paths()
-    for listed in table.get("*", ()) + table.get(resource_type, ()):
-        if path == listed or path.startswith((f"{listed}.", f"{listed}[")):
+    for listed in table.get("*", ()) + table.get(resource_type, ()) + tuple(declared):
+        if _covers(listed, path):
             return True
     return False
 
@@ -121,6 +127,7 @@ class Change:
     new: Any
     replace: bool
     security: str | None
+    ignored: bool = False  # listed in the resource's ignoreChanges: Pulumi will not apply it
 
 
 @dataclass
@@ -161,7 +168,8 @@ class Diff:
 
         def change(c: Change) -> dict[str, Any]:
             return {"path": c.path, "old": value(c.old), "new": value(c.new),
-                    "replace": c.replace, "security": c.security}  # fmt: skip
+                    "replace": c.replace, "security": c.security,
+                    "ignored": c.ignored}  # fmt: skip
 
         def resource(r: ResourceDiff) -> dict[str, Any]:
             return {"key": r.key, "type": r.type, "name": r.name, "action": r.action,
@@ -202,7 +210,11 @@ def _changed(old: dict[str, Any], new: dict[str, Any]) -> ResourceDiff | None:
         if a == b:
             continue
         reason = security_widening(new["type"], path, a, b)
-        out.changes.append(Change(path, a, b, forces_replacement(new["type"], path), reason))
+        ignored = any(_covers(i, path) for i in new.get("ignoreChanges", []))
+        replace = not ignored and forces_replacement(
+            new["type"], path, tuple(new.get("replaceOnChanges", []))
+        )
+        out.changes.append(Change(path, a, b, replace, reason, ignored))
         if reason and reason not in out.security:
             out.security.append(reason)
     old_rules = {r.get("name"): r for r in old["inputs"].get("securityRules") or []}
@@ -293,6 +305,7 @@ def render_text(d: Diff) -> str:
         lines.append(f"{SYMBOLS[r.action]:<2} {r.type} {r.name}")
         for c in r.changes:
             mark = "  [forces replacement]" if c.replace else ""
+            mark += "  [ignored: ignoreChanges]" if c.ignored else ""
             mark += f"  [SECURITY: {c.security}]" if c.security else ""
             lines.append(f"      ~ {c.path}: {_show(c.old)} => {_show(c.new)}{mark}")
     lines += ["", f"exit code {d.exit_code}: {EXIT_CODES[d.exit_code]}"]

@@ -7,7 +7,9 @@ Format `azdl.plan/v1`:
      "resources": [{"key": "azdl:infra:Storage$azure-native:storage:StorageAccount::data",
                     "type": "azure-native:storage:StorageAccount", "name": "data",
                     "custom": true, "parent": "<key>" | null, "dependsOn": ["<key>", ...],
-                    "protect": false, "retainOnDelete": false, "inputs": {...camelCase...}}, ...],
+                    "protect": false, "retainOnDelete": false, "ignoreChanges": [],
+                    "replaceOnChanges": [], "deleteBeforeReplace": false,
+                    "inputs": {...camelCase...}}, ...],
      "outputs": {...stack outputs...}}
 
 A resource's `key` is its URN without the `urn:pulumi:<stack>::<project>::` prefix (and without

@@ -108,6 +108,9 @@ def resource_entry(urn: str, request) -> dict[str, Any]:
         "dependsOn": deps,
         "protect": bool(request.protect),
         "retainOnDelete": bool(request.retainOnDelete),
+        "ignoreChanges": sorted(request.ignoreChanges),
+        "replaceOnChanges": sorted(request.replaceOnChanges),
+        "deleteBeforeReplace": bool(request.deleteBeforeReplace),
         "inputs": {k: plain(v, prop_deps.get(k) or deps) for k, v in sorted(inputs.items())},
     }
 

@@ -69,6 +69,18 @@ def test_replacement_forcing_changes_are_marked(before, after, path):
     assert f"~ {path}: " in render_text(result) and "[forces replacement]" in render_text(result)
 
 
+def test_resource_options_replace_on_changes_and_ignore_changes_are_honoured():
+    declared = storage() | {"replaceOnChanges": ["tags"]}
+    result = diff(plan(declared), plan(declared | {"inputs": declared["inputs"] | {"tags": {}}}))
+    assert result.resources[0].action == "replace"
+    ignoring = compute() | {"ignoreChanges": ["properties.properties.vmSize"]}
+    bigger = compute(size="Standard_ND96isr_H100_v5") | {"ignoreChanges": ignoring["ignoreChanges"]}
+    result = diff(plan(ignoring), plan(bigger))
+    [change] = result.resources[0].changes
+    assert change.ignored and not change.replace
+    assert "[ignored: ignoreChanges]" in render_text(result)
+
+
 def test_replacement_list_is_data():
     assert forces_replacement("azure-native:storage:StorageAccount", "sku.name")
     assert not forces_replacement("azure-native:storage:StorageAccount", "tags.owner")

@@ -71,6 +71,7 @@ def test_resource_entry_records_what_the_engine_sees():
             "scope": resource_pb2.RegisterResourceRequest.PropertyDependencies(urns=[identity])
         },
         protect=True,
+        ignoreChanges=["tags"],
     )
     urn = f"{STACK}$azdl:infra:Cluster$azure-native:authorization:RoleAssignment::read"
     entry = resource_entry(urn, request)
@@ -84,6 +85,9 @@ def test_resource_entry_records_what_the_engine_sees():
         "dependsOn": [id_key],
         "protect": True,
         "retainOnDelete": False,
+        "ignoreChanges": ["tags"],
+        "replaceOnChanges": [],
+        "deleteBeforeReplace": False,
         "inputs": {"description": "[secret]", "maxNodeCount": 4, "scope": {"$unknown": [id_key]}},
     }
 
