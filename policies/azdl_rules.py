@@ -176,17 +176,16 @@ def _is_allowed_source(source: str) -> bool:
         return False  # "*", "Internet", "Any" and every other tag
 
 
-def _rule_violations(owner: str, rule: Any) -> Iterator[str]:
+def _rule_violations(label: str, rule: Any) -> Iterator[str]:
     if get(rule, "direction") != "Inbound" or get(rule, "access") != "Allow":
         return
-    sources = [get(rule, "sourceAddressPrefix"), *(get(rule, "sourceAddressPrefixes") or [])]
+    prefixes = get(rule, "sourceAddressPrefixes", default=[])
+    sources = [get(rule, "sourceAddressPrefix"), *([] if prefixes is UNKNOWN else prefixes)]
     for source in sources:
-        if source is None or source is UNKNOWN or not isinstance(source, str):
-            continue
-        if not _is_allowed_source(source):
+        if isinstance(source, str) and not _is_allowed_source(source):
             yield (
-                f"{owner} rule '{get(rule, 'name') or '?'}' allows inbound traffic from "
-                f"'{source}'; only {', '.join(INBOUND_SERVICE_TAGS)} may reach the subnet"
+                f"{label} allows inbound traffic from '{source}'; only "
+                f"{', '.join(INBOUND_SERVICE_TAGS)} may reach the subnet"
             )
 
 
@@ -196,9 +195,10 @@ def _nsg_inbound(args: ResourceValidationArgs) -> Iterator[str]:
         if rules is UNKNOWN:
             return
         for i in range(len(rules)):
-            yield from _rule_violations(f"NSG '{args.name}'", get(rules, i))
+            rule = get(rules, i)
+            yield from _rule_violations(f"NSG '{args.name}' rule '{get(rule, 'name')}'", rule)
     elif args.resource_type == NSG_RULE:
-        yield from _rule_violations(f"NSG rule resource '{args.name}':", args.props)
+        yield from _rule_violations(f"NSG rule '{args.name}'", args.props)
 
 
 def _role_breadth(args: ResourceValidationArgs) -> Iterator[str]:

@@ -212,7 +212,7 @@ def test_every_policy_has_severity_remediation_and_is_mandatory():
                     "sourceAddressPrefixes": ["10.0.0.0/8", "8.8.8.0/24"],
                 },
             ),
-            "allows inbound traffic from '8.8.8.0/24'",
+            "NSG rule 'r' allows inbound traffic from '8.8.8.0/24'",
         ),
         (
             "role-assignments-least-privilege",
@@ -348,3 +348,11 @@ def test_policy_command_exit_codes_and_pack_config(tmp_path, capsys):
     assert main(["policy", "--pack-config", str(good)]) == 0
     config = json.loads(capsys.readouterr().out)
     assert config == {"gpu-spend-within-budget": {"maxGpuSpendPerHourUsd": 10}}
+
+
+def test_nsg_rule_with_unknown_sources_is_skipped():
+    rule = resource(
+        "azure-native:network:SecurityRule", "r",
+        {"direction": "Inbound", "access": "Allow", "sourceAddressPrefixes": UNKNOWN_STRING_VALUE},
+    )  # fmt: skip
+    assert violations("nsg-inbound-azureml-only", rule) == []
