@@ -155,6 +155,8 @@ def _prod_compute_access(args: ResourceValidationArgs) -> Iterator[str]:
     if get(args.props, "properties", "computeType") != "AmlCompute":
         return
     node = get(args.props, "properties", "properties", default={})
+    if node is UNKNOWN:
+        return
     public_ip = get(node, "enableNodePublicIp")
     if public_ip is not False and public_ip is not UNKNOWN:
         shown = "not set (Azure's default: true)" if public_ip is None else public_ip

@@ -356,3 +356,10 @@ def test_nsg_rule_with_unknown_sources_is_skipped():
         {"direction": "Inbound", "access": "Allow", "sourceAddressPrefixes": UNKNOWN_STRING_VALUE},
     )  # fmt: skip
     assert violations("nsg-inbound-azureml-only", rule) == []
+
+
+def test_prod_compute_with_unknown_node_settings_is_skipped():
+    unknown = compute()
+    unknown["inputs"]["tags"] = PROD
+    unknown["inputs"]["properties"]["properties"] = UNKNOWN_STRING_VALUE
+    assert violations("compute-no-public-access-in-prod", unknown) == []
