@@ -46,6 +46,8 @@ from training.dataprep.manifest import (
 )
 
 CONNECTION_STRING_ENV = "AZURE_STORAGE_CONNECTION_STRING"
+SINGLE_PUT_MAX = 32 * 1024 * 1024
+BLOCK_SIZE = 8 * 1024 * 1024
 _EMULATOR_HOSTS = {"127.0.0.1", "localhost", "::1"}
 
 
@@ -89,7 +91,7 @@ def container_client(
     """A client for `container`: Entra ID for `account_url`, or the emulator's connection string."""
     # Files up to 32 MiB go up in one request (fewest round trips); larger ones (ImageNet's
     # train shards are ~140 MB) as 8 MiB blocks, `max_concurrency` of them at once.
-    tuning = dict(max_single_put_size=32 * 1024 * 1024, max_block_size=8 * 1024 * 1024)
+    tuning = dict(max_single_put_size=SINGLE_PUT_MAX, max_block_size=BLOCK_SIZE)
     if connection_string:
         if not _is_emulator(connection_string):
             raise AzdlError(
@@ -248,8 +250,9 @@ class _Uploader:
 
     def upload(self, entry: ShardEntry) -> None:
         path = self.directory / entry.name
-        size, md5, _ = file_digests(path)
-        if (size, md5) != (entry.size, entry.md5):
+        with open(path, "rb") as f:
+            md5 = _md5(iter(lambda: f.read(BLOCK_SIZE), b""))
+        if (path.stat().st_size, md5) != (entry.size, entry.md5):
             with self.lock:
                 self.report.failed[entry.name] = (
                     "the local file differs from the manifest; rerun `azdl data prepare`"
@@ -271,7 +274,9 @@ class _Uploader:
                     length=entry.size,
                     overwrite=True,
                     max_concurrency=self.max_concurrency,
-                    validate_content="md5",
+                    # A single put is checked against Content-MD5 by the service itself;
+                    # blocks need their own transfer MD5s (the whole-blob one is not checked).
+                    validate_content="md5" if entry.size > SINGLE_PUT_MAX else False,
                     content_settings=ContentSettings(
                         content_type="application/octet-stream",
                         content_md5=bytearray(entry.content_md5),
@@ -299,14 +304,15 @@ def verify(
         if state is None:
             missing.append(entry.name)
         elif state != (entry.size, entry.md5) or (
-            download and _downloaded_md5(container, blob_name(prefix, entry.name)) != entry.md5
+            download
+            and _md5(container.download_blob(blob_name(prefix, entry.name)).chunks()) != entry.md5
         ):
             different.append(entry.name)
     return missing, different
 
 
-def _downloaded_md5(container: ContainerClient, name: str) -> str:
+def _md5(chunks) -> str:
     md5 = hashlib.md5()
-    for chunk in container.download_blob(name, max_concurrency=4).chunks():
+    for chunk in chunks:
         md5.update(chunk)
     return md5.hexdigest()

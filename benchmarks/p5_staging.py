@@ -1,14 +1,15 @@
 """P5: staging throughput against Azurite on loopback — `azdl data stage`'s uploader vs a
 single-stream sequential upload of the same files, in the same run. Target: ≥ 3×.
 
-    .venv/bin/python benchmarks/p5_staging.py [--files 16] [--file-mb 16] [--repeats 2]
+    .venv/bin/python benchmarks/p5_staging.py [--files 16] [--file-mb 16] [--repeats 3]
 
 Both sides upload the same shard-sized files of random bytes into fresh containers of one
 in-memory Azurite. The baseline is the plain SDK call, one blob after another, one connection
 (`upload_blob(max_concurrency=1)`). Ours is `azdl.staging.stage` with its defaults (4 files in
-flight × 4 blocks each), including its local MD5 check and per-block transfer MD5s; its
-final verification listing is not timed. Prints MB/s of both and the ratio; writes a bar
-chart to out/benchmarks/p5_staging.png.
+flight; files over 32 MiB as 8 MiB blocks, 4 at a time), including its local MD5 check and
+transfer MD5s; its final verification listing is not timed. The two alternate, and the
+median and best of each are printed (other processes share the CPU); the ratio of medians is
+the figure. Writes a bar chart to out/benchmarks/p5_staging.png.
 """
 
 import argparse
@@ -88,7 +89,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--files", type=int, default=16)
     p.add_argument("--file-mb", type=int, default=16)
-    p.add_argument("--repeats", type=int, default=2, help="alternating runs of each; medians")
+    p.add_argument("--repeats", type=int, default=3, help="alternating runs of each")
     args = p.parse_args()
     total_mb = args.files * args.file_mb * 1024 * 1024 / 1e6
     with tempfile.TemporaryDirectory() as tmp, running_azurite() as azurite:
@@ -103,19 +104,20 @@ def main() -> None:
     ours_mbs = total_mb / statistics.median(ours_s)
     print(
         f"P5 staging, {args.files} files × {args.file_mb} MiB = {total_mb:.0f} MB, Azurite "
-        f"(in memory) on loopback, {os.cpu_count()} cores, median of {args.repeats}"
+        f"(in memory) on loopback, {os.cpu_count()} cores, {args.repeats} alternating runs each"
     )
-    print(f"{'uploader':<36} {'seconds':>8} {'MB/s':>8}")
-    print(
-        f"{'single-stream sequential (baseline)':<36} {statistics.median(base_s):>8.2f} "
-        f"{base_mbs:>8.1f}"
-    )
-    print(
-        f"{'azdl data stage (4 files × 4 blocks)':<36} {statistics.median(ours_s):>8.2f} "
-        f"{ours_mbs:>8.1f}"
-    )
+    print(f"{'uploader':<38} {'median s':>8} {'MB/s':>7} {'best MB/s':>9}")
+    for label, times in (
+        ("single-stream sequential (baseline)", base_s),
+        ("azdl data stage (4 files in flight)", ours_s),
+    ):
+        median = statistics.median(times)
+        print(f"{label:<38} {median:>8.2f} {total_mb / median:>7.1f} {total_mb / min(times):>9.1f}")
     ratio = ours_mbs / base_mbs
-    print(f"ratio: {ratio:.2f}× (target ≥ 3×: {'met' if ratio >= 3 else 'NOT met'})")
+    print(
+        f"ratio of medians: {ratio:.2f}×, of bests: {min(base_s) / min(ours_s):.2f}× "
+        f"(target ≥ 3×: {'met' if ratio >= 3 else 'NOT met'})"
+    )
     chart = REPO_ROOT / "out" / "benchmarks" / "p5_staging.png"
     plot(base_mbs, ours_mbs, chart)
     print(f"chart: {chart.relative_to(REPO_ROOT)}")
