@@ -18,6 +18,7 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any
 
+import pulumi.runtime
 from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
@@ -280,6 +281,8 @@ def gpu_spend_per_hour(resources: list[Any]) -> tuple[float, list[str], list[str
 
 def _gpu_budget(args: StackValidationArgs, report_violation: ReportViolation) -> None:
     budget = args.get_config().get("maxGpuSpendPerHourUsd")
+    if budget is None:  # the stack's own setting, where the engine hands the pack its config
+        budget = pulumi.runtime.get_config("azdl:maxGpuSpendPerHourUsd")
     if budget is None:
         report_violation(
             "no GPU budget given: set the policy config maxGpuSpendPerHourUsd "

@@ -316,7 +316,8 @@ def test_gpu_spend_ignores_cpu_clusters_and_reports_unpriced_sizes():
     ]
 
 
-def test_gpu_spend_without_a_budget_is_a_violation():
+def test_gpu_spend_without_a_budget_is_a_violation(monkeypatch):
+    monkeypatch.setattr("pulumi.runtime.get_config", lambda key: None)  # no engine config either
     found = stack_violations([compute()], {})
     assert found and "no GPU budget given" in found[0]
 
@@ -363,3 +364,12 @@ def test_prod_compute_with_unknown_node_settings_is_skipped():
     unknown["inputs"]["tags"] = PROD
     unknown["inputs"]["properties"]["properties"] = UNKNOWN_STRING_VALUE
     assert violations("compute-no-public-access-in-prod", unknown) == []
+
+
+def test_gpu_budget_falls_back_to_the_stack_config_the_engine_passes(monkeypatch):
+    monkeypatch.setattr(
+        "pulumi.runtime.get_config",
+        lambda key: "5" if key == "azdl:maxGpuSpendPerHourUsd" else None,
+    )
+    found = stack_violations([compute()], {})
+    assert found and "exceeds the budget 5.00 USD/h" in found[0]
