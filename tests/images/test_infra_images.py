@@ -3,6 +3,7 @@ tagged by content hash and pushed without the admin user, and the prebuilt-image
 
 import hashlib
 import json
+import re
 import shutil
 import urllib.error
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 
 import infra.images as images
 import infra.mocks as mocks
-from infra.config import read_stack_file
+from infra.config import ConfigError, load_config, read_stack_file
 
 ROOT = Path(__file__).resolve().parents[2]
 DEV_STACK = ROOT / "stacks" / "Pulumi.dev.yaml"
@@ -176,3 +177,30 @@ def test_acr_token_exchange_sends_the_ad_token_and_returns_the_refresh_token(moc
     urlopen.side_effect = urllib.error.HTTPError(request.full_url, 401, "Unauthorized", {}, None)
     with pytest.raises(RuntimeError, match=r"r\.azurecr\.io refused .* \(HTTP 401\).*AcrPush"):
         images.acr_refresh_token("r.azurecr.io", "tenant-1", token)
+
+
+@pytest.mark.parametrize(
+    ("prebuilt", "message"),
+    [
+        (
+            {"jax": "r.azurecr.io/x:1"},
+            "images.prebuilt.jax = 'jax' is invalid: allowed: tensorflow",
+        ),
+        ({"pytorch": "r.azurecr.io/x:latest"}, "a pinned tag or digest, not :latest"),
+        ({"pytorch": "r.azurecr.io/x"}, "an image ref with registry, tag or digest"),
+        ({"pytorch": "x:1"}, "an image ref with registry, tag or digest"),
+        ({"pytorch": 3}, "an image ref with registry, tag or digest"),
+    ],
+)
+def test_bad_prebuilt_refs_stop_the_program_before_anything_is_declared(prebuilt, message):
+    config = {**read_stack_file(DEV_STACK), "azdl:images": {"prebuilt": prebuilt}}
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_config(config, stack="dev")
+
+
+def test_unknown_image_settings_are_refused():
+    config = {**read_stack_file(DEV_STACK), "azdl:images": {"prebuild": {}}}
+    with pytest.raises(
+        ConfigError, match=r"azdl:images\.prebuild = .* unknown key; known: prebuilt"
+    ):
+        load_config(config, stack="dev")
