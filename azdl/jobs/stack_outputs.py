@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from azdl.envs import REPO_ROOT
 from azdl.errors import AzdlError
 from infra.catalogue import UnknownVmSize, VmSize, get_vm_size
 
@@ -89,6 +90,7 @@ def load_outputs(stack: str | None = None, outputs_file: Path | None = None) -> 
         [pulumi, "stack", "output", "--json", "--stack", stack],
         capture_output=True,
         text=True,
+        cwd=REPO_ROOT,  # where Pulumi.yaml is
     )
     if result.returncode != 0:
         raise AzdlError(f"stack {stack!r}: `pulumi stack output` failed: {result.stderr.strip()}")

@@ -183,6 +183,7 @@ def test_missing_outputs_and_unknown_stacks_are_clear_errors(tmp_path, outputs_f
         "--stack",
         "qa",
     ]
+    assert (Path(run.call_args.kwargs["cwd"]) / "Pulumi.yaml").is_file()
 
 
 def test_the_shipped_example_outputs_work_for_a_dry_run_without_azure(ml_client, capsys):
