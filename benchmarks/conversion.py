@@ -6,10 +6,13 @@ worker process (the baseline, measured in the same run) and with one per core.
 The sample set is written by `training.dataprep.sample` (real JPEGs, ImageNet-like sizes by
 default, 8 classes, plus a PNG named .JPEG and a CMYK JPEG that must be re-encoded). Each run
 converts train and validation into fresh shards; the time includes starting the workers.
+images/CPU-s (images per CPU-second of the process and its workers, TensorFlow start-up
+included) does not depend on what else the machine runs; images/s does.
 """
 
 import argparse
 import os
+import resource
 import sys
 import tempfile
 import time
@@ -39,9 +42,9 @@ def main() -> None:
             messy=True,
         )
         images = sum(counts.values())
-        rates = {}
+        rates, cpu_rates = {}, {}
         for workers in sorted({1, cores}):
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), _cpu_seconds()
             convert(
                 source,
                 Path(tmp) / f"out{workers}",
@@ -50,10 +53,20 @@ def main() -> None:
                 workers=workers,
             )
             rates[workers] = images / (time.perf_counter() - start)
+            cpu_rates[workers] = images / (_cpu_seconds() - cpu_start)
     print(f"conversion of the sample set: {images} real JPEGs, ~{args.size} px, 16 + 4 shards")
-    print(f"{'workers':>7} {'images/s':>9} {'vs 1 worker':>11}")
+    print(f"{'workers':>7} {'images/s':>9} {'vs 1 worker':>11} {'images/CPU-s':>12}")
     for workers, rate in rates.items():
-        print(f"{workers:>7} {rate:>9.1f} {rate / rates[1]:>10.2f}×")
+        print(f"{workers:>7} {rate:>9.1f} {rate / rates[1]:>10.2f}× {cpu_rates[workers]:>12.1f}")
+
+
+def _cpu_seconds() -> float:
+    """CPU time of this process and its finished children (the pool's workers)."""
+    own, children = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 if __name__ == "__main__":

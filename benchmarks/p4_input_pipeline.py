@@ -8,7 +8,8 @@ entropy) with `training.dataprep`, converts it to TFRecords, then times the trai
 pipeline (`training.tf_pipeline.make_data`: read, parse, decode + random-resized-crop, flip,
 resize to 224, normalise, batch) in a child process pinned to N cores with
 `os.sched_setaffinity` (TensorFlow sizes its thread pools from that). The 1-core run is the
-baseline the 2-core figure is compared with.
+baseline the 2-core figure is compared with. images/CPU-s (images per CPU-second the child
+used) shows the pipeline's cost per core even when other processes share the machine.
 """
 
 import argparse
@@ -46,12 +47,13 @@ def child(data_dir: str, cores: int, batch: int, batches: int, warmup: int) -> N
     it = iter(data.train)
     for _ in range(warmup):
         next(it)
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     for _ in range(batches):
         images, _ = next(it)
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     assert tuple(images.shape) == (batch, 224, 224, 3)
-    print(json.dumps({"cores": cores, "images_per_sec": batch * batches / seconds}))
+    n = batch * batches
+    print(json.dumps({"images_per_sec": n / seconds, "images_per_cpu_sec": n / cpu}))
 
 
 def main() -> None:
@@ -93,20 +95,26 @@ def main() -> None:
                 str(args.warmup),
             ]
             out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-            rates[cores] = json.loads(out.strip().splitlines()[-1])["images_per_sec"]
+            rates[cores] = json.loads(out.strip().splitlines()[-1])
 
     print(
         f"P4 input pipeline, {manifest.splits['train'].num_examples} real JPEGs "
         f"(300-500 px, {mean_kb:.0f} kB each), 224 px, batch {args.batch}, "
         f"{args.batches} timed batches after {args.warmup}"
     )
-    print(f"{'cores':>5} {'images/s':>9} {'per core':>9} {'vs 1 core':>9}")
-    for cores, rate in rates.items():
-        print(f"{cores:>5} {rate:>9.1f} {rate / cores:>9.1f} {rate / rates[1]:>8.2f}×")
-    per_core = min(rate / cores for cores, rate in rates.items())
+    print(f"{'cores':>5} {'images/s':>9} {'per core':>9} {'vs 1 core':>9} {'images/CPU-s':>12}")
+    for cores, r in rates.items():
+        rate, base = r["images_per_sec"], rates[1]["images_per_sec"]
+        print(
+            f"{cores:>5} {rate:>9.1f} {rate / cores:>9.1f} {rate / base:>8.2f}× "
+            f"{r['images_per_cpu_sec']:>12.1f}"
+        )
+    per_core = min(r["images_per_sec"] / cores for cores, r in rates.items())
+    per_cpu_s = min(r["images_per_cpu_sec"] for r in rates.values())
     print(
-        f"target ≥ 300 images/s per core: {'met' if per_core >= 300 else 'NOT met'} "
-        f"(lowest {per_core:.0f})"
+        f"target ≥ 300 images/s per core: wall clock {per_core:.0f} "
+        f"({'met' if per_core >= 300 else 'NOT met'}), CPU cost {per_cpu_s:.0f} images per "
+        f"CPU-second ({'met' if per_cpu_s >= 300 else 'NOT met'})"
     )
     if available < 2:
         print("only 1 core available: no 2-core figure")
