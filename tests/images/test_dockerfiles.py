@@ -208,3 +208,29 @@ def test_training_code_needs_nothing_newer_than_the_images_python_3_10():
     for path in TRAINING.rglob("*.py"):
         match = newer.search(path.read_text())
         assert match is None, f"{path}: {match.group(0)} is Python 3.11+"
+
+
+@pytest.mark.parametrize("framework", sorted(FRAMEWORKS))
+def test_the_build_fails_unless_horovod_reports_nccl_mpi_gloo_and_the_framework(
+    framework, tmp_path
+):
+    """Runs the Dockerfile's own check (after `horovodrun --check-build`) against reports in
+    Horovod's format: complete, and each with one feature missing."""
+    run = " ".join(instructions(framework, "RUN"))
+    loop = re.search(r"for feature in [^;]*; do .*?; done", run).group(0)
+    features = loop.split("for feature in ", 1)[1].split(";", 1)[0].split()
+    assert {"NCCL", "MPI", "Gloo"} <= set(features)
+    assert {"tensorflow": "TensorFlow", "pytorch": "PyTorch"}[framework] in features
+
+    def check(enabled: set[str]) -> int:
+        report = "\n".join(
+            f"    [{'X' if name in enabled else ' '}] {name}"
+            for name in ("TensorFlow", "PyTorch", "MXNet", "MPI", "Gloo", "NCCL", "DDL", "CCL")
+        )
+        (tmp_path / "check-build.txt").write_text(f"Horovod v0.28.1:\n\n{report}\n")
+        script = loop.replace("/tmp/check-build.txt", str(tmp_path / "check-build.txt"))
+        return subprocess.run(["bash", "-o", "pipefail", "-c", script]).returncode
+
+    assert check(set(features)) == 0
+    for missing in features:
+        assert check(set(features) - {missing}) != 0, missing
