@@ -44,8 +44,11 @@ def wait(
 
 
 def job_logs(client, name: str) -> str:
-    """The text of every log file of the job (all ranks' stdout/stderr, system logs)."""
+    """The text of every log file of the job (all ranks' stdout/stderr, system logs).
+
+    Only the job's default artifacts (its logs) are downloaded, not its named outputs such as
+    checkpoints."""
     with tempfile.TemporaryDirectory(prefix="azdl-logs-") as tmp:
-        client.jobs.download(name, download_path=tmp, all=True)
+        client.jobs.download(name, download_path=tmp)
         files = sorted(p for p in Path(tmp).rglob("*") if p.suffix in (".txt", ".log"))
         return "\n".join(p.read_text(errors="replace") for p in files)

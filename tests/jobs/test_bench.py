@@ -76,7 +76,8 @@ def test_cluster_bench_submits_each_size_in_turn_and_reports_every_job(
     def get(name):
         return type("Job", (), {"status": statuses[name]})
 
-    def download(name, download_path, all):
+    def download(name, download_path, **options):
+        assert options == {}, "only the logs, not the named outputs (checkpoints)"
         nodes = int(name.split("-")[2].removesuffix("n"))
         target = Path(download_path) / "user_logs"
         target.mkdir(parents=True)
