@@ -131,3 +131,10 @@ def test_local_bench_runs_one_and_two_workers_and_reports_them(tmp_path, capsys)
     assert runs[0]["efficiency"] == pytest.approx(1.0)
     assert (out / "scaling.png").read_bytes().startswith(PNG_MAGIC)
     assert "| 1 | 2 |" in capsys.readouterr().out
+
+
+def test_a_real_local_log_yields_its_record():
+    """The log of the README's `azdl bench --local` run with 2 workers (horovodrun prefixes)."""
+    record, error = record_of((DATA / "local-2-workers.log").read_text())
+    assert error is None
+    assert (record["workers"], record["images_per_sec"], record["timed_steps"]) == (2, 21.73, 15)
