@@ -17,6 +17,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 from urllib.parse import urlparse
 
 from azure.core.exceptions import (
@@ -39,6 +40,7 @@ from rich.progress import (
 from azdl.errors import AzdlError
 from training.dataprep.manifest import (
     MANIFEST_NAME,
+    SHARD_FILE,
     ManifestError,
     ShardEntry,
     file_digests,
@@ -58,12 +60,13 @@ class StageReport:
     failed: dict[str, str] = field(default_factory=dict)  # name -> why
     missing: list[str] = field(default_factory=list)  # after verification
     different: list[str] = field(default_factory=list)  # after verification
+    unlisted: list[str] = field(default_factory=list)  # shard blobs the manifest does not list
     bytes_uploaded: int = 0
     seconds: float = 0.0
 
     @property
     def ok(self) -> bool:
-        return not (self.failed or self.missing or self.different)
+        return not (self.failed or self.missing or self.different or self.unlisted)
 
     @property
     def mb_per_s(self) -> float:
@@ -235,7 +238,9 @@ def stage(
             for entry in last:
                 uploader.upload(entry)
     report.seconds = time.perf_counter() - start
-    report.missing, report.different = verify(container, prefix, files, download_verify)
+    report.missing, report.different, report.unlisted = verify(
+        container, prefix, files, download_verify
+    )
     return report
 
 
@@ -293,10 +298,16 @@ class _Uploader:
             self.report.bytes_uploaded += entry.size
 
 
+class Verification(NamedTuple):
+    missing: list[str]  # in the manifest, not in the container
+    different: list[str]  # size or MD5 differs from the manifest
+    unlisted: list[str]  # shard-named blobs the manifest does not list (training would read them)
+
+
 def verify(
     container: ContainerClient, prefix: str, files: list[ShardEntry], download: bool = False
-) -> tuple[list[str], list[str]]:
-    """(missing, different): blobs absent, or whose size or MD5 differs from the manifest."""
+) -> Verification:
+    """Compare the blobs under `prefix` with the manifest (`download`: also by content)."""
     remote = _remote_state(container, prefix)
     missing, different = [], []
     for entry in files:
@@ -308,7 +319,14 @@ def verify(
             and _md5(container.download_blob(blob_name(prefix, entry.name)).chunks()) != entry.md5
         ):
             different.append(entry.name)
-    return missing, different
+    listed = {blob_name(prefix, entry.name) for entry in files}
+    folder = blob_name(prefix, "")
+    unlisted = sorted(
+        name[len(folder) :]
+        for name in remote
+        if name not in listed and SHARD_FILE.match(name[len(folder) :])
+    )
+    return Verification(missing, different, unlisted)
 
 
 def _md5(chunks) -> str:

@@ -122,7 +122,7 @@ def _run_stage(args: argparse.Namespace) -> int:
         f"uploaded {len(report.uploaded)} file(s), {report.bytes_uploaded / 1e6:.1f} MB in "
         f"{report.seconds:.1f} s ({report.mb_per_s:.1f} MB/s); {len(report.skipped)} already "
         f"in place; verified against the manifest: {len(report.missing)} missing, "
-        f"{len(report.different)} different"
+        f"{len(report.different)} different, {len(report.unlisted)} not listed"
     )
     if report.ok:
         return 0
@@ -132,5 +132,10 @@ def _run_stage(args: argparse.Namespace) -> int:
         print(f"missing: {name}", file=sys.stderr)
     for name in report.different:
         print(f"different from the manifest: {name}", file=sys.stderr)
-    print("rerun the same command to upload what is missing or different", file=sys.stderr)
+    for name in report.unlisted:
+        print(f"not in the manifest (training would read it too): {name}", file=sys.stderr)
+    if report.unlisted:
+        print("remove those blobs, or stage into another --prefix", file=sys.stderr)
+    if report.failed or report.missing or report.different:
+        print("rerun the same command to upload what is missing or different", file=sys.stderr)
     return 1

@@ -126,17 +126,19 @@ def test_verification_finds_missing_and_corrupt_blobs(
     )
     container.delete_blob(deleted)
 
+    container.upload_blob("train-00007-of-00008", b"from an older conversion")
     client = container  # the emulator's own client is a ContainerClient too
-    assert staging.verify(client, "", files) == ([deleted], [corrupt])
-    assert staging.verify(client, "", files, download=True) == ([deleted], [corrupt, disguised])
+    assert staging.verify(client, "", files) == ([deleted], [corrupt], ["train-00007-of-00008"])
+    assert staging.verify(client, "", files, download=True).different == [corrupt, disguised]
 
     # A rerun repairs what it can see; the download check still finds the disguised blob.
     capsys.readouterr()
     assert main([*args, "--download-verify"]) == 1
     err = capsys.readouterr().err
     assert f"different from the manifest: {disguised}" in err
+    assert "not in the manifest (training would read it too): train-00007-of-00008" in err
     assert corrupt not in err and deleted not in err
-    assert staging.verify(client, "", files) == ([], [])
+    assert staging.verify(client, "", files)[:2] == ([], [])
 
 
 def test_wrong_credentials_are_a_clear_error(

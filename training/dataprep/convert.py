@@ -28,6 +28,7 @@ from rich.progress import MofNCompleteColumn, Progress, TimeRemainingColumn
 
 from training.dataprep.manifest import (
     MANIFEST_NAME,
+    SHARD_FILE,
     Manifest,
     ShardEntry,
     SplitSummary,
@@ -40,7 +41,6 @@ from training.records import serialize_example
 from training.shards import SPLITS, shard_name
 
 IMAGE_SUFFIXES = {".jpeg", ".jpg", ".png"}
-_ANY_SHARD = re.compile(r"^(train|validation)-\d{5}-of-\d{5}$")
 
 
 @dataclass(frozen=True)
@@ -218,7 +218,7 @@ def existing_outputs(output: Path) -> list[Path]:
     if not output.is_dir():
         return []
     return sorted(
-        p for p in output.iterdir() if _ANY_SHARD.match(p.name) or p.name == MANIFEST_NAME
+        p for p in output.iterdir() if SHARD_FILE.match(p.name) or p.name == MANIFEST_NAME
     )
 
 

@@ -9,10 +9,12 @@ so this module is stdlib-only: both the operator and the training environment im
 import base64
 import hashlib
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 MANIFEST_NAME = "manifest.json"
+SHARD_FILE = re.compile(r"^(train|validation)-\d{5}-of-\d{5}$")  # what training lists as shards
 SCHEMA = "azdl.manifest/v1"
 _CHUNK = 4 * 1024 * 1024
 
