@@ -6,7 +6,6 @@ images). The stager verifies uploads against it and the copy step sizes local di
 so this module is stdlib-only: both the operator and the training environment import it.
 """
 
-import base64
 import hashlib
 import json
 import re
@@ -106,8 +105,3 @@ def file_digests(path: str | Path) -> tuple[int, str, str]:
             sha256.update(chunk)
             size += len(chunk)
     return size, md5.hexdigest(), sha256.hexdigest()
-
-
-def md5_base64(hex_digest: str) -> str:
-    """Hex MD5 as the base64 form Azure shows for Content-MD5."""
-    return base64.b64encode(bytes.fromhex(hex_digest)).decode()
