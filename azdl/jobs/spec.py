@@ -63,8 +63,8 @@ def nccl_environment(outputs: StackOutputs, debug: str) -> dict[str, str]:
     return env
 
 
-def validate(outputs: StackOutputs, request: JobRequest):
-    """Every check that can fail before Azure is called; returns the parsed training options."""
+def validate(outputs: StackOutputs, request: JobRequest) -> None:
+    """Every check that can fail before Azure is called."""
     if request.framework not in FRAMEWORK_MODULES:
         raise AzdlError(
             f"unknown framework {request.framework!r}; allowed: {', '.join(FRAMEWORK_MODULES)}"
@@ -100,7 +100,6 @@ def validate(outputs: StackOutputs, request: JobRequest):
                     f"{outputs.vm_size.name}, a CPU size (gpus: 0 in infra/vm_sizes.yaml); "
                     "drop the option or deploy a GPU size"
                 )
-    return parsed
 
 
 def parse_training_args(framework: str, args: tuple[str, ...]):
