@@ -23,7 +23,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from PIL import Image, UnidentifiedImageError
+from PIL import Image
 from rich.progress import MofNCompleteColumn, Progress, TimeRemainingColumn
 
 from training.dataprep.manifest import (
@@ -201,7 +201,7 @@ def write_shard(task: ShardTask) -> dict:
         for image_path, wnid in task.images:
             try:
                 data, height, width, reason = encode_image(image_path, task.encoding)
-            except (OSError, SyntaxError, ValueError, UnidentifiedImageError) as exc:
+            except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
                 bad.append({"path": image_path, "error": f"{type(exc).__name__}: {exc}"})
                 continue
             if reason:
