@@ -262,6 +262,7 @@ class _Uploader:
                 self.report.failed[entry.name] = (
                     "the local file differs from the manifest; rerun `azdl data prepare`"
                 )
+                self.progress.advance(self.bar, entry.size)
             return
         sent = 0
 
