@@ -160,3 +160,16 @@ def test_missing_container_is_a_clear_error(tmp_path, emulator_env, capsys, make
     assert rc == 2
     err = capsys.readouterr().err
     assert "container 'no-such-container'" in err and "does not exist" in err
+
+
+def test_a_local_file_changed_since_prepare_is_not_uploaded(
+    tmp_path, container, emulator_env, capsys, make_dataset
+):
+    manifest = make_dataset(tmp_path, [1000, 1000])
+    (tmp_path / manifest.shards[1].name).write_bytes(b"edited after the manifest was written")
+    assert main(["data", "stage", str(tmp_path), "--container", container.container_name]) == 1
+    err = capsys.readouterr().err
+    assert f"failed: {manifest.shards[1].name}: the local file differs from the manifest" in err
+    assert f"missing: {manifest.shards[1].name}" in err
+    names = {b.name for b in container.list_blobs()}
+    assert names == {manifest.shards[0].name}  # and no manifest blob: the set is incomplete
