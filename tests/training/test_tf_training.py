@@ -100,16 +100,14 @@ def test_rank0_writes_checkpoints_and_tensorboard(synthetic):
 @pytest.mark.parametrize("framework", ["keras", "tf"])
 def test_trains_on_a_tiny_tfrecord_set(framework, tmp_path):
     data = write_tiny_tfrecords(tmp_path / "data")
-    run = launch(
-        framework,
-        2,
-        [*TINY, *SGD, "--batch-size", 8, "--epochs", 3, "--data-dir", data, "--shuffle-buffer", 64],
-    )
+    # Normalised JPEG pixels are larger than the synthetic ones: a gentler rate (0.25).
+    args = [*TINY, *SGD, "--base-lr", 4, "--batch-size", 8, "--epochs", 4, "--data-dir", data]
+    run = launch(framework, 2, [*args, "--shuffle-buffer", 64])
     assert run.returncode == 0, run.output
     (record,) = parse_throughput_lines(run.output)
     assert record["data_source"] == "tfrecord" and record["workers"] == 2
     # 48 training images / (8 × 2) = 3 steps per epoch, counted from the shards.
-    assert record["timed_steps"] == 3 * 3 - 2
+    assert record["timed_steps"] == 4 * 3 - 2
     losses = run.losses()
-    assert len(losses) == 3 and losses[-1] < losses[0], losses
+    assert len(losses) == 4 and losses[-1] < 0.7 * losses[0], losses
     assert "val_accuracy" in run.output
