@@ -111,3 +111,22 @@ def test_trains_on_a_tiny_tfrecord_set(framework, tmp_path):
     losses = run.losses()
     assert len(losses) == 4 and losses[-1] < 0.7 * losses[0], losses
     assert "val_accuracy" in run.output
+
+
+@pytest.mark.parametrize("framework", ["keras", "tf"])
+def test_every_speed_option_together(framework, tmp_path):
+    # The tiny model: ResNet50 with XLA takes minutes to compile on 2 cores (it runs in the
+    # demo and the benchmarks).
+    timeline = tmp_path / "timeline.json"
+    args = [*TINY, "--batch-size", 4, "--epochs", 1, "--steps-per-epoch", 3]
+    args += ["--timing-warmup-steps", 1]
+    args += ["--precision", "bf16", "--xla", "--fp16-allreduce", "--horovod-timeline", timeline]
+    if framework == "keras":
+        args += ["--grad-accum", 2]
+    run = launch(framework, 2, args)
+    assert run.returncode == 0, run.output
+    (record,) = parse_throughput_lines(run.output)
+    assert record["precision"] == "bf16"
+    steps = 3 * (2 if framework == "keras" else 1)  # Keras counts micro-batches as steps
+    assert record["timed_steps"] == steps - 1
+    assert '"name": "ALLREDUCE"' in timeline.read_text()
