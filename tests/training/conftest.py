@@ -1,6 +1,7 @@
 """Helpers for the multi-process training tests: launch N real Horovod workers, write a tiny
 TFRecord set, read losses and throughput records from a run's output."""
 
+import os
 import re
 import subprocess
 from dataclasses import dataclass
@@ -60,3 +61,20 @@ def write_tiny_tfrecords(directory, train_shards=2, validation_shards=2, per_sha
                     name = f"{split}_{index}_{i}.JPEG"
                     writer.write(records.serialize_example(jpeg, label, h, w, name))
     return directory
+
+
+def worker_pids(module: str, marker: str, env_entry: str) -> list[int]:
+    """Live workers running `python -m module` with `marker` in argv and `env_entry`
+    (e.g. "HOROVOD_RANK=1") in their environment: the processes a test may SIGKILL."""
+    pids = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().decode(errors="replace").split("\0")
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                environ = f.read().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if module in argv and marker in argv and env_entry in environ:
+            pids.append(int(entry))
+    return pids

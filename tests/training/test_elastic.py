@@ -12,7 +12,7 @@ import subprocess
 import time
 
 import pytest
-from conftest import TINY
+from conftest import TINY, worker_pids
 
 from azdl.envs import REPO_ROOT, training_bin, training_env
 
@@ -45,7 +45,9 @@ def test_killing_a_worker_does_not_stop_elastic_training(tmp_path):
         if "epoch 2/" in line or time.monotonic() > deadline:
             break
     assert any("epoch 2/" in line and "workers: 2" in line for line in seen), "".join(seen)
-    (victim,) = _workers_on("127.0.0.1", marker=str(tmp_path / "w"))
+    (victim,) = worker_pids(
+        "training.torch_elastic", str(tmp_path / "w"), "HOROVOD_HOSTNAME=127.0.0.1"
+    )
     os.kill(victim, signal.SIGKILL)
     output = "".join(seen) + proc.communicate(timeout=240)[0]
 
@@ -56,23 +58,3 @@ def test_killing_a_worker_does_not_stop_elastic_training(tmp_path):
     assert "Elastic run finished with 1 worker(s) (started with 2, 1 reset(s))" in output, output
     assert '"workers": 1' in output  # the throughput record counts the workers at the end
     assert (tmp_path / "w" / "rank-0.npz").exists()
-
-
-def _workers_on(host: str, marker: str) -> list[int]:
-    """Python workers Horovod started for `host`, whose command line contains `marker`."""
-    pids = []
-    for entry in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                argv = f.read().decode(errors="replace").split("\0")
-            with open(f"/proc/{entry}/environ", "rb") as f:
-                environ = f.read().decode(errors="replace").split("\0")
-        except OSError:
-            continue
-        if (
-            "training.torch_elastic" in argv
-            and marker in argv
-            and f"HOROVOD_HOSTNAME={host}" in environ
-        ):
-            pids.append(int(entry))
-    return pids

@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import TINY, launch, write_tiny_tfrecords
+from conftest import TINY, launch, worker_pids, write_tiny_tfrecords
 
 from azdl.commands.train import launch_command
 from azdl.envs import REPO_ROOT, training_env
@@ -155,22 +155,6 @@ def test_tfrecords_train_and_validate(tmp_path):
     assert record["timed_steps"] == 5 * 3 - 2
 
 
-def _worker_pids(marker: str, rank: int) -> list[int]:
-    """The `training.train_torch` workers Horovod started as `rank`, with `marker` in argv."""
-    pids = []
-    for entry in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                argv = f.read().decode(errors="replace").split("\0")
-            with open(f"/proc/{entry}/environ", "rb") as f:
-                environ = f.read().decode(errors="replace").split("\0")
-        except OSError:
-            continue
-        if "training.train_torch" in argv and marker in argv and f"HOROVOD_RANK={rank}" in environ:
-            pids.append(int(entry))
-    return pids
-
-
 def test_resume_after_a_worker_is_killed(tmp_path):
     ckpt = tmp_path / "ckpt"
     epochs, steps = 12, 30
@@ -190,7 +174,7 @@ def test_resume_after_a_worker_is_killed(tmp_path):
         if len(printed) == 2 or time.monotonic() > deadline:
             break
     assert len(printed) == 2, "the first run never finished 2 epochs"
-    (victim,) = _worker_pids(str(ckpt), rank=1)
+    (victim,) = worker_pids("training.train_torch", str(ckpt), "HOROVOD_RANK=1")
     os.kill(victim, signal.SIGKILL)
     rest = first.communicate(timeout=60)[0]
     assert first.returncode != 0  # the job stopped: a static Horovod job can't lose a worker
