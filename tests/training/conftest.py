@@ -6,6 +6,8 @@ import re
 import subprocess
 from dataclasses import dataclass
 
+import pytest
+
 from azdl.commands.train import launch_command
 from azdl.envs import REPO_ROOT, training_env
 
@@ -78,3 +80,10 @@ def worker_pids(module: str, marker: str, env_entry: str) -> list[int]:
         if module in argv and marker in argv and env_entry in environ:
             pids.append(int(entry))
     return pids
+
+
+def pytest_collection_modifyitems(items):
+    """Everything under tests/training runs in the training environment."""
+    for item in items:
+        if "tests/training/" in str(item.path):
+            item.add_marker(pytest.mark.training_env)

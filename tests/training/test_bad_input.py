@@ -13,7 +13,7 @@ from conftest import TINY, launch, write_tiny_tfrecords
 
 from azdl.envs import REPO_ROOT, training_env
 
-pytestmark = [pytest.mark.slow, pytest.mark.training_env]
+pytestmark = pytest.mark.slow
 
 HARNESS = """
 import contextlib, io, json, sys

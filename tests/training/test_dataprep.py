@@ -12,7 +12,6 @@ from training.dataprep.manifest import file_digests, load_manifest
 from training.dataprep.sample import LABELS_FILE, generate
 from training.errors import TrainingError
 
-pytestmark = pytest.mark.training_env
 SHARDS = {"train": 3, "validation": 2}
 
 

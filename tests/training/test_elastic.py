@@ -16,7 +16,7 @@ from conftest import TINY, worker_pids
 
 from azdl.envs import REPO_ROOT, training_bin, training_env
 
-pytestmark = [pytest.mark.slow, pytest.mark.training_env]
+pytestmark = pytest.mark.slow
 
 EPOCHS, STEPS = 6, 40
 

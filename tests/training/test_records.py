@@ -6,8 +6,6 @@ tf = pytest.importorskip("tensorflow")
 
 from training import records  # noqa: E402
 
-pytestmark = pytest.mark.training_env
-
 
 def test_serialize_then_parse_round_trips_every_feature():
     jpeg = tf.io.encode_jpeg(tf.zeros([6, 4, 3], tf.uint8)).numpy()

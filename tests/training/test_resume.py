@@ -13,7 +13,7 @@ from conftest import TINY, launch
 from azdl.commands.train import launch_command
 from azdl.envs import REPO_ROOT, training_env
 
-pytestmark = [pytest.mark.slow, pytest.mark.training_env]
+pytestmark = pytest.mark.slow
 
 EPOCHS, STEPS = 20, 25
 

@@ -13,7 +13,7 @@ from conftest import TINY, launch, write_tiny_tfrecords
 
 from training.throughput import FIELDS, SCHEMA, parse_throughput_lines
 
-pytestmark = [pytest.mark.slow, pytest.mark.training_env]
+pytestmark = pytest.mark.slow
 
 EPOCHS, STEPS = 3, 4
 SGD = ["--momentum", "0", "--lr-decay", "none", "--base-lr", "16", "--timing-warmup-steps", "2"]

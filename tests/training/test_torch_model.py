@@ -7,8 +7,6 @@ torch = pytest.importorskip("torch")
 from training.torch_models import build_model  # noqa: E402
 from training.torch_resnet import Bottleneck, resnet50  # noqa: E402
 
-pytestmark = pytest.mark.training_env
-
 
 def test_resnet50_has_torchvisions_parameter_count_and_v1_5_strides():
     model = resnet50(1000)

@@ -20,7 +20,7 @@ from azdl.commands.train import launch_command
 from azdl.envs import REPO_ROOT, training_env
 from training.throughput import FIELDS, SCHEMA, parse_throughput_lines
 
-pytestmark = [pytest.mark.slow, pytest.mark.training_env]
+pytestmark = pytest.mark.slow
 
 EPOCHS, STEPS = 3, 5
 SGD = ["--lr-decay", "none", "--base-lr", "4", "--timing-warmup-steps", "2"]
