@@ -127,19 +127,20 @@ def declare(cfg: StackConfig) -> dict[str, Any]:
         "nfsMountTarget": store.nfs_mount_target,
     }
 
-    # ---- Images (infra/images.py, owned by the images engineer) ----------------------------
-    # Build and push the training images of this commit (or take the stack's prebuilt refs),
-    # register them as Azure ML environments, and export both.
+    # Images of this commit (or the stack's prebuilt refs), registered as Azure ML environments.
     images = TrainingImages(
         "images",
         TrainingImagesArgs(
-            cfg, group.name, workspace.workspace.name, client.tenant_id, registry.login_server,
+            cfg,
+            group.name,
+            workspace.workspace.name,
+            client.tenant_id,
+            registry.login_server,
             cfg.prebuilt_images,
         ),
-    )  # fmt: skip
+    )
     outputs["images"] = images.images
     outputs["environments"] = images.environments
-    # ------------------------------------------------------------------------------------------
     return outputs
 
 
