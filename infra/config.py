@@ -32,7 +32,7 @@ MIN_NFS_SHARE_GIB = 100  # smallest premium (provisioned) file share Azure accep
 # they are; every other key holds YAML/JSON structure.
 STRING_KEYS = ("environment", "location", "namePrefix", "imageBuildVmSize")
 OBJECT_KEYS = ("tags", "maxGpuSpendPerHourUsd", "network", "storage", "registry", "cluster")
-OBJECT_KEYS += ("images",)  # images engineer: prebuilt image refs (infra/images.py)
+OBJECT_KEYS += ("images",)  # prebuilt image refs instead of building them (infra/images.py)
 KEYS = STRING_KEYS + OBJECT_KEYS
 REQUIRED_KEYS = ("environment", "location", "namePrefix", "tags", "maxGpuSpendPerHourUsd")
 REQUIRED_KEYS += ("network", "cluster")
