@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from azdl.cli import build_parser, main
 
@@ -89,3 +90,10 @@ def test_no_secrets_in_tracked_files():
         text = path.read_text(errors="ignore").replace(azurite_dev_key, "")
         hits += [f"{name}: {m.group(0)[:40]}" for m in pattern.finditer(text)]
     assert hits == []
+
+
+def test_github_test_workflow_runs_the_readme_test_command():
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "test.yml").read_text())
+    steps = workflow["jobs"]["test"]["steps"]
+    assert [s.get("run") for s in steps if s.get("name") == "make test"] == ["make test"]
+    assert workflow["jobs"]["test"]["timeout-minutes"] <= 90
