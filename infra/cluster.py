@@ -3,7 +3,7 @@
 The identity is user-assigned so its roles exist before the first node boots: AcrPull on the
 registry, Storage Blob Data Reader on the training-data container, Storage Blob Data
 Contributor on the outputs account (the workspace's storage too, where job logs land). Role
-assignments get GUID names derived from stack and purpose, so re-runs never duplicate them.
+assignments get GUID names derived from scope, principal and role (see role_assignment_name).
 Nodes get no SSH and, unless the stack allows it, no public IP. Private stacks also get the
 small CPU image-build compute that the workspace names.
 """
@@ -25,9 +25,16 @@ ROLES = {
 }
 
 
-def role_assignment_name(project: str, stack: str, purpose: str, role: str) -> str:
-    """A GUID that depends only on project, stack, purpose and role."""
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"azdl://{project}/{stack}/{purpose}/{ROLES[role]}"))
+def role_assignment_name(scope: str, principal_id: str, role_definition_id: str) -> str:
+    """A GUID seeded by scope, principal and role definition, as Bicep's `guid(...)` is.
+
+    Role-assignment names are unique tenant-wide and Azure refuses to reuse one for another
+    scope or principal, so the name must depend on exactly what the assignment grants: the
+    same grant always gets the same name (re-runs never duplicate it), a different one never
+    collides. ARM ids are case-insensitive, so they are lowercased first.
+    """
+    seed = "|".join(part.lower() for part in (scope, principal_id, role_definition_id))
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"azdl-role-assignment:{seed}"))
 
 
 @dataclass
@@ -63,28 +70,35 @@ class Cluster(pulumi.ComponentResource):
             ("data-read", "Storage Blob Data Reader", args.data_container_id),
             ("outputs-write", "Storage Blob Data Contributor", args.outputs_account_id),
         ]
-        self.role_assignments = [
-            authorization.RoleAssignment(
-                purpose,
-                authorization.RoleAssignmentArgs(
-                    role_assignment_name=role_assignment_name(
-                        cfg.project, cfg.stack, purpose, role
-                    ),
-                    principal_id=self.identity.principal_id,
-                    principal_type="ServicePrincipal",
-                    role_definition_id=pulumi.Output.concat(
-                        "/subscriptions/",
-                        args.subscription_id,
-                        "/providers/Microsoft.Authorization/roleDefinitions/",
-                        ROLES[role],
-                    ),
-                    scope=scope,
-                    description=f"azdl {cfg.stack}: cluster identity, {role}",
-                ),
-                child,
+        # Azure refuses a second assignment of the same role to the same principal at the same
+        # scope, so a replaced assignment (e.g. renamed) must be deleted before its successor.
+        replace_safely = pulumi.ResourceOptions(parent=self, delete_before_replace=True)
+        self.role_assignments = []
+        for purpose, role, scope in grants:
+            definition = pulumi.Output.concat(
+                "/subscriptions/",
+                args.subscription_id,
+                "/providers/Microsoft.Authorization/roleDefinitions/",
+                ROLES[role],
             )
-            for purpose, role, scope in grants
-        ]
+            principal = self.identity.principal_id
+            name = pulumi.Output.all(scope, principal, definition).apply(
+                lambda a: role_assignment_name(*a)
+            )
+            self.role_assignments.append(
+                authorization.RoleAssignment(
+                    purpose,
+                    authorization.RoleAssignmentArgs(
+                        role_assignment_name=name,
+                        principal_id=principal,
+                        principal_type="ServicePrincipal",
+                        role_definition_id=definition,
+                        scope=scope,
+                        description=f"azdl {cfg.stack}: cluster identity, {role}",
+                    ),
+                    replace_safely,
+                )
+            )
         self.compute = self._compute(
             "compute",
             args,

@@ -5,7 +5,8 @@ Azure computes (storage endpoints, registry login server, identity ids), plus th
 `getClientConfig` call. It never fills in inputs, so a missing required property still fails
 in the azure-native SDK as it would at deploy time. `render(...)` / `render_stack_file(...)`
 run the whole program for one stack and return every recorded resource (type token, logical
-name, inputs as Azure sees them, parent, protect/retain) and the stack outputs. The infra tests
+name, inputs as Azure sees them, parent, protect/retain/deleteBeforeReplace) and the stack
+outputs. The infra tests
 and `azdl plan` both use it.
 """
 
@@ -100,6 +101,7 @@ class RecordedResource:
     parent: str = ""  # the parent's URN
     protect: bool = False
     retain_on_delete: bool = False
+    delete_before_replace: bool = False
 
 
 @dataclass
@@ -218,6 +220,7 @@ class _RecordingMonitor(MockMonitor):
         if record is not None:
             record.urn, record.parent = response.urn, request.parent
             record.protect, record.retain_on_delete = request.protect, request.retainOnDelete
+            record.delete_before_replace = request.deleteBeforeReplace
         return response
 
 

@@ -25,10 +25,12 @@ def _rule(
     direction: str,
     source: str,
     destination: str,
-    ports: list[str],
+    ports: list[str] | str,
     access: str = "Allow",
     protocol: str = "Tcp",
 ) -> network.SecurityRuleArgs:
+    """`ports` is a list of ports/ranges, or "*" for every port: Azure takes "*" only in the
+    singular `destinationPortRange` (in the plural list it answers SecurityRuleInvalidPortRange)."""
     return network.SecurityRuleArgs(
         name=name,
         priority=priority,
@@ -38,7 +40,8 @@ def _rule(
         source_address_prefix=source,
         source_port_range="*",
         destination_address_prefix=destination,
-        destination_port_ranges=ports,
+        destination_port_range="*" if ports == "*" else None,
+        destination_port_ranges=None if ports == "*" else ports,
     )
 
 
@@ -62,7 +65,7 @@ def security_rules(location: str) -> list[network.SecurityRuleArgs]:
             "VirtualNetwork",
             ["44224"],
         ),
-        _rule("DenyInternetInbound", 4000, "Inbound", "Internet", "*", ["*"], "Deny", "*"),
+        _rule("DenyInternetInbound", 4000, "Inbound", "Internet", "*", "*", "Deny", "*"),
     ]
     outbound_tags = [
         "AzureActiveDirectory",

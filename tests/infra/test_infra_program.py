@@ -150,9 +150,14 @@ def test_nsg_admits_only_azure_ml_inbound(rendering, cfg):
         ("AzureMachineLearning", ("44224",)),
     }
     deny = [r for r in rules if r["direction"] == "Inbound" and r["access"] == "Deny"]
-    assert [(r["sourceAddressPrefix"], r["destinationPortRanges"]) for r in deny] == [
-        ("Internet", ["*"])
+    assert [(r["sourceAddressPrefix"], r["destinationPortRange"]) for r in deny] == [
+        ("Internet", "*")
     ]
+    for r in rules:
+        # Azure takes "*" only in the singular fields (SecurityRuleInvalidPortRange otherwise)
+        assert "*" not in r.get("destinationPortRanges", []), r["name"]
+        assert "*" not in r.get("sourcePortRanges", []), r["name"]
+        assert r["sourcePortRange"] == "*", r["name"]
     outbound = {r["destinationAddressPrefix"] for r in rules if r["direction"] == "Outbound"}
     assert {"AzureMachineLearning", "AzureActiveDirectory", "AzureResourceManager",
             f"Storage.{cfg.location}", f"AzureContainerRegistry.{cfg.location}",
@@ -332,17 +337,26 @@ def test_cluster_identity_has_least_privilege_roles_on_the_right_scopes(renderin
         found.add((by_id[definition.removeprefix(prefix)], a.inputs["scope"]))
         assert a.inputs["principalType"] == "ServicePrincipal"
         assert a.inputs["roleAssignmentName"] == role_assignment_name(
-            cfg.project, cfg.stack, a.name, by_id[definition.removeprefix(prefix)]
+            a.inputs["scope"], a.inputs["principalId"], definition
         )
+        assert a.delete_before_replace  # Azure refuses two identical grants side by side
     assert found == expected
     assert len({a.inputs["roleAssignmentName"] for a in assignments}) == len(assignments)
 
 
-def test_role_assignment_names_are_deterministic_guids():
-    first = role_assignment_name("azdl", "dev", "data-read", "Storage Blob Data Reader")
-    assert first == role_assignment_name("azdl", "dev", "data-read", "Storage Blob Data Reader")
+def test_role_assignment_names_are_deterministic_guids_of_scope_principal_and_role():
+    scope = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.ContainerRegistry/registries/r"
+    reader = f"/subscriptions/s/providers/Microsoft.Authorization/roleDefinitions/{ROLES['AcrPull']}"
+    first = role_assignment_name(scope, "principal-1", reader)
     assert uuid.UUID(first)
-    assert first != role_assignment_name("azdl", "prod", "data-read", "Storage Blob Data Reader")
+    assert first == role_assignment_name(scope, "principal-1", reader)
+    assert first == role_assignment_name(scope.upper(), "PRINCIPAL-1", reader)  # ARM ids ignore case
+    others = {
+        role_assignment_name(scope + "2", "principal-1", reader),  # another scope
+        role_assignment_name(scope, "principal-2", reader),  # another principal
+        role_assignment_name(scope, "principal-1", reader.replace("7f951dda", "8311e382")),
+    }
+    assert first not in others and len(others) == 3
 
 
 # ---- private link (private stacks) ------------------------------------------------------------
