@@ -1,15 +1,17 @@
 """Run the program offline under the Pulumi SDK's mocks, and record what it declares.
 
 `AzureMocks` answers only what Azure itself would: each resource's ARM id and the properties
-Azure computes (storage endpoints, registry login server, identity ids), plus the
-`getClientConfig` call. It never fills in inputs, so a missing required property still fails
-in the azure-native SDK as it would at deploy time. `render(...)` / `render_stack_file(...)`
-run the whole program for one stack and return every recorded resource (type token, logical
-name, inputs as Azure sees them, parent, protect/retain/deleteBeforeReplace) and the stack
-outputs. The infra tests
-and `azdl plan` both use it.
+Azure computes (storage endpoints, registry login server, identity ids), what the registry
+answers for a pushed image (digest, ref), plus the `getClientConfig` and `getClientToken`
+calls. It never fills in inputs, so a missing required property still fails in the
+azure-native SDK as it would at deploy time. `render(...)` / `render_stack_file(...)` run the
+whole program for one stack and return every recorded resource (type token, logical name,
+inputs as Azure sees them, parent, protect/retain/deleteBeforeReplace) and the stack outputs.
+The infra tests and `azdl plan` both use it.
 """
 
+import base64
+import hashlib
 import json
 import threading
 import uuid
@@ -85,8 +87,22 @@ ARM = {
         "resourceName",
         "Microsoft.ManagedIdentity/userAssignedIdentities/{name}",
     ),
+    "machinelearningservices:EnvironmentContainer": (
+        "name",
+        "Microsoft.MachineLearningServices/workspaces/{workspaceName}/environments/{name}",
+    ),
+    "machinelearningservices:EnvironmentVersion": (
+        "name",
+        "Microsoft.MachineLearningServices/workspaces/{workspaceName}/environments/{name}"
+        "/versions/{version}",
+    ),
+    "machinelearningservices:Datastore": (
+        "name",
+        "Microsoft.MachineLearningServices/workspaces/{workspaceName}/datastores/{name}",
+    ),
     "authorization:RoleAssignment": ("roleAssignmentName", None),
 }
+DOCKER_IMAGE = "docker-build:index:Image"
 
 
 @dataclass
@@ -139,11 +155,11 @@ class AzureMocks(pulumi.runtime.Mocks):
                 "tenantId": TENANT_ID,
             }, []
         if args.token == "azure-native:authorization:getClientToken":
-            return {"token": "offline-rendering-has-no-azure-token"}, []
+            return {"token": _stand_in_jwt()}, []
         raise NotImplementedError(f"no Azure answer is mocked for the call {args.token}")
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs):
-        inputs = dict(args.inputs)
+        inputs = _one_unknown(dict(args.inputs))
         record = RecordedResource(args.typ, args.name, inputs, bool(args.custom))
         self._local.last = record
         with self._lock:
@@ -156,11 +172,34 @@ class AzureMocks(pulumi.runtime.Mocks):
         if short in ARM:
             state["name"] = inputs.get(name_key) or args.name
             record.id = arm_id(short, state, path)
-        else:
-            record.id = f"{args.name}-id"
         state.update(_computed(short, state))
+        if short == DOCKER_IMAGE:
+            record.id = state["digest"]  # the provider's id for a pushed image
+        elif short not in ARM:
+            record.id = f"{args.name}-id"
         record.state = state
         return record.id, state
+
+
+def _one_unknown(value: Any) -> Any:
+    """`value` with every unknown (a preview's not-yet-computed input) as `pulumi.UNKNOWN`, so
+    that recorded inputs compare equal across renderings."""
+    if isinstance(value, pulumi.output.Unknown):
+        return pulumi.UNKNOWN
+    if isinstance(value, dict):
+        return {k: _one_unknown(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_one_unknown(v) for v in value]
+    return value
+
+
+def _stand_in_jwt() -> str:
+    """An access token shaped as Azure AD issues them (a JWT), signed by nobody."""
+
+    def part(claims: dict[str, Any]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(claims).encode()).rstrip(b"=").decode()
+
+    return f"{part({'alg': 'none', 'typ': 'JWT'})}.{part({'tid': TENANT_ID})}.offline"
 
 
 def arm_id(short_type: str, state: Mapping[str, Any], path: str | None) -> str:
@@ -201,6 +240,12 @@ def _computed(short_type: str, state: Mapping[str, Any]) -> dict[str, Any]:
         }
     if short_type == "containerregistry:Registry":
         computed["loginServer"] = f"{name}.azurecr.io"
+    if short_type == DOCKER_IMAGE and state.get("push") and state.get("tags"):
+        # A registry answers a push with the manifest digest; the provider's `ref` is the
+        # first tag pinned to it.
+        tag = state["tags"][0]
+        digest = "sha256:" + hashlib.sha256(tag.encode()).hexdigest()
+        computed.update(digest=digest, ref=f"{tag}@{digest}")
     if short_type == "managedidentity:UserAssignedIdentity":
         computed.update(
             clientId=_stable_guid(name, "client"),
@@ -224,14 +269,22 @@ class _RecordingMonitor(MockMonitor):
         return response
 
 
-def render(config: Mapping[str, Any], stack: str, project: str = PROJECT) -> Rendering:
+def render(
+    config: Mapping[str, Any], stack: str, project: str = PROJECT, preview: bool = True
+) -> Rendering:
     """Run the program for `stack` with `config` (keys with or without `azdl:`; values as in a
-    stack file) under mocks. Raises `infra.config.ConfigError` for invalid config."""
+    stack file) under mocks. Raises `infra.config.ConfigError` for invalid config.
+
+    `preview=True` runs it as `pulumi preview` does: images are not built, so no registry
+    token is exchanged and nothing leaves this machine. `preview=False` runs it as `pulumi up`
+    does, where the program exchanges the deployer's token at the registry: the caller must
+    stand in for that endpoint (tests patch `urllib.request.urlopen`).
+    """
     from infra import program  # imported here: it pulls in the azure-native modules
 
     mocks = AzureMocks()
     pulumi.runtime.set_mocks(
-        mocks, project=project, stack=stack, preview=False, monitor=_RecordingMonitor(mocks)
+        mocks, project=project, stack=stack, preview=preview, monitor=_RecordingMonitor(mocks)
     )
     values = {}
     for key, value in config.items():

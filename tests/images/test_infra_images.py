@@ -1,18 +1,20 @@
 """The images part of the Pulumi program under the SDK's mocks: build-and-push of both images,
-tagged by content hash and pushed without the admin user, and the prebuilt-image setting."""
+tagged by a hash of their build contexts and pushed without the admin user, and the
+prebuilt-image setting."""
 
-import hashlib
-import json
 import re
 import shutil
 import urllib.error
+import urllib.parse
 from pathlib import Path
 
+import pulumi
 import pytest
 
 import infra.images as images
 import infra.mocks as mocks
 from infra.config import ConfigError, load_config, read_stack_file
+from infra.dockerignore import context_files, is_ignored, read_patterns
 
 ROOT = Path(__file__).resolve().parents[2]
 DEV_STACK = ROOT / "stacks" / "Pulumi.dev.yaml"
@@ -22,37 +24,16 @@ PREBUILT = {
     "tensorflow": "teamregistry.azurecr.io/ml/tensorflow:2.15.1-hvd0.28.1",
     "pytorch": "teamregistry.azurecr.io/ml/pytorch@sha256:" + "ab" * 32,
 }
+SIG_KEY, SECRET_SIG = "4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb44270"
+ENV_ID = re.compile(
+    rf"/subscriptions/{mocks.SUBSCRIPTION_ID}/resourceGroups/azdldev-rg/providers/"
+    r"Microsoft\.MachineLearningServices/workspaces/azdldev-mlw/environments/azdl-(\w+)"
+    r"/versions/([0-9a-f]{16})"
+)
 
 
-class RegistryMocks(mocks.AzureMocks):
-    """AzureMocks plus what a registry answers for a pushed image (digest, ref) and the ARM id of
-    an Azure ML environment version."""
-
-    def new_resource(self, args):
-        resource_id, state = super().new_resource(args)
-        if args.typ == IMAGE:
-            tag = args.inputs["tags"][0]
-            digest = "sha256:" + hashlib.sha256(tag.encode()).hexdigest()
-            state.update(digest=digest, ref=f"{tag}@{digest}")
-        if args.typ == ENV_VERSION:
-            resource_id = (
-                f"/subscriptions/{mocks.SUBSCRIPTION_ID}/resourceGroups/"
-                f"{args.inputs['resourceGroupName']}/providers/Microsoft.MachineLearningServices/"
-                f"workspaces/{args.inputs['workspaceName']}/environments/{args.inputs['name']}"
-                f"/versions/{args.inputs['version']}"
-            )
-            self._local.last.id = resource_id
-        return resource_id, state
-
-
-def render(extra: dict | None = None):
-    config = {**read_stack_file(DEV_STACK), **(extra or {})}
-    original = mocks.AzureMocks
-    mocks.AzureMocks = RegistryMocks
-    try:
-        return mocks.render(config, "dev")
-    finally:
-        mocks.AzureMocks = original
+def render(extra: dict | None = None, preview: bool = True):
+    return mocks.render({**read_stack_file(DEV_STACK), **(extra or {})}, "dev", preview=preview)
 
 
 @pytest.fixture(scope="module")
@@ -83,15 +64,44 @@ def test_both_images_are_built_from_their_folder_and_training_tagged_by_content(
         assert not dockerfile.is_absolute() and dockerfile.resolve().is_file()
 
 
-def test_pushes_use_an_azure_ad_token_not_the_admin_user(built):
-    registry = built.get("azure-native:containerregistry:Registry", "registry")
+def _credentials(image):
+    (credentials,) = image.inputs["registries"]["value"]  # a secret: {sig, value}
+    return credentials
+
+
+def test_a_preview_pushes_nothing_and_never_calls_the_registry(mocker):
+    urlopen = mocker.patch("urllib.request.urlopen", side_effect=AssertionError("no network"))
+    preview = render(preview=True)
+    urlopen.assert_not_called()
+    registry = preview.get("azure-native:containerregistry:Registry", "registry")
     assert registry.inputs["adminUserEnabled"] is False
-    for image in built.of_type(IMAGE):
-        (credentials,) = json.loads(json.dumps(image.inputs["registries"]))["value"]
-        assert credentials["address"] == built.outputs["registryLoginServer"]
+    for image in preview.of_type(IMAGE):
+        credentials = _credentials(image)
+        assert credentials["address"] == preview.outputs["registryLoginServer"]
         assert credentials["username"] == images.ACR_TOKEN_USER
-        # the offline rendering's stand-in token, passed on without any request being made
-        assert credentials["password"] == "offline-rendering-has-no-azure-token"
+        assert credentials["password"] is pulumi.UNKNOWN  # exchanged by `pulumi up` only
+
+
+def test_up_pushes_with_the_deployers_azure_ad_token_exchanged_at_the_registry(mocker):
+    response = mocker.MagicMock()
+    response.__enter__.return_value.read.return_value = b'{"refresh_token": "acr-refresh"}'
+    urlopen = mocker.patch("urllib.request.urlopen", return_value=response)
+    up = render(preview=False)
+    login_server = up.outputs["registryLoginServer"]
+    assert urlopen.called
+    request = urlopen.call_args.args[0]
+    assert request.full_url == f"https://{login_server}/oauth2/exchange"
+    body = dict(urllib.parse.parse_qsl(request.data.decode()))
+    assert body["tenant"] == mocks.TENANT_ID
+    assert body["access_token"].count(".") == 2  # the Azure AD token (a JWT) from getClientToken
+    for image in up.of_type(IMAGE):
+        credentials = _credentials(image)
+        assert (credentials["username"], credentials["password"]) == (
+            images.ACR_TOKEN_USER,
+            "acr-refresh",
+        )
+        # the registries input travels as a secret (the engine's secret signature)
+        assert image.inputs["registries"][SIG_KEY] == SECRET_SIG
 
 
 def test_each_built_image_is_an_environment_version_and_a_stack_output(built):
@@ -99,15 +109,20 @@ def test_each_built_image_is_an_environment_version_and_a_stack_output(built):
     assert sorted(envs) == ["azdl-pytorch", "azdl-tensorflow"]
     for framework in ("tensorflow", "pytorch"):
         env = envs[f"azdl-{framework}"]
-        ref = built.outputs["images"][framework]
-        assert ref.startswith(f"{built.outputs['registryLoginServer']}/azdl/{framework}:")
-        assert "@sha256:" in ref
-        assert env.inputs["properties"]["image"] == ref
+        version = images.content_hash(framework)
+        tag = f"{built.outputs['registryLoginServer']}/azdl/{framework}:{version}"
+        # the output pins the push by digest, as the provider reports it
+        assert re.fullmatch(
+            re.escape(tag) + r"@sha256:[0-9a-f]{64}", built.outputs["images"][framework]
+        )
+        # the environment version registers the content-addressed tag with the same hash:
+        # a rebuild with a new digest never asks Azure to change an immutable version
+        assert env.inputs["properties"]["image"] == tag
+        assert env.inputs["version"] == version
         assert env.inputs["properties"]["osType"] == "Linux"
-        assert env.inputs["version"] == images.content_hash(framework)
         assert env.inputs["workspaceName"] == built.outputs["workspaceName"]
         assert built.outputs["environments"][framework] == env.id
-        assert env.id.endswith(f"/environments/azdl-{framework}/versions/{env.inputs['version']}")
+        assert ENV_ID.fullmatch(env.id).groups() == (framework, version)
 
 
 def test_prebuilt_images_are_registered_as_given_and_nothing_is_built(prebuilt):
@@ -115,14 +130,21 @@ def test_prebuilt_images_are_registered_as_given_and_nothing_is_built(prebuilt):
     assert prebuilt.outputs["images"] == PREBUILT
     envs = {r.inputs["name"]: r for r in prebuilt.of_type(ENV_VERSION)}
     for framework, ref in PREBUILT.items():
-        assert envs[f"azdl-{framework}"].inputs["properties"]["image"] == ref
-        assert prebuilt.outputs["environments"][framework] == envs[f"azdl-{framework}"].id
+        env = envs[f"azdl-{framework}"]
+        assert env.inputs["properties"]["image"] == ref
+        assert prebuilt.outputs["environments"][framework] == env.id
+        assert ENV_ID.fullmatch(env.id).groups() == (framework, env.inputs["version"])
 
 
 def test_a_stack_can_prebuild_one_framework_and_build_the_other():
     mixed = render({"azdl:images": {"prebuilt": {"pytorch": PREBUILT["pytorch"]}}})
     assert [r.name for r in mixed.of_type(IMAGE)] == ["tensorflow"]
     assert mixed.outputs["images"]["pytorch"] == PREBUILT["pytorch"]
+    assert "@sha256:" in mixed.outputs["images"]["tensorflow"]
+    assert set(mixed.outputs["environments"]) == {"tensorflow", "pytorch"}
+
+
+# ---- the tag: what the build contexts send ----------------------------------------------------
 
 
 @pytest.fixture
@@ -141,12 +163,20 @@ def tree(tmp_path, monkeypatch):
 def test_same_content_gives_the_same_tag_and_any_change_a_new_one(tree):
     first = images.content_hash("tensorflow")
     assert images.content_hash("tensorflow") == first
-    (tree / "training" / "__pycache__").mkdir(exist_ok=True)
-    (tree / "training" / "__pycache__" / "x.cpython-311.pyc").write_bytes(b"compiled")
-    assert images.content_hash("tensorflow") == first, "byte-code caches are not content"
+    for leftover in (
+        "training/__pycache__/x.cpython-311.pyc",
+        "training/dataprep/__pycache__/convert.cpython-311.pyc",
+        "training/.pytest_cache/v/cache/lastfailed",
+        "training/options.py~",
+        "images/tensorflow/.ruff_cache/0.17/123",
+    ):
+        (tree / leftover).parent.mkdir(parents=True, exist_ok=True)
+        (tree / leftover).write_bytes(b"not content")
+    assert images.content_hash("tensorflow") == first, "caches are not content"
     for changed in (
         tree / "training" / "requirements.txt",
         tree / "training" / "options.py",
+        tree / "training" / "install" / "build_horovod.sh",
         tree / "images" / "tensorflow" / "Dockerfile",
     ):
         original = changed.read_bytes()
@@ -154,6 +184,68 @@ def test_same_content_gives_the_same_tag_and_any_change_a_new_one(tree):
         assert images.content_hash("tensorflow") != first, changed
         changed.write_bytes(original)
     assert images.content_hash("tensorflow") == first
+    # a file Docker would send goes into the image, so into the tag, tracked by git or not
+    (tree / "training" / "scratch.py").write_text("x = 1\n")
+    assert images.content_hash("tensorflow") != first
+
+
+def test_every_build_context_has_an_ignore_file_and_the_tag_reads_it(tree):
+    for context in (*(ROOT / "images" / fw for fw in ("tensorflow", "pytorch")), ROOT / "training"):
+        patterns = {p.text for p in read_patterns(context)}
+        assert {"**/__pycache__", "**/*.pyc", "**/.pytest_cache"} <= patterns, context
+    first = images.content_hash("tensorflow")
+    (tree / "training" / "notes.md").write_text("local notes\n")
+    assert images.content_hash("tensorflow") != first
+    ignore = tree / "training" / ".dockerignore"
+    ignore.write_text(
+        ignore.read_text() + "notes.md\n"
+    )  # Docker now leaves it out: so does the tag
+    assert images.content_hash("tensorflow") == first
+
+
+@pytest.mark.parametrize(
+    ("patterns", "path", "ignored"),
+    [
+        ("**/__pycache__", "__pycache__/a.pyc", True),
+        ("**/__pycache__", "pkg/sub/__pycache__/a.pyc", True),  # a folder takes its contents
+        ("*.pyc", "a.pyc", True),
+        ("*.pyc", "pkg/a.pyc", False),  # unlike .gitignore, * stays at the context root
+        ("**/*.pyc", "pkg/a.pyc", True),
+        ("pkg/*/x", "pkg/a/x", True),
+        ("pkg/*/x", "pkg/a/b/x", False),
+        ("pkg/**/x", "pkg/a/b/x", True),
+        ("/build", "build/out.o", True),
+        ("?.txt", "a.txt", True),
+        ("?.txt", "ab.txt", False),
+        ("docs\n!docs/keep.md", "docs/keep.md", False),  # ! re-includes
+        ("docs\n!docs/keep.md", "docs/drop.md", True),
+        ("!docs/keep.md\ndocs", "docs/keep.md", True),  # the last match wins
+        ("# a comment\n\n  data  ", "data/x", True),
+    ],
+)
+def test_ignore_patterns_follow_dockers_rules(tmp_path, patterns, path, ignored):
+    (tmp_path / ".dockerignore").write_text(patterns + "\n")
+    assert is_ignored(path, read_patterns(tmp_path)) is ignored
+
+
+def test_context_files_leave_out_what_the_ignore_file_excludes(tmp_path):
+    for name in ("Dockerfile", "a/keep.py", "a/__pycache__/keep.pyc", ".dockerignore"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("x")
+    (tmp_path / ".dockerignore").write_text("**/__pycache__\n.dockerignore\n")
+    assert [p.relative_to(tmp_path).as_posix() for p in context_files(tmp_path)] == [
+        "Dockerfile",
+        "a/keep.py",
+    ]
+
+
+def test_character_classes_are_refused_not_approximated(tmp_path):
+    (tmp_path / ".dockerignore").write_text("*.py[co]\n")
+    with pytest.raises(ValueError, match=r"\.dockerignore: pattern '\*\.py\[co\]': character"):
+        read_patterns(tmp_path)
+
+
+# ---- the registry token ----------------------------------------------------------------------
 
 
 def test_acr_token_exchange_sends_the_ad_token_and_returns_the_refresh_token(mocker):
@@ -164,19 +256,33 @@ def test_acr_token_exchange_sends_the_ad_token_and_returns_the_refresh_token(moc
     assert images.acr_refresh_token("r.azurecr.io", "tenant-1", token) == "acr-refresh"
     request = urlopen.call_args.args[0]
     assert request.full_url == "https://r.azurecr.io/oauth2/exchange"
-    body = dict(pair.split("=", 1) for pair in request.data.decode().split("&"))
-    assert body == {
+    assert dict(urllib.parse.parse_qsl(request.data.decode())) == {
         "grant_type": "access_token",
         "service": "r.azurecr.io",
         "tenant": "tenant-1",
         "access_token": token,
     }
-    urlopen.reset_mock()
-    assert images.acr_refresh_token("r.azurecr.io", "t", "not-a-jwt") == "not-a-jwt"
-    urlopen.assert_not_called()
-    urlopen.side_effect = urllib.error.HTTPError(request.full_url, 401, "Unauthorized", {}, None)
-    with pytest.raises(RuntimeError, match=r"r\.azurecr\.io refused .* \(HTTP 401\).*AcrPush"):
-        images.acr_refresh_token("r.azurecr.io", "tenant-1", token)
+
+
+@pytest.mark.parametrize(
+    ("error", "message"),
+    [
+        (
+            urllib.error.HTTPError("u", 401, "Unauthorized", {}, None),
+            r"r\.azurecr\.io refused .* \(HTTP 401\).*AcrPush",
+        ),
+        (
+            urllib.error.URLError(OSError(-2, "Name or service not known")),
+            r"cannot reach the registry r\.azurecr\.io .*Name or service not known.*"
+            r"line of sight.*azdl:images\.prebuilt",
+        ),
+        (TimeoutError("timed out"), r"cannot reach the registry .*timed out.*line of sight"),
+    ],
+)
+def test_acr_token_exchange_failures_say_what_to_do(mocker, error, message):
+    mocker.patch("urllib.request.urlopen", side_effect=error)
+    with pytest.raises(RuntimeError, match=message):
+        images.acr_refresh_token("r.azurecr.io", "tenant-1", "header.payload.signature")
 
 
 @pytest.mark.parametrize(

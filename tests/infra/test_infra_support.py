@@ -162,7 +162,8 @@ def test_pulumi_project_file():
 def test_entry_point_runs_the_program_as_pulumi_does_and_exports_outputs():
     """The Python language host runs `main:` (a folder) with runpy, config from the stack."""
     mocks = AzureMocks()
-    pulumi.runtime.set_mocks(mocks, project="azdl", stack="dev", preview=False)
+    # as `pulumi preview` runs it: `pulumi up` would also call the registry (tests/images)
+    pulumi.runtime.set_mocks(mocks, project="azdl", stack="dev", preview=True)
     config = read_stack_file(ROOT / "stacks" / "Pulumi.dev.yaml")
     pulumi.runtime.set_all_config(
         {k: v if isinstance(v, str) else json.dumps(v) for k, v in config.items()}
