@@ -4,7 +4,9 @@ On the cluster: one job per node count (default 1, 2, 4, … up to the cluster's
 one after another so they never share the cluster, each followed to its end; rank 0's
 throughput record is read from the job's logs. With --local: 1 and 2 Horovod workers on this
 machine through `azdl train`'s launcher, in the training environment. Either way the report is
-results.json, results.md (nodes, GPUs/workers, images/sec, per GPU, efficiency) and scaling.png.
+results.json, results.md (nodes, GPUs/workers, images/sec, per GPU, efficiency) and scaling.png,
+rewritten after every run so that an interrupted bench keeps what it measured. A size that fails
+(or whose submission, status or logs fail) stays in the report, and the bench exits non-zero.
 """
 
 import argparse
@@ -56,9 +58,26 @@ def register(subparsers) -> None:
         "--poll-seconds", type=float, default=30.0, help="job status poll interval (default 30)"
     )
     p.add_argument(
+        "--timeout-minutes",
+        type=positive_minutes,
+        default=120.0,
+        help="longest wait for one job, queueing included (default 120); a job still running "
+        "then is cancelled and reported as an error, and the next size starts",
+    )
+    p.add_argument(
         "script_args", nargs=argparse.REMAINDER, help="arguments for the training script"
     )
     p.set_defaults(func=run)
+
+
+def positive_minutes(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a number of minutes above 0")
+    return value
 
 
 def counts(text: str, option: str) -> list[int]:
@@ -99,7 +118,8 @@ def title_of(runs: list[Run], where: str) -> str:
 
 def run_local(framework: str, workers: list[int], args: tuple[str, ...], out: Path) -> list[Run]:
     console = Console(stderr=True)
-    runs = []
+    where = "local CPU workers (Horovod, Gloo)"
+    runs: list[Run] = []
     for n in workers:
         log = out / f"workers-{n}.log"
         cmd = launch_command(framework, n, "gloo", [*LOCAL_ARGS, *args])
@@ -110,11 +130,52 @@ def run_local(framework: str, workers: list[int], args: tuple[str, ...], out: Pa
         status = "Completed" if code == 0 else f"exit {code}"
         console.print(f"{n} worker(s): {status}, images/sec {(record or {}).get('images_per_sec')}")
         runs.append(Run(1, n, status, str(log), record, error))
+        write_report(runs, out, title_of(runs, where), "workers", "worker")
     return runs
 
 
-def run_cluster(args: argparse.Namespace) -> tuple[list[Run], str, str]:
-    from azdl.jobs.workspace import job_logs, ml_client, wait
+def cluster_run(client, outputs, request: JobRequest, args, console: Console) -> Run:
+    """Submit one size, follow it to its end and read its record. Whatever goes wrong (the
+    submission refused, a status poll or log download failing, the wait's limit) becomes a run
+    with status "error" and the message, so the sizes after it still run."""
+    from azdl.jobs.workspace import WaitTimeout, job_logs, wait
+
+    workers = request.nodes * processes_per_node(outputs)
+    name, status = request.run_id, None
+    try:
+        name = client.jobs.create_or_update(build_job(outputs, request)).name
+        with console.status(f"{name}: {request.nodes} node(s)") as status_line:
+            status = wait(
+                client,
+                name,
+                args.poll_seconds,
+                on_status=lambda s: status_line.update(f"{name}: {s}"),
+                timeout_seconds=args.timeout_minutes * 60,
+            )
+        record, error = record_of(job_logs(client, name))
+    except Exception as exc:  # any failure is reported for this size only
+        message = str(exc) if isinstance(exc, AzdlError) else f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, WaitTimeout):  # the next size must not share the cluster with it
+            message += f"; {cancel(client, name)}"
+        elif status is not None:
+            message = f"job {status}, then reading its logs failed: {message}"
+        console.print(f"{name}: error: {message}")
+        return Run(request.nodes, workers, "error", name, None, message)
+    console.print(f"{name}: {status}, images/sec {(record or {}).get('images_per_sec')}")
+    return Run(request.nodes, workers, status, name, record, error)
+
+
+def cancel(client, name: str) -> str:
+    """Ask Azure ML to cancel the job; say whether that request went through."""
+    try:
+        client.jobs.begin_cancel(name)
+    except Exception as exc:  # reported with the run; the sweep goes on
+        return f"cancelling it failed too ({type(exc).__name__}: {exc})"
+    return "cancel requested"
+
+
+def run_cluster(args: argparse.Namespace, out: Path) -> list[Run]:
+    from azdl.jobs.workspace import ml_client
 
     outputs = load_outputs(args.stack, args.outputs)
     nodes = counts(args.nodes, "--nodes") if args.nodes else default_nodes(outputs.max_nodes)
@@ -125,37 +186,25 @@ def run_cluster(args: argparse.Namespace) -> tuple[list[Run], str, str]:
     ]
     for request in requests:  # every size is checked before the first job is submitted
         validate(outputs, request)
-    console = Console(stderr=True)
-    client = ml_client(outputs)
-    runs = []
-    for request in requests:
-        job = client.jobs.create_or_update(build_job(outputs, request))
-        with console.status(f"{job.name}: {request.nodes} node(s)") as status_line:
-            status = wait(
-                client,
-                job.name,
-                args.poll_seconds,
-                on_status=lambda s, name=job.name: status_line.update(f"{name}: {s}"),
-            )
-        record, error = record_of(job_logs(client, job.name))
-        console.print(f"{job.name}: {status}, images/sec {(record or {}).get('images_per_sec')}")
-        workers = request.nodes * processes_per_node(outputs)
-        runs.append(Run(request.nodes, workers, status, job.name, record, error))
     size = outputs.vm_size
     where = f"{size.name}{' (InfiniBand)' if size.infiniband else ''}"
-    return runs, where, "GPUs" if size.gpus else "processes"
+    unit = ("GPUs", "GPU") if size.gpus else ("processes", "process")
+    console = Console(stderr=True)
+    client = ml_client(outputs)
+    runs: list[Run] = []
+    for request in requests:
+        runs.append(cluster_run(client, outputs, request, args, console))
+        write_report(runs, out, title_of(runs, where), *unit)  # kept if the bench is stopped
+    return runs
 
 
 def run(args: argparse.Namespace) -> int:
     out = args.out or REPO_ROOT / "runs" / time.strftime("bench-%Y%m%d-%H%M%S", time.gmtime())
     out.mkdir(parents=True, exist_ok=True)
     if args.local:
-        workers = counts(args.workers, "--workers")
-        runs = run_local(args.framework, workers, script_args(args), out)
-        where, unit = "local CPU workers (Horovod, Gloo)", "workers"
+        runs = run_local(args.framework, counts(args.workers, "--workers"), script_args(args), out)
     else:
-        runs, where, unit = run_cluster(args)
-    paths = write_report(runs, out, title_of(runs, where), unit)
-    print(paths["table"].read_text(), end="")
-    print(f"\nwrote {paths['json']}, {paths['table']} and {paths['plot']}")
-    return 0 if all(r.record for r in runs) else 1
+        runs = run_cluster(args, out)
+    print((out / "results.md").read_text(), end="")
+    print(f"\nwrote {out / 'results.json'}, {out / 'results.md'} and {out / 'scaling.png'}")
+    return 0 if all(r.measured for r in runs) else 1

@@ -1,9 +1,11 @@
 """Scaling reports: results.json, a Markdown table and a PNG plot from a set of runs.
 
 A run is one job (or one local launch) at a node/worker count. Its throughput is the
-`azdl.throughput/v1` record rank 0 printed; a run that crashed or printed no record stays in
-the report with its status, so a gap in the table is never silent. Efficiency compares images/s
-per GPU (or per worker) with the smallest successful run, normally 1 node.
+`azdl.throughput/v1` record rank 0 printed. Only a completed run with a record counts as
+measured; a run that failed, crashed or printed no record stays in the report with its status
+(and its last figure, marked as not counted), so a gap in the table is never silent.
+Efficiency compares images/s per GPU (or per worker) with the baseline: the measured run with
+the fewest GPUs, normally 1 node; the report says which run that was.
 """
 
 import json
@@ -19,43 +21,73 @@ SCHEMA = "azdl.bench/v1"
 class Run:
     nodes: int
     workers: int  # GPUs on a cluster; worker processes locally
-    status: str  # Completed, Failed, Canceled, … ; locally "exit N" for a failed launch
+    status: str  # Completed, Failed, Canceled, … ; locally "exit N"; "error" if azdl failed
     job: str  # Azure ML job name, or the local run's log file
     record: dict | None = None  # the run's throughput record (last one in its log)
-    error: str | None = None  # why there is no record, when there is none
+    error: str | None = None  # why there is no record, or what went wrong around the run
 
     @property
     def images_per_sec(self) -> float | None:
         return (self.record or {}).get("images_per_sec")
 
+    @property
+    def measured(self) -> bool:
+        """Completed with a throughput figure: the only runs the report counts."""
+        return self.status == "Completed" and bool(self.images_per_sec)
+
+
+def baseline(runs: list[Run]) -> Run | None:
+    """The measured run with the fewest workers (None when nothing was measured)."""
+    measured = [r for r in runs if r.measured]
+    return min(measured, key=lambda r: (r.workers, r.nodes)) if measured else None
+
 
 def with_efficiency(runs: list[Run]) -> list[dict]:
-    """Each run as a dict, plus images/s per worker and efficiency against the baseline: the
-    successful run with the fewest workers (None for runs without a throughput figure)."""
-    measured = [r for r in runs if r.images_per_sec]
-    base = min(measured, key=lambda r: r.workers) if measured else None
+    """Each run as a dict with `counted`, and for measured runs images/s, images/s per worker
+    and efficiency against the baseline (None otherwise; an uncounted run's own figure stays in
+    its `record`)."""
+    base = baseline(runs)
     rows = []
     for run in sorted(runs, key=lambda r: (r.workers, r.nodes)):
-        row = asdict(run) | {"images_per_sec": run.images_per_sec}
+        row = asdict(run) | {"counted": run.measured, "images_per_sec": None}
         row["per_worker"] = row["efficiency"] = None
-        if run.images_per_sec and base is not None:
-            per_worker = run.images_per_sec / run.workers
-            row["per_worker"] = per_worker
-            row["efficiency"] = per_worker / (base.images_per_sec / base.workers)
+        if run.measured and base is not None:
+            row["images_per_sec"] = run.images_per_sec
+            row["per_worker"] = run.images_per_sec / run.workers
+            row["efficiency"] = row["per_worker"] / (base.images_per_sec / base.workers)
         rows.append(row)
     return rows
 
 
-def markdown_table(rows: list[dict], unit: str) -> str:
+def baseline_note(runs: list[Run], unit: str) -> str:
+    """One sentence naming the baseline, and why when it is not the smallest run."""
+    base = baseline(runs)
+    if base is None:
+        return "No run completed with a throughput figure: there is no baseline."
+    smallest = min(runs, key=lambda r: (r.workers, r.nodes))
+    note = f"Efficiency is against {describe(base, unit)}"
+    if smallest.workers < base.workers:
+        note += f", the smallest measured run ({describe(smallest, unit)} was not measured)"
+    return note + "."
+
+
+def describe(run: Run, unit: str) -> str:
+    return f"{run.nodes} node{'s' if run.nodes != 1 else ''}, {run.workers} {unit}"
+
+
+def markdown_table(rows: list[dict], unit: str, unit_singular: str) -> str:
     lines = [
-        f"| nodes | {unit} | images/sec | per {unit.rstrip('s')} | efficiency | status |",
+        f"| nodes | {unit} | images/sec | per {unit_singular} | efficiency | status |",
         "| ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     for row in rows:
-        if row["images_per_sec"]:
+        uncounted = (row["record"] or {}).get("images_per_sec")
+        if row["counted"]:
             figures = (
                 f"{row['images_per_sec']:.1f} | {row['per_worker']:.1f} | {row['efficiency']:.0%}"
             )
+        elif uncounted:
+            figures = f"({uncounted:.1f}, not counted) | – | –"
         else:
             figures = "– | – | –"
         status = row["status"] if not row["error"] else f"{row['status']}: {row['error']}"
@@ -64,14 +96,15 @@ def markdown_table(rows: list[dict], unit: str) -> str:
 
 
 def plot(rows: list[dict], title: str, unit: str, path: Path) -> None:
-    """images/s against workers with the ideal (linear) line; efficiency on a second axis."""
+    """images/s against workers with the ideal (linear) line; efficiency on a second axis.
+    Runs that do not count are red crosses at their last figure (or at 0)."""
     fig = Figure(figsize=(7, 4.5), dpi=120)
     ax = fig.add_subplot()
-    ok = [r for r in rows if r["images_per_sec"]]
-    failed = [r for r in rows if not r["images_per_sec"]]
+    ok = [r for r in rows if r["counted"]]
+    failed = [r for r in rows if not r["counted"]]
     if ok:
         xs = [r["workers"] for r in ok]
-        base = min(ok, key=lambda r: r["workers"])
+        base = ok[0]  # rows are sorted by workers: the first counted one is the baseline
         per_worker = base["images_per_sec"] / base["workers"]
         span = sorted({r["workers"] for r in rows})
         ideal = [per_worker * x for x in span]
@@ -85,8 +118,10 @@ def plot(rows: list[dict], title: str, unit: str, path: Path) -> None:
         more, more_labels = eff.get_legend_handles_labels()
         ax.legend(lines + more, labels + more_labels, loc="lower right")
     for row in failed:
-        ax.plot([row["workers"]], [0], "x", color="red", markersize=10)
-        ax.annotate(row["status"], (row["workers"], 0), textcoords="offset points",
+        y = (row["record"] or {}).get("images_per_sec") or 0
+        label = row["status"] + (" (not counted)" if y else "")
+        ax.plot([row["workers"]], [y], "x", color="red", markersize=10)
+        ax.annotate(label, (row["workers"], y), textcoords="offset points",
                     xytext=(0, 8), ha="center", color="red")  # fmt: skip
     ax.set_xlabel(unit)
     ax.set_ylabel("images/sec")
@@ -99,8 +134,13 @@ def plot(rows: list[dict], title: str, unit: str, path: Path) -> None:
     fig.savefig(path)
 
 
-def write_report(runs: list[Run], out_dir: Path, title: str, unit: str) -> dict[str, Path]:
-    """results.json, results.md and scaling.png in `out_dir`; returns their paths."""
+def write_report(
+    runs: list[Run], out_dir: Path, title: str, unit: str, unit_singular: str
+) -> dict[str, Path]:
+    """results.json, results.md and scaling.png in `out_dir`; returns their paths.
+
+    `unit` names the workers in the plural ("GPUs", "processes"), `unit_singular` in the
+    singular ("GPU", "process")."""
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = with_efficiency(runs)
     paths = {
@@ -109,8 +149,21 @@ def write_report(runs: list[Run], out_dir: Path, title: str, unit: str) -> dict[
         "plot": out_dir / "scaling.png",
     }
     heading = title.replace("\n", ", ")  # the plot's title may take two lines
-    document = {"schema": SCHEMA, "title": heading, "unit": unit, "runs": rows}
+    base = baseline(runs)
+    note = baseline_note(runs, unit)
+    document = {
+        "schema": SCHEMA,
+        "title": heading,
+        "unit": unit,
+        "baseline": {"nodes": base.nodes, "workers": base.workers, "job": base.job}
+        if base
+        else None,
+        "baseline_note": note,
+        "runs": rows,
+    }
     paths["json"].write_text(json.dumps(document, indent=2) + "\n")
-    paths["table"].write_text(f"## {heading}\n\n{markdown_table(rows, unit)}")
+    paths["table"].write_text(
+        f"## {heading}\n\n{note}\n\n{markdown_table(rows, unit, unit_singular)}"
+    )
     plot(rows, title, unit, paths["plot"])
     return paths

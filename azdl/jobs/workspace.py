@@ -9,9 +9,16 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from azdl.errors import AzdlError
 from azdl.jobs.stack_outputs import StackOutputs
 
-TERMINAL = ("Completed", "Failed", "Canceled", "NotResponding")
+# The statuses after which a job does not move on by itself: azure-ai-ml's own terminal set
+# (RunHistoryConstants.TERMINAL_STATUSES; tests/jobs checks the two agree).
+TERMINAL = ("Completed", "Failed", "Canceled", "NotResponding", "Paused")
+
+
+class WaitTimeout(AzdlError):
+    """The job was still not in a terminal status when the wait's time ran out."""
 
 
 def ml_client(outputs: StackOutputs):
@@ -32,14 +39,23 @@ def wait(
     name: str,
     poll_seconds: float = 30.0,
     on_status: Callable[[str], None] = lambda status: None,
+    timeout_seconds: float | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
 ) -> str:
-    """Poll the job until it reaches a terminal status; return that status."""
+    """Poll the job until it reaches a terminal status and return that status; raise
+    WaitTimeout if it has not after `timeout_seconds` (None: no limit; checked once per poll)."""
+    deadline = None if timeout_seconds is None else clock() + timeout_seconds
     while True:
         status = client.jobs.get(name).status
         on_status(status)
         if status in TERMINAL:
             return status
+        if deadline is not None and clock() >= deadline:
+            raise WaitTimeout(
+                f"job {name} is still {status} after the wait's limit of {timeout_seconds:g} s "
+                f"(waiting for one of {', '.join(TERMINAL)})"
+            )
         sleep(poll_seconds)
 
 

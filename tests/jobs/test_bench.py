@@ -1,15 +1,19 @@
 """The scaling report from recorded throughput lines (a crashed run included), the cluster bench
-with MLClient mocked, and the local bench end to end."""
+with MLClient mocked (a size that errors included), waiting for a job, and the local bench end to
+end."""
 
 import json
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+from azure.core.exceptions import HttpResponseError
 
 from azdl.cli import main
 from azdl.commands.bench import default_nodes, record_of
 from azdl.jobs.report import Run, markdown_table, with_efficiency, write_report
+from azdl.jobs.workspace import TERMINAL, WaitTimeout, wait
 
 DATA = Path(__file__).with_name("data")
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -40,25 +44,61 @@ def test_efficiency_is_per_gpu_throughput_against_the_smallest_successful_run():
 
 
 def test_report_keeps_the_crashed_run_in_json_table_and_plot(tmp_path):
-    paths = write_report(recorded_runs(), tmp_path, "keras resnet50, ND96isr_H100_v5", "GPUs")
+    paths = write_report(
+        recorded_runs(), tmp_path, "keras resnet50, ND96isr_H100_v5", "GPUs", "GPU"
+    )
     document = json.loads(paths["json"].read_text())
     assert document["schema"] == "azdl.bench/v1"
     assert [r["nodes"] for r in document["runs"]] == [1, 2, 4]
     crashed = document["runs"][2]
     assert (crashed["status"], crashed["record"], crashed["job"]) == ("Failed", None, "job-4")
+    assert document["baseline"] == {"nodes": 1, "workers": 8, "job": "job-1"}
     table = paths["table"].read_text().splitlines()
-    assert table[2] == "| nodes | GPUs | images/sec | per GPU | efficiency | status |"
-    assert table[4] == "| 1 | 8 | 2350.5 | 293.8 | 100% | Completed |"
-    assert table[5] == "| 2 | 16 | 4420.8 | 276.3 | 94% | Completed |"
-    assert table[6] == "| 4 | 32 | – | – | – | Failed: no throughput line in the log |"
+    assert table[2] == "Efficiency is against 1 node, 8 GPUs."
+    assert table[4] == "| nodes | GPUs | images/sec | per GPU | efficiency | status |"
+    assert table[6] == "| 1 | 8 | 2350.5 | 293.8 | 100% | Completed |"
+    assert table[7] == "| 2 | 16 | 4420.8 | 276.3 | 94% | Completed |"
+    assert table[8] == "| 4 | 32 | – | – | – | Failed: no throughput line in the log |"
     png = paths["plot"].read_bytes()
     assert png.startswith(PNG_MAGIC) and len(png) > 10_000
 
 
 def test_a_report_of_only_failed_runs_still_renders(tmp_path):
     runs = [Run(1, 8, "Canceled", "job-1", None, "no throughput line in the log")]
-    assert "| 1 | 8 | – | – | – | Canceled" in markdown_table(with_efficiency(runs), "GPUs")
-    assert write_report(runs, tmp_path, "t", "GPUs")["plot"].read_bytes().startswith(PNG_MAGIC)
+    assert "| 1 | 8 | – | – | – | Canceled" in markdown_table(with_efficiency(runs), "GPUs", "GPU")
+    paths = write_report(runs, tmp_path, "t", "GPUs", "GPU")
+    assert paths["plot"].read_bytes().startswith(PNG_MAGIC)
+    document = json.loads(paths["json"].read_text())
+    assert document["baseline"] is None
+    assert "there is no baseline" in paths["table"].read_text()
+
+
+def test_a_failed_run_with_a_figure_is_not_the_baseline_and_is_marked_not_counted(tmp_path):
+    """The 1-node job printed its throughput line, then failed: its figure must not become
+    the 100 % every other size is measured against."""
+    runs = recorded_runs()
+    runs[0].status = "Failed"
+    rows = with_efficiency(runs)
+    assert [(r["workers"], r["counted"]) for r in rows] == [(8, False), (16, True), (32, False)]
+    assert rows[0]["images_per_sec"] is None and rows[0]["record"]["images_per_sec"] == 2350.5
+    assert rows[1]["efficiency"] == pytest.approx(1.0)
+    paths = write_report(runs, tmp_path, "t", "GPUs", "GPU")
+    document = json.loads(paths["json"].read_text())
+    assert document["baseline"] == {"nodes": 2, "workers": 16, "job": "job-2"}
+    assert "1 node, 8 GPUs was not measured" in document["baseline_note"]
+    table = paths["table"].read_text()
+    assert (
+        "Efficiency is against 2 nodes, 16 GPUs, the smallest measured run "
+        "(1 node, 8 GPUs was not measured)." in table
+    )
+    assert "| 1 | 8 | (2350.5, not counted) | – | – | Failed |" in table
+    assert "| 2 | 16 | 4420.8 | 276.3 | 100% | Completed |" in table
+
+
+def test_cpu_runs_are_counted_per_process():
+    runs = [Run(1, 1, "Completed", "job-1", {"images_per_sec": 30.0})]
+    header = markdown_table(with_efficiency(runs), "processes", "process").splitlines()[0]
+    assert header == "| nodes | processes | images/sec | per process | efficiency | status |"
 
 
 def test_default_node_counts_double_up_to_the_cluster_maximum():
@@ -67,32 +107,45 @@ def test_default_node_counts_double_up_to_the_cluster_maximum():
     assert default_nodes(6) == [1, 2, 4, 6]
 
 
+def nodes_of(job_name: str) -> int:
+    return int(job_name.split("-")[2].removesuffix("n"))  # azdl-keras-<nodes>n-…
+
+
+def download_recorded_log(name, download_path, **options):
+    """jobs.download as Azure ML does it: the recorded rank-0 log of that size under user_logs/."""
+    assert options == {}, "only the logs, not the named outputs (checkpoints)"
+    target = Path(download_path) / "user_logs"
+    target.mkdir(parents=True)
+    shutil.copy(DATA / f"cluster-{nodes_of(name)}-nodes.log", target / "std_log_process_0.txt")
+
+
+def jobs_ending(client, statuses_by_nodes: dict[int, str]) -> None:
+    """Each submitted job reports the status given for its node count."""
+    statuses = {}
+
+    def create(job):
+        statuses[job.name] = statuses_by_nodes[job.resources.instance_count]
+        return SimpleNamespace(name=job.name)
+
+    client.jobs.create_or_update.side_effect = create
+    client.jobs.get.side_effect = lambda name: SimpleNamespace(status=statuses[name])
+    client.jobs.download.side_effect = download_recorded_log
+
+
+def bench(outputs_file, out: Path, *options: str) -> int:
+    path = outputs_file(max_nodes=4)
+    return main(
+        ["bench", "--outputs", str(path), "--out", str(out), "--poll-seconds", "0", *options]
+    )
+
+
 def test_cluster_bench_submits_each_size_in_turn_and_reports_every_job(
     ml_client, outputs_file, tmp_path, capsys
 ):
     client = ml_client.return_value
-    statuses = {}
-
-    def get(name):
-        return type("Job", (), {"status": statuses[name]})
-
-    def download(name, download_path, **options):
-        assert options == {}, "only the logs, not the named outputs (checkpoints)"
-        nodes = int(name.split("-")[2].removesuffix("n"))
-        target = Path(download_path) / "user_logs"
-        target.mkdir(parents=True)
-        shutil.copy(DATA / f"cluster-{nodes}-nodes.log", target / "std_log_process_0.txt")
-
-    def create(job):
-        statuses[job.name] = "Failed" if job.resources.instance_count == 4 else "Completed"
-        return type("Created", (), {"name": job.name})
-
-    client.jobs.create_or_update.side_effect = create
-    client.jobs.get.side_effect = get
-    client.jobs.download.side_effect = download
+    jobs_ending(client, {1: "Completed", 2: "Completed", 4: "Failed"})
     out = tmp_path / "bench"
-    path = outputs_file(max_nodes=4)
-    assert main(["bench", "--outputs", str(path), "--out", str(out), "--poll-seconds", "0"]) == 1
+    assert bench(outputs_file, out) == 1
     jobs = [c.args[0] for c in client.jobs.create_or_update.call_args_list]
     assert [j.resources.instance_count for j in jobs] == [1, 2, 4]
     for job in jobs:
@@ -105,6 +158,117 @@ def test_cluster_bench_submits_each_size_in_turn_and_reports_every_job(
         (4, 32, "Failed"),
     ]
     assert "| 4 | 32 | – | – | – | Failed" in capsys.readouterr().out
+
+
+def test_a_completed_bench_exits_zero(ml_client, outputs_file, tmp_path):
+    jobs_ending(ml_client.return_value, {1: "Completed", 2: "Completed"})
+    assert bench(outputs_file, tmp_path / "bench", "--nodes", "1,2") == 0
+
+
+@pytest.mark.parametrize("step", ["submit", "logs"])
+def test_an_error_around_one_size_is_reported_and_the_sweep_goes_on(
+    step, ml_client, outputs_file, tmp_path
+):
+    """The 2-node submission is refused, or its logs cannot be downloaded (a job without logs,
+    a transient HTTP error): that size is an error in the report, the others still run."""
+    client = ml_client.return_value
+    jobs_ending(client, {1: "Completed", 2: "Completed", 4: "Failed"})
+    submit, download = client.jobs.create_or_update.side_effect, download_recorded_log
+    refused = HttpResponseError(message="(ServiceError) try again later")
+
+    def failing(target, kind):
+        def call(*args, **kwargs):
+            job = args[0]
+            if kind == step and nodes_of(getattr(job, "name", job)) == 2:
+                raise refused
+            return target(*args, **kwargs)
+
+        return call
+
+    client.jobs.create_or_update.side_effect = failing(submit, "submit")
+    client.jobs.download.side_effect = failing(download, "logs")
+    out = tmp_path / "bench"
+    assert bench(outputs_file, out) == 1
+    assert client.jobs.create_or_update.call_count == 3
+    runs = json.loads((out / "results.json").read_text())["runs"]
+    assert [(r["nodes"], r["status"], r["counted"]) for r in runs] == [
+        (1, "Completed", True),
+        (2, "error", False),
+        (4, "Failed", False),
+    ]
+    assert runs[1]["job"].startswith("azdl-keras-2n-")
+    expected = "HttpResponseError: (ServiceError) try again later"
+    if step == "logs":
+        expected = "job Completed, then reading its logs failed: " + expected
+    assert runs[1]["error"] == expected
+    assert f"| 2 | 16 | – | – | – | error: {expected} |" in (out / "results.md").read_text()
+
+
+def test_the_report_is_written_after_each_size_so_an_interrupt_keeps_it(
+    ml_client, outputs_file, tmp_path
+):
+    client = ml_client.return_value
+    jobs_ending(client, {1: "Completed", 2: "Completed", 4: "Completed"})
+    submit = client.jobs.create_or_update.side_effect
+
+    def interrupted_at_two_nodes(job):
+        if job.resources.instance_count == 2:
+            raise KeyboardInterrupt
+        return submit(job)
+
+    client.jobs.create_or_update.side_effect = interrupted_at_two_nodes
+    out = tmp_path / "bench"
+    assert bench(outputs_file, out) == 130
+    runs = json.loads((out / "results.json").read_text())["runs"]
+    assert [(r["nodes"], r["status"], r["counted"]) for r in runs] == [(1, "Completed", True)]
+    assert (out / "scaling.png").read_bytes().startswith(PNG_MAGIC)
+
+
+def test_a_job_past_the_wait_limit_is_cancelled_and_reported(ml_client, outputs_file, tmp_path):
+    client = ml_client.return_value
+    jobs_ending(client, {1: "Completed", 2: "Queued", 4: "Completed"})
+    out = tmp_path / "bench"
+    assert bench(outputs_file, out, "--timeout-minutes", "0.0001") == 1
+    stuck = client.jobs.begin_cancel.call_args.args[0]
+    assert nodes_of(stuck) == 2 and client.jobs.begin_cancel.call_count == 1
+    runs = json.loads((out / "results.json").read_text())["runs"]
+    assert [r["status"] for r in runs] == ["Completed", "error", "Completed"]
+    assert runs[1]["error"].startswith(f"job {stuck} is still Queued after the wait's limit")
+    assert runs[1]["error"].endswith("; cancel requested")
+
+
+def test_the_wait_limit_must_be_positive(outputs_file, tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        bench(outputs_file, tmp_path, "--timeout-minutes", "0")
+    assert "--timeout-minutes: '0': expected a number of minutes above 0" in capsys.readouterr().err
+
+
+def test_wait_stops_at_every_terminal_status_of_azure_ai_ml():
+    from azure.ai.ml.operations._run_history_constants import RunHistoryConstants
+
+    assert set(TERMINAL) == set(RunHistoryConstants.TERMINAL_STATUSES)
+    for final in TERMINAL:
+        seen = iter(["Queued", "Running", final])
+        client = SimpleNamespace(
+            jobs=SimpleNamespace(get=lambda name, seen=seen: SimpleNamespace(status=next(seen)))
+        )
+        assert wait(client, "job-1", 0, sleep=lambda s: None) == final
+
+
+def test_wait_gives_up_after_its_limit_with_a_clear_error():
+    now = [0.0]
+    client = SimpleNamespace(
+        jobs=SimpleNamespace(get=lambda name: SimpleNamespace(status="Queued"))
+    )
+
+    def sleep(seconds):
+        now[0] += seconds
+
+    with pytest.raises(
+        WaitTimeout, match=r"job job-1 is still Queued after the wait's limit of 90 s"
+    ):
+        wait(client, "job-1", 30, timeout_seconds=90, sleep=sleep, clock=lambda: now[0])
+    assert now[0] == 90
 
 
 def test_cluster_bench_checks_every_size_before_submitting_any(ml_client, outputs_file, capsys):
