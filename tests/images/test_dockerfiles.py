@@ -114,8 +114,12 @@ def test_versions_match_the_project_pins(framework):
     args = dict(a.split("=", 1) for a in instructions(framework, "ARG"))
     pins = requirement_pins()
     assert args[FRAMEWORKS[framework]] == pins[FRAMEWORK_PINS[framework]]
+    # pip, and the setuptools and wheel Horovod builds with (--no-build-isolation), as the local
+    # training environment has them.
     setup = (ROOT / "scripts" / "setup-training.sh").read_text()
-    assert f"pip=={args['PIP_VERSION']}" in setup
+    for tool in ("pip", "setuptools", "wheel"):
+        pinned = re.findall(rf"\b{tool}==([^\s\"']+)", setup)
+        assert pinned == [args[f"{tool.upper()}_VERSION"]], f"{tool}: setup {pinned}"
     # The image installs the pinned requirements less exactly the CPU framework builds.
     run = " ".join(instructions(framework, "RUN"))
     excluded = re.search(r"grep -vE '\^\(([^)]*)\)==' /tmp/requirements.txt", run)
@@ -142,6 +146,30 @@ def test_the_run_stage_has_mpi_infiniband_and_the_training_code_and_no_exiting_c
     assert "--from=training . /opt/azdl/training" in copies
     env = " ".join(i["value"] for i in final if i["instruction"] == "ENV")
     assert "PYTHONPATH=/opt/azdl" in env
+
+
+@pytest.mark.parametrize("framework", sorted(FRAMEWORKS))
+def test_horovod_builds_and_checks_with_the_cuda_driver_stub_then_drops_it(framework):
+    """No GPU driver on the builder: the driver stub is on the loader path for Horovod's build
+    and `horovodrun --check-build` (as in Horovod's own GPU Dockerfile), and off again after."""
+    build = next(r for r in instructions(framework, "RUN") if "build_horovod.sh" in r)
+    steps = [step.strip() for step in build.split("&&")]
+    first, last = steps[0].split(), steps[-1]
+    assert first[0] == "ldconfig" and first[1].startswith("/usr/local/cuda/"), steps[0]
+    assert first[1].rstrip("/").endswith("/stubs"), steps[0]
+    assert last == "ldconfig", "the stub must leave the loader cache after the check"
+    check = next(i for i, step in enumerate(steps) if "horovodrun --check-build" in step)
+    assert 0 < next(i for i, step in enumerate(steps) if "build_horovod.sh" in step) < check
+    assert check < len(steps) - 1
+
+
+@pytest.mark.parametrize("framework", sorted(FRAMEWORKS))
+def test_the_host_driver_the_cuda_release_needs_is_documented(framework):
+    """NVIDIA's minor-version compatibility: CUDA 12.x needs driver R525+, 13.x R580+."""
+    major = re.search(r"nvidia/cuda:(\d+)\.", parse(framework).baseimage).group(1)
+    driver = {"12": "R525", "13": "R580"}[major]
+    text = (IMAGES / framework / "Dockerfile").read_text()
+    assert re.search(rf"CUDA {major}\.x needs NVIDIA driver {driver} or newer", text)
 
 
 def third_party_imports(module: str) -> set[str]:
