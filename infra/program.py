@@ -18,7 +18,7 @@ from infra.network import Network, NetworkArgs
 from infra.private_link import Endpoint, PrivateLink, PrivateLinkArgs
 from infra.registry import Registry, RegistryArgs
 from infra.storage import Storage, StorageArgs, data_protection
-from infra.workspace import Workspace, WorkspaceArgs
+from infra.workspace import BlobContainer, Workspace, WorkspaceArgs
 
 
 def read_config() -> StackConfig:
@@ -72,6 +72,12 @@ def declare(cfg: StackConfig) -> dict[str, Any]:
             net.training_subnet.id,
             store.outputs_account.id,
             registry.registry.id,
+            data_container=BlobContainer(
+                data_group.name, store.data_account.name, store.data_container.name
+            ),
+            outputs_container=BlobContainer(
+                group.name, store.outputs_account.name, store.outputs_container.name
+            ),
         ),
     )
     cluster = Cluster(
@@ -125,6 +131,9 @@ def declare(cfg: StackConfig) -> dict[str, Any]:
         "outputsAccountUrl": store.outputs_url,
         "outputsContainerName": store.outputs_container.name,
         "nfsMountTarget": store.nfs_mount_target,
+        # What jobs name their data input and outputs by (azureml://datastores/<name>/paths/…)
+        "dataDatastore": workspace.data_datastore.name,
+        "outputsDatastore": workspace.outputs_datastore.name,
     }
 
     # Images of this commit (or the stack's prebuilt refs), registered as Azure ML environments.

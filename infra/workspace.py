@@ -4,6 +4,12 @@ The workspace has a system identity and reaches its storage (the outputs account
 so that account needs no shared keys. Key Vault uses Azure RBAC, not access policies. Private
 stacks disable public access everywhere and name an image-build compute, which a workspace
 whose registry is private needs to build environments.
+
+Two identity-based datastores name the training-data container and the outputs container, so
+jobs address them as `azureml://datastores/<name>/paths/...` (Azure ML job inputs and outputs
+take datastore URIs): no stored credentials; a job reads and writes with its own identity (the
+cluster's, which holds the data-reader and outputs-contributor roles), and the studio with the
+signed-in user's, not with the workspace's identity, which has no data roles.
 """
 
 from dataclasses import dataclass
@@ -18,6 +24,19 @@ from pulumi_azure_native import (
 
 from infra.config import StackConfig
 
+# Azure ML datastore names: lowercase letters, digits and underscores.
+DATA_DATASTORE = "azdl_training_data"
+OUTPUTS_DATASTORE = "azdl_outputs"
+
+
+@dataclass
+class BlobContainer:
+    """A blob container as a datastore sees it."""
+
+    resource_group_name: pulumi.Input[str]
+    account_name: pulumi.Input[str]
+    container_name: pulumi.Input[str]
+
 
 @dataclass
 class WorkspaceArgs:
@@ -27,6 +46,8 @@ class WorkspaceArgs:
     training_subnet_id: pulumi.Input[str]
     storage_account_id: pulumi.Input[str]
     registry_id: pulumi.Input[str]
+    data_container: BlobContainer
+    outputs_container: BlobContainer
 
 
 class Workspace(pulumi.ComponentResource):
@@ -113,11 +134,47 @@ class Workspace(pulumi.ComponentResource):
             child,
         )
         self.name = self.workspace.name
+
+        def datastore(logical: str, name: str, container: BlobContainer, holds: str):
+            return machinelearningservices.Datastore(
+                logical,
+                machinelearningservices.DatastoreArgs(
+                    name=name,
+                    resource_group_name=rg,
+                    workspace_name=self.workspace.name,
+                    properties=machinelearningservices.AzureBlobDatastoreArgs(
+                        datastore_type="AzureBlob",
+                        account_name=container.account_name,
+                        container_name=container.container_name,
+                        resource_group=container.resource_group_name,
+                        # No stored credentials: the identity of whoever uses it (see above).
+                        credentials=machinelearningservices.NoneDatastoreCredentialsArgs(
+                            credentials_type="None"
+                        ),
+                        service_data_access_auth_identity="None",
+                        description=f"azdl {cfg.stack}: {holds}",
+                        tags=dict(cfg.tags),
+                    ),
+                ),
+                child,
+            )
+
+        self.data_datastore = datastore(
+            "data-datastore", DATA_DATASTORE, args.data_container, "training data (read-only)"
+        )
+        self.outputs_datastore = datastore(
+            "outputs-datastore",
+            OUTPUTS_DATASTORE,
+            args.outputs_container,
+            "checkpoints, logs and TensorBoard events",
+        )
         self.register_outputs(
             {
                 "workspaceName": self.workspace.name,
                 "workspaceId": self.workspace.id,
                 "keyVaultId": self.key_vault.id,
                 "appInsightsId": self.app_insights.id,
+                "dataDatastore": self.data_datastore.name,
+                "outputsDatastore": self.outputs_datastore.name,
             }
         )

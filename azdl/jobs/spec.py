@@ -2,8 +2,10 @@
 
 One MPI process per GPU (the VM-size catalogue says how many a node has; one per node on CPU
 sizes), `nodes` instances, the stack's environment for the framework's image, data in one of
-the storage modes, checkpoints and TensorBoard logs in the outputs account, and NCCL settings
-for the cluster's network. Everything is checked before a job object exists.
+the storage modes, checkpoints and TensorBoard logs in the outputs container, and NCCL settings
+for the cluster's network. Data and outputs are addressed through the stack's identity-based
+datastores (`azureml://datastores/<name>/paths/<path>`, the URIs Azure ML job inputs and
+outputs take). Everything is checked before a job object exists.
 """
 
 import shlex
@@ -136,6 +138,12 @@ def training_command(request: JobRequest) -> str:
     return " && ".join([*steps, shlex.join(train)])
 
 
+def datastore_uri(datastore: str, *folders: str) -> str:
+    """`azureml://datastores/<datastore>/paths/<folders>/`: a folder in a datastore."""
+    path = "".join(f"{part.strip('/')}/" for part in folders if part.strip("/"))
+    return f"azureml://datastores/{datastore}/paths/{path}"
+
+
 def nfs_docker_args(target: str) -> list[str]:
     """`docker run` arguments that mount the NFS 4.1 share at NFS_MOUNT_POINT (Docker's local
     volume driver mounts it on the node; the container needs no extra privileges)."""
@@ -156,12 +164,15 @@ def build_job(outputs: StackOutputs, request: JobRequest):
     validate(outputs, request)
     inputs = {}
     if request.storage in ("mount", "copy"):
-        path = f"{outputs['dataContainerUrl'].rstrip('/')}/{request.data_path}".rstrip("/")
+        path = datastore_uri(outputs["dataDatastore"], request.data_path)
         inputs["data"] = Input(type="uri_folder", path=path, mode="ro_mount")
-    base = outputs["outputsAccountUrl"].rstrip("/")
-    run_folder = f"{base}/{outputs['outputsContainerName']}/{request.experiment}/{request.run_id}"
+    run_folder = (request.experiment, request.run_id)
     job_outputs = {
-        name: Output(type="uri_folder", path=f"{run_folder}/{name}", mode="rw_mount")
+        name: Output(
+            type="uri_folder",
+            path=datastore_uri(outputs["outputsDatastore"], *run_folder, name),
+            mode="rw_mount",
+        )
         for name in ("checkpoints", "logs")
     }
     return command(

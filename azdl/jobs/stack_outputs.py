@@ -11,10 +11,12 @@ from azdl.envs import REPO_ROOT
 from azdl.errors import AzdlError
 from infra.catalogue import UnknownVmSize, VmSize, get_vm_size
 
+# The outputs submit and bench need (tests/infra checks that the program exports them all);
+# nfsMountTarget is read too, but may be null (a stack without an NFS share).
 REQUIRED = (
     "resourceGroupName", "subscriptionId", "workspaceName", "clusterName", "clusterVmSize",
-    "clusterMaxNodes", "clusterIdentityClientId", "dataContainerUrl", "outputsAccountUrl",
-    "outputsContainerName", "environments",
+    "clusterMaxNodes", "clusterIdentityClientId", "dataDatastore", "outputsDatastore",
+    "environments",
 )  # fmt: skip
 # Training frameworks (azdl train --framework) -> the image that runs them.
 IMAGE_OF = {"keras": "tensorflow", "tf": "tensorflow", "torch": "pytorch"}

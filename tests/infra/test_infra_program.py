@@ -4,23 +4,27 @@ camelCase inputs), role assignments point at the right scopes, and the outputs a
 
 import importlib
 import inspect
+import json
 import re
 import uuid
 from pathlib import Path
 
 import pytest
 
+from azdl.jobs.stack_outputs import REQUIRED, parse_outputs
 from infra.cluster import ROLES, role_assignment_name
 from infra.mocks import SUBSCRIPTION_ID
 from infra.naming import RULES
 
 AZ = "azure-native:"
+ROOT = Path(__file__).resolve().parents[2]
 OUTPUT_KEYS = {
-    "resourceGroupName", "location", "subscriptionId", "workspaceName", "clusterName",
-    "clusterVmSize", "clusterMaxNodes", "gpusPerNode", "infiniband", "clusterIdentityClientId",
-    "registryLoginServer", "dataAccountName", "dataAccountUrl", "dataContainerName",
-    "dataContainerUrl", "outputsAccountName", "outputsAccountUrl", "outputsContainerName",
-    "nfsMountTarget",
+    "resourceGroupName", "dataResourceGroupName", "location", "subscriptionId", "workspaceName",
+    "clusterName", "clusterVmSize", "clusterMaxNodes", "gpusPerNode", "infiniband",
+    "clusterIdentityClientId", "registryLoginServer", "dataAccountName", "dataAccountUrl",
+    "dataContainerName", "dataContainerUrl", "outputsAccountName", "outputsAccountUrl",
+    "outputsContainerName", "nfsMountTarget", "dataDatastore", "outputsDatastore", "images",
+    "environments",
 }  # fmt: skip
 
 
@@ -37,7 +41,7 @@ def ids_of(rendering, short_type):
 
 def test_outputs_are_complete_and_consistent(rendering, cfg):
     out = rendering.outputs
-    assert set(out) >= OUTPUT_KEYS
+    assert set(out) == OUTPUT_KEYS
     assert out["resourceGroupName"] == cfg.names.resource_group
     assert out["location"] == cfg.location
     assert out["subscriptionId"] == SUBSCRIPTION_ID
@@ -64,6 +68,26 @@ def test_outputs_are_complete_and_consistent(rendering, cfg):
         assert out["nfsMountTarget"] == f"{host}:/{nfs}/{cfg.names.nfs_share}"
     else:
         assert out["nfsMountTarget"] is None
+
+
+def test_the_job_tools_find_every_output_they_need(rendering):
+    """azdl.jobs.stack_outputs.REQUIRED and the program's exports cannot drift apart: the
+    rendered outputs, as `pulumi stack output --json` prints them, pass the job tools' check."""
+    exported = json.loads(json.dumps(rendering.outputs))
+    missing = [key for key in REQUIRED if exported.get(key) in (None, "", {})]
+    assert not missing, f"the program does not export {missing} that the job tools need"
+    outputs = parse_outputs(exported, "rendered stack")
+    assert outputs.environment("keras") == exported["environments"]["tensorflow"]
+    assert outputs.environment("torch") == exported["environments"]["pytorch"]
+    assert "nfsMountTarget" in exported  # read as optional: null without a share
+
+
+def test_the_shipped_example_outputs_have_the_programs_keys(rendering):
+    example = json.loads((ROOT / "docs" / "stack-outputs.example.json").read_text())
+    example.pop("_comment")
+    assert set(example) == set(rendering.outputs)
+    assert set(example["images"]) == set(rendering.outputs["images"])
+    assert set(example["environments"]) == set(rendering.outputs["environments"])
 
 
 # ---- structure: components, tags, names -------------------------------------------------------
@@ -283,6 +307,33 @@ def test_workspace_and_its_dependencies(rendering, cfg):
         assert "imageBuildCompute" not in ws
 
 
+def test_identity_based_datastores_for_training_data_and_outputs(rendering, cfg):
+    workspace = one(rendering, "machinelearningservices:Workspace", "workspace")
+    stores = {
+        "data-datastore": (rendering.outputs["dataDatastore"], cfg.names.data_resource_group,
+                           cfg.names.data_account, cfg.storage.data_container),
+        "outputs-datastore": (rendering.outputs["outputsDatastore"], cfg.names.resource_group,
+                              cfg.names.outputs_account, cfg.storage.outputs_container),
+    }  # fmt: skip
+    found = {d.name: d for d in rendering.of_type(AZ + "machinelearningservices:Datastore")}
+    assert set(found) == set(stores)
+    for logical, (name, group, account, container) in stores.items():
+        store = found[logical]
+        assert re.fullmatch(r"[a-z0-9_]+", name)  # Azure ML's datastore name rule
+        assert store.inputs["name"] == name
+        assert store.inputs["workspaceName"] == cfg.names.workspace
+        assert store.parent == workspace.parent  # inside the Workspace component
+        props = store.inputs["properties"]
+        assert props["datastoreType"] == "AzureBlob"
+        assert (props["accountName"], props["containerName"]) == (account, container)
+        assert props["resourceGroup"] == group
+        # no stored secret: jobs use their own identity, the studio the user's
+        assert props["credentials"] == {"credentialsType": "None"}
+        assert props["serviceDataAccessAuthIdentity"] == "None"
+        assert store.id.endswith(f"/workspaces/{cfg.names.workspace}/datastores/{name}")
+    assert stores["data-datastore"][0] != stores["outputs-datastore"][0]
+
+
 # ---- cluster -----------------------------------------------------------------------------------
 
 
@@ -346,11 +397,15 @@ def test_cluster_identity_has_least_privilege_roles_on_the_right_scopes(renderin
 
 def test_role_assignment_names_are_deterministic_guids_of_scope_principal_and_role():
     scope = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.ContainerRegistry/registries/r"
-    reader = f"/subscriptions/s/providers/Microsoft.Authorization/roleDefinitions/{ROLES['AcrPull']}"
+    reader = (
+        f"/subscriptions/s/providers/Microsoft.Authorization/roleDefinitions/{ROLES['AcrPull']}"
+    )
     first = role_assignment_name(scope, "principal-1", reader)
     assert uuid.UUID(first)
     assert first == role_assignment_name(scope, "principal-1", reader)
-    assert first == role_assignment_name(scope.upper(), "PRINCIPAL-1", reader)  # ARM ids ignore case
+    assert first == role_assignment_name(
+        scope.upper(), "PRINCIPAL-1", reader
+    )  # ARM ids ignore case
     others = {
         role_assignment_name(scope + "2", "principal-1", reader),  # another scope
         role_assignment_name(scope, "principal-2", reader),  # another principal
@@ -427,7 +482,7 @@ def variant():
     from infra.config import read_stack_file
     from infra.mocks import render
 
-    config = read_stack_file(Path(__file__).resolve().parents[2] / "stacks" / "Pulumi.dev.yaml")
+    config = read_stack_file(ROOT / "stacks" / "Pulumi.dev.yaml")
     config["azdl:storage"] = {
         **config["azdl:storage"],
         "nfsShareGiB": 0,

@@ -36,6 +36,8 @@ def stack_outputs(vm_size="Standard_ND96isr_H100_v5", max_nodes=4, nfs=True, **e
         "nfsMountTarget": (
             "azdlprodnfs.file.core.windows.net:/azdlprodnfs/training-data" if nfs else None
         ),
+        "dataDatastore": "azdl_training_data",
+        "outputsDatastore": "azdl_outputs",
         "images": {
             "tensorflow": "azdlprodacr.azurecr.io/azdl/tensorflow:abc@sha256:" + "1" * 64,
             "pytorch": "azdlprodacr.azurecr.io/azdl/pytorch:def@sha256:" + "2" * 64,

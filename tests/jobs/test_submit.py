@@ -43,12 +43,13 @@ def test_infiniband_job_has_one_process_per_gpu_and_keeps_infiniband_on(
     assert job.environment.endswith("/environments/azdl-tensorflow/versions/abc")
     assert job.identity.client_id == "client-id-1"
     data = job.inputs["data"]
-    assert data.path == "https://azdlproddata.blob.core.windows.net/training-data/imagenet"
+    # Azure ML job inputs and outputs take datastore URIs (the stack's identity-based ones)
+    assert data.path == "azureml://datastores/azdl_training_data/paths/imagenet/"
     assert (data.type, data.mode) == ("uri_folder", "ro_mount")
     for name in ("checkpoints", "logs"):
         out = job.outputs[name]
-        assert out.path == f"https://azdlprodout.blob.core.windows.net/outputs/azdl/run-1/{name}"
-        assert out.mode == "rw_mount"
+        assert out.path == f"azureml://datastores/azdl_outputs/paths/azdl/run-1/{name}/"
+        assert (out.type, out.mode) == ("uri_folder", "rw_mount")
     env = job.environment_variables
     assert env["NCCL_IB_DISABLE"] == "0"
     assert env["NCCL_IB_PCI_RELAXED_ORDERING"] == "1"
@@ -132,6 +133,8 @@ def test_copy_mode_copies_each_nodes_shards_to_local_disk_before_training(output
     assert copy == "python -m training.copy_shards --source '${{inputs.data}}' --dest /mnt/nvme/d"
     assert train.startswith("python -m training.train_keras --data-dir /mnt/nvme/d ")
     assert job.inputs["data"].mode == "ro_mount"
+    # no --data-path: the whole data container
+    assert job.inputs["data"].path == "azureml://datastores/azdl_training_data/paths/"
 
 
 def test_dry_run_prints_the_request_and_never_calls_azure(ml_client, outputs_file, capsys):
@@ -143,7 +146,8 @@ def test_dry_run_prints_the_request_and_never_calls_azure(ml_client, outputs_fil
     assert "processCountPerInstance: 8" in out
     assert "instanceCount: 3" in out
     assert "NCCL_IB_DISABLE: '0'" in out
-    assert "uri: https://azdlproddata.blob.core.windows.net/training-data" in out
+    assert "uri: azureml://datastores/azdl_training_data/paths/\n" in out
+    assert "uri: azureml://datastores/azdl_outputs/paths/azdl/r9/checkpoints/\n" in out
 
 
 def test_wait_streams_the_logs_and_exits_non_zero_for_a_failed_job(ml_client, outputs_file):
