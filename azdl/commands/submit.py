@@ -1,11 +1,13 @@
 """`azdl submit`: one Horovod training job on the stack's Azure ML cluster.
 
 Reads the stack outputs (`pulumi stack output --json`, or a saved copy with --outputs), checks
-everything it can locally, then submits with azure-ai-ml. `--dry-run` prints the job spec and
-never contacts Azure; `--wait` streams the job's logs until it ends.
+everything it can locally, then submits with azure-ai-ml. `--dry-run` prints the job in
+azure-ai-ml's REST form, built locally, and never contacts Azure; `--wait` streams the job's logs
+until it ends.
 """
 
 import argparse
+import re
 import secrets
 import sys
 import time
@@ -58,7 +60,12 @@ def register(subparsers) -> None:
     )
     p.add_argument("--experiment", default="azdl", help="Azure ML experiment (default azdl)")
     p.add_argument("--name", help="job name (default: azdl-<framework>-<nodes>n-<time>-<hex>)")
-    p.add_argument("--shm-size", default="16g", help="shared memory per node (default 16g)")
+    p.add_argument(
+        "--shm-size",
+        type=shm_size,
+        default="16g",
+        help="shared memory per node: a number above 0 and b, k, m or g (default 16g)",
+    )
     p.add_argument(
         "--nccl-debug",
         choices=["VERSION", "WARN", "INFO", "TRACE"],
@@ -66,13 +73,24 @@ def register(subparsers) -> None:
         help="NCCL_DEBUG on GPU sizes (default WARN; INFO shows which transport NCCL picked)",
     )
     p.add_argument(
-        "--dry-run", action="store_true", help="print the job spec; do not contact Azure"
+        "--dry-run",
+        action="store_true",
+        help="print the job as built locally (azure-ai-ml's REST form); do not contact Azure",
     )
     p.add_argument("--wait", action="store_true", help="stream the job's logs until it ends")
     p.add_argument(
         "script_args", nargs=argparse.REMAINDER, help="arguments for the training script"
     )
     p.set_defaults(func=run)
+
+
+def shm_size(text: str) -> str:
+    """Docker's shared-memory size as Azure ML takes it: <number><unit>, unit b, k, m or g."""
+    if not re.fullmatch(r"[1-9][0-9]*[bkmg]", text):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected a number above 0 followed by b, k, m or g (e.g. 16g, 512m)"
+        )
+    return text
 
 
 def script_args(args: argparse.Namespace) -> tuple[str, ...]:
@@ -85,7 +103,10 @@ def new_run_id(framework: str, nodes: int) -> str:
 
 
 def rest_payload(job) -> dict:
-    """The body azure-ai-ml sends to Azure ML for `job` (what --dry-run shows)."""
+    """`job` in azure-ai-ml's REST form, built locally (what --dry-run shows). Not byte for byte
+    the request: azure-ai-ml has no public way to render that, so this uses its private
+    conversion, and create_or_update still resolves references before sending (computeId is the
+    cluster's name here, its ARM id in the request)."""
     return job._to_job()._to_rest_object().as_dict()
 
 
@@ -105,7 +126,10 @@ def run(args: argparse.Namespace) -> int:
     )
     job = build_job(outputs, request)
     if args.dry_run:
-        print(f"# azdl submit --dry-run: the Azure ML job request for {outputs.source}")
+        print(
+            f"# azdl submit --dry-run: the job for {outputs.source} in azure-ai-ml's REST form, "
+            "built locally; submitting resolves computeId (the cluster's name here) to its ARM id"
+        )
         print(yaml.safe_dump(rest_payload(job), sort_keys=False), end="")
         return 0
 
