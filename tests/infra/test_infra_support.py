@@ -25,6 +25,14 @@ def test_catalogue_has_current_gpu_sizes_and_no_retired_ones():
         assert retired not in VM_SIZES
     h100 = get_vm_size("Standard_ND96isr_H100_v5")
     assert (h100.gpus, h100.gpu_model, h100.infiniband) == (8, "H100 SXM", True)
+    h200 = get_vm_size("Standard_ND96isr_H200_v5")
+    assert (h200.gpus, h200.gpu_model, h200.gpu_memory_gib, h200.vcpus, h200.infiniband) == (
+        8, "H200 SXM", 141, 96, True)  # fmt: skip
+    nvl = get_vm_size("Standard_NC80adis_H100_v5")
+    assert (nvl.gpus, nvl.gpu_model, nvl.gpu_memory_gib, nvl.vcpus, nvl.infiniband) == (
+        2, "H100 NVL", 94, 80, False)  # fmt: skip
+    # CUDA x86-64 images only: no AMD (ROCm) sizes, no Arm-hosted GB200 sizes
+    assert not [n for n in VM_SIZES if "MI300X" in n or "GB200" in n]
     assert get_vm_size("Standard_NC24ads_A100_v4").infiniband is False
     assert any(size.gpus == 0 for size in VM_SIZES.values())  # a CPU size for cheap clusters
 
