@@ -6,7 +6,7 @@ import pytest
 
 from azdl.cli import main
 from azdl.review import manifest
-from azdl.review.diff import diff, flatten, forces_replacement, render_text
+from azdl.review.diff import arm_id_inputs, diff, flatten, forces_replacement, render_text
 from tests.review.builders import compute, plan, resource, storage
 
 
@@ -16,16 +16,30 @@ def nsg(*rules: dict) -> dict:
     )
 
 
-AML_RULE = {"name": "aml", "direction": "Inbound", "access": "Allow",
-            "sourceAddressPrefix": "AzureMachineLearning", "priority": 110}  # fmt: skip
+AML_RULE = {"name": "aml", "direction": "Inbound", "access": "Allow", "protocol": "Tcp",
+            "sourceAddressPrefix": "AzureMachineLearning", "destinationPortRanges": ["44224"],
+            "destinationAddressPrefix": "VirtualNetwork", "priority": 110}  # fmt: skip
+DENY_RULE = {"name": "DenyInternetInbound", "direction": "Inbound", "access": "Deny",
+             "protocol": "*", "sourceAddressPrefix": "Internet", "sourcePortRange": "*",
+             "destinationAddressPrefix": "*", "destinationPortRange": "*",
+             "priority": 4000}  # fmt: skip
 ROLE = "/subscriptions/s/providers/Microsoft.Authorization/roleDefinitions/"
 READER = ROLE + "2a2b9908-6ea1-4ae2-8e65-a410df84e7d1"
+CONTRIBUTOR = ROLE + "ba92f5b4-2d11-453d-a403-e96b0029c9fe"
+ACR_PUSH = ROLE + "8311e382-0749-4cb8-b61a-304f252e45ec"
 OWNER = ROLE + "8e3af657-a8ff-404c-9d86-bca7d93b5e97"
+GROUP = "/subscriptions/s/resourceGroups/rg"
 
 
-def role(definition: str, scope: str = "/subscriptions/s/resourceGroups/rg") -> dict:
+def role(definition: str, scope: str = GROUP) -> dict:
     inputs = {"roleDefinitionId": definition, "scope": scope, "principalId": "p"}
     return resource("azure-native:authorization:RoleAssignment", "read", inputs)
+
+
+def rule(**inputs) -> dict:
+    """A standalone azure-native SecurityRule."""
+    base = {k: v for k, v in AML_RULE.items() if k != "name"} | {"securityRuleName": "r"}
+    return resource("azure-native:network:SecurityRule", "r", base | inputs)
 
 
 def test_identical_plans_have_no_changes_and_exit_0():
@@ -81,6 +95,35 @@ def test_resource_options_replace_on_changes_and_ignore_changes_are_honoured():
     assert "[ignored: ignoreChanges]" in render_text(result)
 
 
+@pytest.mark.parametrize(
+    ("resource_type", "names"),
+    [
+        ("network:NatGateway", {"natGatewayName"}),
+        ("network:PublicIPAddress", {"publicIpAddressName"}),
+        ("network:PrivateDnsZoneGroup", {"privateDnsZoneGroupName", "privateEndpointName"}),
+        ("network:SecurityRule", {"securityRuleName", "networkSecurityGroupName"}),
+        ("privatedns:PrivateZone", {"privateZoneName"}),
+        ("privatedns:VirtualNetworkLink", {"virtualNetworkLinkName", "privateZoneName"}),
+        ("machinelearningservices:Compute", {"computeName", "workspaceName"}),
+        ("machinelearningservices:EnvironmentContainer", {"name", "workspaceName"}),
+        ("machinelearningservices:EnvironmentVersion", {"name", "version", "workspaceName"}),
+        ("machinelearningservices:Datastore", {"name", "workspaceName"}),
+        ("storage:FileShare", {"accountName", "shareName"}),  # not its `expand` option
+        ("authorization:RoleAssignment", {"roleAssignmentName", "scope"}),
+    ],
+)
+def test_the_inputs_of_an_arm_id_force_replacement(resource_type, names):
+    token = f"azure-native:{resource_type}"
+    expected = names | ({"resourceGroupName"} if "RoleAssignment" not in token else set())
+    assert set(arm_id_inputs(token)) == expected
+    assert all(forces_replacement(token, name) for name in names)
+
+
+def test_a_display_name_is_no_arm_name():
+    assert not forces_replacement("azure-native:machinelearningservices:Workspace", "friendlyName")
+    assert arm_id_inputs("docker-build:index:Image") == ()
+
+
 def test_replacement_list_is_data():
     assert forces_replacement("azure-native:storage:StorageAccount", "sku.name")
     assert not forces_replacement("azure-native:storage:StorageAccount", "tags.owner")
@@ -102,14 +145,77 @@ def test_replacement_list_is_data():
         (
             nsg(AML_RULE),
             nsg(AML_RULE, AML_RULE | {"name": "ssh", "sourceAddressPrefix": "*"}),
-            "inbound allow rule ssh added or widened",
+            "new inbound allow rule ssh from the internet",
         ),
         (
             nsg(AML_RULE),
             nsg(AML_RULE | {"sourceAddressPrefix": "Internet"}),
-            "inbound allow rule aml added or widened",
+            "inbound allow rule aml widened: source azuremachinelearning => internet",
         ),
-        (role(READER), role(OWNER), "role changed from Storage Blob Data Reader to Owner"),
+        (
+            nsg(AML_RULE),
+            nsg(AML_RULE | {"destinationPortRanges": ["*"]}),
+            "inbound allow rule aml widened: destination ports 44224 => *",
+        ),
+        (
+            nsg(AML_RULE),
+            nsg(AML_RULE | {"destinationPortRanges": ["44000-45000"], "protocol": "*"}),
+            "inbound allow rule aml widened: destination ports 44224 => 44000-45000; "
+            "protocol tcp => *",
+        ),
+        (nsg(AML_RULE, DENY_RULE), nsg(AML_RULE), "inbound deny rule DenyInternetInbound removed"),
+        (
+            nsg(DENY_RULE),
+            nsg(DENY_RULE | {"destinationPortRange": "22"}),
+            "inbound deny rule DenyInternetInbound weakened: destination ports * => 22",
+        ),
+        (
+            nsg(DENY_RULE),
+            nsg(DENY_RULE | {"priority": 4096}),
+            "inbound deny rule DenyInternetInbound weakened: priority 4000 => 4096",
+        ),
+        (
+            nsg(DENY_RULE),
+            nsg(DENY_RULE | {"access": "Allow"}),
+            "inbound deny rule DenyInternetInbound no longer denies inbound traffic",
+        ),
+        (
+            rule(),
+            rule(sourceAddressPrefixes=["203.0.113.0/24"]),
+            "inbound allow rule r widened: source azuremachinelearning => "
+            "203.0.113.0/24,azuremachinelearning",
+        ),
+        (
+            rule(),
+            rule(destinationPortRanges=["*"]),
+            "inbound allow rule r widened: destination ports 44224 => *",
+        ),
+        (
+            rule(access="Deny"),
+            rule(access="Deny", sourceAddressPrefix="10.0.0.0/8"),
+            "inbound deny rule r weakened: source azuremachinelearning => 10.0.0.0/8",
+        ),
+        (role(READER), role(OWNER), "role broadened from Storage Blob Data Reader to Owner"),
+        (
+            role(CONTRIBUTOR),
+            role(ACR_PUSH),
+            "role changed from Storage Blob Data Contributor to AcrPush (other permissions)",
+        ),
+        (
+            role(READER),
+            role(READER, "/subscriptions/s"),
+            "scope broadened from resource group to subscription",
+        ),
+        (
+            role(READER, "/subscriptions/s"),
+            role(READER, "/providers/Microsoft.Management/managementGroups/mg"),
+            "scope broadened from subscription to management group",
+        ),
+        (
+            role(READER),
+            role(READER, "/subscriptions/s/resourceGroups/other"),
+            "role assignment moved to another resource group",
+        ),
     ],
 )
 def test_security_widening_changes_are_flagged_loudly(before, after, reason):
@@ -120,19 +226,85 @@ def test_security_widening_changes_are_flagged_loudly(before, after, reason):
     assert result.exit_code == 3
 
 
-def test_tightening_is_not_flagged():
-    result = diff(plan(storage()), plan(storage(publicNetworkAccess="Disabled")))
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        (storage(), storage(publicNetworkAccess="Disabled")),
+        (storage(minimumTlsVersion="TLS1_2"), storage(minimumTlsVersion="TLS1_3")),
+        (nsg(AML_RULE), nsg(AML_RULE | {"destinationPortRanges": ["44224"], "priority": 120})),
+        (nsg(AML_RULE | {"protocol": "*"}), nsg(AML_RULE)),
+        # the same rule written with the plural property: no change in what it matches
+        (
+            nsg(DENY_RULE),
+            nsg(DENY_RULE | {"destinationPortRange": None, "destinationPortRanges": ["*"]}),
+        ),
+        (nsg(DENY_RULE), nsg(DENY_RULE | {"destinationPortRanges": ["22"], "priority": 3000})),
+        (rule(), rule(sourceAddressPrefixes=[], destinationPortRanges=["44224"])),
+    ],
+)
+def test_tightening_and_rewording_are_not_flagged(before, after):
+    result = diff(plan(before), plan(after))
+    assert result.security == []
+    assert result.exit_code == 1
+
+
+def test_storage_property_set_to_azures_default_is_not_widening_but_unset_can_be():
+    unset = storage()
+    del unset["inputs"]["publicNetworkAccess"]
+    assert diff(plan(unset), plan(storage())).security == []  # absent means Enabled already
+    result = diff(plan(storage(publicNetworkAccess="Disabled")), plan(unset))
+    assert [r for _res, r in result.security] == ["public network access turned on"]
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        (role(OWNER), role(READER)),
+        (role(READER, "/subscriptions/s"), role(READER)),
+        (role(READER), role(READER, GROUP + "/providers/Microsoft.Storage/storageAccounts/a")),
+    ],
+)
+def test_narrowing_a_role_assignment_is_not_flagged(before, after):
+    result = diff(plan(before), plan(after))
+    assert result.security == []
+    assert result.resources[0].action == "replace"  # Azure re-creates role assignments
+
+
+@pytest.mark.parametrize(
+    ("created", "reason"),
+    [
+        (storage(), 'created with publicNetworkAccess = "Enabled"'),
+        (storage(minimumTlsVersion="TLS1_0"), 'created with minimumTlsVersion = "TLS1_0"'),
+        (storage(allowBlobPublicAccess=True), "created with allowBlobPublicAccess = true"),
+        (compute(enableNodePublicIp=True), "created with enableNodePublicIp = true"),
+        (
+            resource("azure-native:containerregistry:Registry", "acr", {"adminUserEnabled": True}),
+            "created with adminUserEnabled = true",
+        ),
+        (
+            nsg(AML_RULE | {"name": "ssh", "sourceAddressPrefix": "Internet"}),
+            "new inbound allow rule ssh from the internet",
+        ),
+        (rule(sourceAddressPrefix="*"), "new inbound allow rule r from the internet"),
+        (role(READER), "new role assignment: Storage Blob Data Reader on a resource group"),
+    ],
+)
+def test_new_resources_with_open_settings_are_flagged(created, reason):
+    result = diff(plan(), plan(created))
+    assert reason in [r for _res, r in result.security]
+    assert result.exit_code == 3
+
+
+def test_new_resources_with_closed_settings_are_routine():
+    closed = storage(publicNetworkAccess="Disabled")
+    result = diff(plan(), plan(closed, compute(), nsg(DENY_RULE)))
     assert result.security == [] and result.exit_code == 1
 
 
-def test_new_role_assignment_and_new_inbound_rule_resource_are_flagged():
-    rule = resource(
-        "azure-native:network:SecurityRule", "r", AML_RULE | {"sourceAddressPrefix": "*"}
-    )
-    result = diff(plan(storage()), plan(storage(), role(READER), rule))
-    reasons = [r for _res, r in result.security]
-    assert "new role assignment: Storage Blob Data Reader" in reasons
-    assert "new inbound allow rule" in reasons
+def test_removing_a_standalone_deny_rule_is_flagged():
+    deny = rule(access="Deny", sourceAddressPrefix="Internet")
+    result = diff(plan(deny), plan())
+    assert [r for _res, r in result.security] == ["inbound deny rule r removed"]
 
 
 def test_removal_and_dropped_protection_need_attention():
@@ -147,18 +319,74 @@ def test_removal_and_dropped_protection_need_attention():
     assert swapped.resources[0].attention == [] and swapped.exit_code == 1
 
 
-def test_changed_stack_settings_are_listed_but_decide_nothing():
-    base, head = plan(storage()), plan(storage(), budget=20)
+def test_changed_stack_settings_alone_are_a_change():
+    base = plan(storage())
+    head = plan(storage())
+    head["config"]["azdl:cluster"] = {"idleSecondsBeforeScaleDown": 600}
     result = diff(base, head)
+    assert result.resources == [] and result.exit_code == 1
+    assert "~ azdl:cluster.idleSecondsBeforeScaleDown: (absent) => 600" in render_text(result)
+    assert diff(plan(storage(), budget=20), plan(storage())).exit_code == 1  # budget lowered
+
+
+def test_raised_gpu_budget_needs_attention():
+    result = diff(plan(storage()), plan(storage(), budget=20))
     assert [(c.path, c.old, c.new) for c in result.config] == [
         ("azdl:maxGpuSpendPerHourUsd", 10, 20)
     ]
-    assert result.exit_code == 0
-    assert "~ azdl:maxGpuSpendPerHourUsd: 10 => 20" in render_text(result)
+    assert result.config_attention == [
+        "azdl:maxGpuSpendPerHourUsd: GPU budget raised from 10 to 20 USD/h"
+    ]
+    assert result.exit_code == 3
+    text = render_text(result)
+    assert "~ azdl:maxGpuSpendPerHourUsd: 10 => 20" in text
+    assert "stack setting azdl:maxGpuSpendPerHourUsd: GPU budget raised" in text
+
+
+@pytest.mark.parametrize(
+    ("key", "old", "new", "reason"),
+    [
+        (
+            "azdl:cluster",
+            {"nodePublicIp": False},
+            {"nodePublicIp": True},
+            "cluster nodes get public IPs",
+        ),
+        ("azdl:cluster", {}, {"nodePublicIp": True}, "cluster nodes get public IPs"),
+        (
+            "azdl:network",
+            {"mode": "privateEndpoints"},
+            {"mode": "serviceEndpoints"},
+            "private endpoints dropped",
+        ),
+        (
+            "azdl:network",
+            {"publicNetworkAccess": False},
+            {"publicNetworkAccess": True},
+            "public network access turned on",
+        ),
+        (
+            "azdl:network",
+            {"allowedIpRanges": ["203.0.113.0/30"]},
+            {"allowedIpRanges": ["203.0.113.0/30", "198.51.100.0/30"]},
+            "firewall admits more internet addresses",
+        ),
+    ],
+)
+def test_stack_settings_that_widen_access_are_flagged(key, old, new, reason):
+    base, head = plan(storage()), plan(storage())
+    base["config"][key], head["config"][key] = old, new
+    result = diff(base, head)
+    assert [c.security for c in result.config_security] == [reason]
+    assert result.exit_code == 3
+    assert f"!!! stack setting {key}." in render_text(result)
+    assert diff(head, base).config_security == []  # the way back closes it again
 
 
 def test_flatten_keys_named_lists_by_name_and_keeps_unknowns_whole():
-    flat = flatten({"securityRules": [AML_RULE], "id": {"$unknown": ["x"]}, "tags": {"a": "1"}})
+    aml = {"name": "aml", "direction": "Inbound", "access": "Allow", "priority": 110,
+           "sourceAddressPrefix": "AzureMachineLearning"}  # fmt: skip
+    flat = flatten({"securityRules": [aml], "id": {"$unknown": ["x"]}, "tags": {"a": "1"}})
     assert flat == {
         "securityRules[aml].access": "Allow",
         "securityRules[aml].direction": "Inbound",

@@ -4,7 +4,7 @@ import pytest
 
 from azdl.review import manifest
 from azdl.review.cost import estimate
-from azdl.review.diff import diff
+from azdl.review.diff import diff, forces_replacement
 from azdl.review.plan import render_stack
 from azdl.review.policy import check
 from azdl.review.tree import render_tree
@@ -47,6 +47,22 @@ def test_manifest_is_faithful(shipped_plans, stack):
     mode = doc["config"]["azdl:storage"]["dataProtection"]
     expected = {"protect": (True, False), "retain": (False, True), "none": (False, False)}
     assert (data["protect"], data["retainOnDelete"]) == expected[mode]
+
+
+DISPLAY_NAMES = {"friendlyName"}  # free text shown in the portal, changed in place
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_azure_name_input_forces_replacement(shipped_plans, stack):
+    names = {
+        (res["type"], key)
+        for res in shipped_plans[stack]["resources"]
+        if res["type"].startswith("azure-native:")
+        for key in res["inputs"]
+        if (key.endswith("Name") or key in ("name", "version")) and key not in DISPLAY_NAMES
+    }
+    assert names
+    assert [n for n in sorted(names) if not forces_replacement(*n)] == []
 
 
 @pytest.mark.parametrize("stack", STACKS)
