@@ -60,7 +60,14 @@ def cost_table(est: cost.Estimate) -> Table:
         table.add_row(
             line.item, line.detail, _money(line.max_per_hour), _money(line.idle_per_month)
         )
-    table.add_row("total", "", _money(est.max_per_hour), _money(est.idle_per_month), style="bold")
+    missing = est.unpriced_lines
+    # With an unpriced item the sums are lower bounds, and say so.
+    bound = "≥ " if missing else ""
+    what = f"incomplete: {missing} item{'s' if missing > 1 else ''} unpriced" if missing else ""
+    table.add_row(
+        "total", what, bound + _money(est.max_per_hour), bound + _money(est.idle_per_month),
+        style="bold",
+    )  # fmt: skip
     return table
 
 

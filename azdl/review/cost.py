@@ -2,9 +2,10 @@
 
 Clusters: price per node-hour × max nodes (the ceiling) and × min nodes (the idle floor).
 NFS share: provisioned GiB × premium-file price. Registry: its tier's daily price. Premium
-blob data is billed on what is stored, so only its rate is shown. A VM size without a price
-is reported as unpriced, never counted as zero. Given a measured throughput, the cost of one
-epoch on the training cluster.
+blob data is billed on what is stored, so only its rate is shown. A VM size without a price,
+or a size, node count, quota or tier known only after deployment, is reported as unpriced
+with the reason, never counted as zero; the totals then are lower bounds. Given a measured
+throughput, the cost of one epoch on the training cluster.
 """
 
 import math
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from azdl.errors import AzdlError
+from azdl.review import manifest as mf
 from azdl.review.prices import Prices, load_prices
 from infra.catalogue import VM_SIZES
 from training.throughput import parse_throughput_lines
@@ -39,22 +41,38 @@ class Estimate:
 
     @property
     def max_per_hour(self) -> float:
+        """The priced lines only: a lower bound when `unpriced_lines` is not 0."""
         return sum(x.max_per_hour or 0.0 for x in self.lines)
 
     @property
     def idle_per_month(self) -> float:
         return sum(x.idle_per_month or 0.0 for x in self.lines)
 
+    @property
+    def unpriced_lines(self) -> int:
+        return sum(1 for x in self.lines if x.max_per_hour is None)
 
-def _scale(res: dict[str, Any]) -> tuple[str | None, int, int, str]:
+    def add_unpriced(self, item: str, detail: str, reason: str) -> None:
+        self.unpriced.append(f"{item}: {reason}")
+        self.lines.append(Line(item, detail, None, None))
+
+
+def _scale(res: dict[str, Any]) -> tuple[Any, Any, Any, str]:
+    """(VM size, min nodes, max nodes, priority) of a cluster; each may be an unknown marker."""
     node = res["inputs"].get("properties", {}).get("properties", {})
     scale = node.get("scaleSettings", {})
     return (
         node.get("vmSize"),
-        int(scale.get("minNodeCount") or 0),
-        int(scale.get("maxNodeCount") or 0),
+        scale.get("minNodeCount") or 0,
+        scale.get("maxNodeCount") or 0,
         node.get("vmPriority", "Dedicated"),
     )
+
+
+def _not_known(**values: Any) -> str | None:
+    """'x, y not known until deploy' for the values that are unknown markers, else None."""
+    unknown = [k for k, v in values.items() if mf.is_unknown(v)]
+    return f"{', '.join(unknown)} not known until deploy" if unknown else None
 
 
 def estimate(doc: dict[str, Any], prices: Prices | None = None) -> Estimate:
@@ -65,29 +83,40 @@ def estimate(doc: dict[str, Any], prices: Prices | None = None) -> Estimate:
         inputs, kind = res["inputs"], res["type"]
         if kind == COMPUTE:
             size, low, high, priority = _scale(res)
-            name = inputs.get("computeName", res["name"])
+            item = f"cluster {inputs.get('computeName', res['name'])}"
+            unknown = _not_known(vmSize=size, minNodeCount=low, maxNodeCount=high)
+            if unknown:
+                est.add_unpriced(item, "(not known until deploy)", unknown)
+                continue
             price = prices.vm(size) if isinstance(size, str) else None
             if price is None:
-                est.unpriced.append(f"{name}: VM size {size} has no price in prices.yaml")
-                est.lines.append(Line(f"cluster {name}", f"{high} x {size} (no price)", None, None))
+                reason = f"VM size {size} has no price in prices.yaml"
+                est.add_unpriced(item, f"{high} x {size} (no price)", reason)
                 continue
             detail = f"{high} x {size} at {price:.3f}/node-h, min {low}"
             if priority == "LowPriority":
                 detail += " (low priority, priced as dedicated: an upper bound)"
-            est.lines.append(Line(f"cluster {name}", detail, price * high, price * low * hours))
+            est.lines.append(Line(item, detail, price * high, price * low * hours))
         elif kind == "azure-native:storage:FileShare":
-            gib = float(inputs.get("shareQuota") or 0)
-            rate = prices.storage_monthly_per_gib["premiumFileProvisioned"]
-            monthly = gib * rate
-            detail = f"{gib:g} GiB provisioned at {rate}/GiB-month"
             item = f"file share {inputs.get('shareName', res['name'])}"
+            quota = inputs.get("shareQuota") or 0
+            if mf.is_unknown(quota):
+                est.add_unpriced(item, "(not known until deploy)", _not_known(shareQuota=quota))
+                continue
+            rate = prices.storage_monthly_per_gib["premiumFileProvisioned"]
+            monthly = float(quota) * rate
+            detail = f"{float(quota):g} GiB provisioned at {rate}/GiB-month"
             est.lines.append(Line(item, detail, monthly / hours, monthly))
         elif kind == "azure-native:containerregistry:Registry":
-            tier = inputs.get("sku", {}).get("name")
-            daily = prices.registry_daily.get(tier)
             item = f"registry {inputs.get('registryName', res['name'])}"
+            sku = inputs.get("sku", {})
+            tier = sku if mf.is_unknown(sku) else sku.get("name")
+            if mf.is_unknown(tier):
+                est.add_unpriced(item, "(not known until deploy)", _not_known(sku=tier))
+                continue
+            daily = prices.registry_daily.get(tier)
             if daily is None:
-                est.unpriced.append(f"{item}: tier {tier} has no price")
+                est.add_unpriced(item, f"{tier} tier (no price)", f"tier {tier} has no price")
                 continue
             monthly = daily * hours / 24
             est.lines.append(Line(item, f"{tier} tier at {daily}/day", daily / 24, monthly))
@@ -135,6 +164,10 @@ def add_epoch_cost(
     if cluster is None:
         raise AzdlError(f"stack {doc['stack']} declares no training cluster to price an epoch on")
     size, _low, high, _priority = _scale(cluster)
+    unknown = _not_known(vmSize=size, maxNodeCount=None if workers else high)
+    if unknown:
+        est.unpriced.append(f"epoch cost: {unknown} on cluster {name}")
+        return
     price = prices.vm(size)
     gpus = VM_SIZES[size].gpus if size in VM_SIZES else 0
     nodes = high if not workers else max(1, math.ceil(workers / max(gpus, 1)))
@@ -149,7 +182,7 @@ def add_epoch_cost(
     }
     if price is None:
         est.unpriced.append(f"epoch cost: VM size {size} has no price in prices.yaml")
-    if nodes > high:
+    if not mf.is_unknown(high) and nodes > high:
         est.notes.append(
             f"the throughput was measured on {workers} GPUs = {nodes} nodes of {size}, more than "
             f"this stack's cluster.maxNodes ({high})"

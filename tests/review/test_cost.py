@@ -1,9 +1,12 @@
 """The cost estimate: node-hours at max and min, provisioned storage, registry tier, epochs."""
 
+import io
 import json
 
 import pytest
+from rich.console import Console
 
+from azdl.commands.plan import cost_table
 from azdl.errors import AzdlError
 from azdl.review import cost
 from azdl.review.prices import load_prices
@@ -42,10 +45,66 @@ def test_cluster_share_and_registry_are_priced():
     assert est.notes[-1] == PRICES.label
 
 
+def printed(est: cost.Estimate) -> str:
+    out = io.StringIO()
+    Console(file=out, width=200).print(cost_table(est))
+    return out.getvalue()
+
+
 def test_unknown_sizes_are_reported_not_priced_at_zero():
     est = cost.estimate(plan(compute(size="Standard_NC24r")))
-    assert est.unpriced == ["gpu-cluster: VM size Standard_NC24r has no price in prices.yaml"]
+    assert est.unpriced == [
+        "cluster gpu-cluster: VM size Standard_NC24r has no price in prices.yaml"
+    ]
     assert est.lines[0].max_per_hour is None
+
+
+def test_total_with_an_unpriced_item_is_shown_as_a_lower_bound():
+    share = resource("azure-native:storage:FileShare", "nfs-share", {"shareQuota": 100})
+    est = cost.estimate(plan(compute(), compute("other", size="Standard_NC24r"), share))
+    assert est.unpriced_lines == 1
+    floor = 2 * PRICES.vm("Standard_NC24ads_A100_v4") + est.lines[-1].max_per_hour
+    assert est.max_per_hour == pytest.approx(floor)
+    total = next(line for line in printed(est).splitlines() if "total" in line)
+    assert "incomplete: 1 item unpriced" in total and f"≥ {floor:,.2f}" in total
+    complete = printed(cost.estimate(plan(compute())))
+    total = next(line for line in complete.splitlines() if "total" in line)
+    assert "≥" not in total and "unpriced" not in total
+
+
+UNKNOWN = {"$unknown": ["azdl:infra:Storage$azure-native:storage:StorageAccount::nfs"]}
+
+
+@pytest.mark.parametrize(
+    ("res", "reason"),
+    [
+        (
+            compute(scaleSettings={"minNodeCount": UNKNOWN, "maxNodeCount": UNKNOWN}),
+            "cluster gpu-cluster: minNodeCount, maxNodeCount not known until deploy",
+        ),
+        (compute(size=UNKNOWN), "cluster gpu-cluster: vmSize not known until deploy"),
+        (
+            resource("azure-native:storage:FileShare", "share", {"shareQuota": UNKNOWN}),
+            "file share share: shareQuota not known until deploy",
+        ),
+        (
+            resource("azure-native:containerregistry:Registry", "acr", {"sku": UNKNOWN}),
+            "registry acr: sku not known until deploy",
+        ),
+    ],
+)
+def test_values_known_only_after_deploy_are_unpriced_with_the_reason(res, reason):
+    est = cost.estimate(plan(res))
+    assert est.unpriced == [reason]
+    assert est.unpriced_lines == 1 and est.max_per_hour == 0
+
+
+def test_epoch_cost_on_a_cluster_of_unknown_size_is_unpriced():
+    doc = plan(compute(size=UNKNOWN))
+    est = cost.estimate(doc)
+    cost.add_epoch_cost(est, doc, 1000.0, None)
+    assert est.epoch is None
+    assert est.unpriced[-1] == "epoch cost: vmSize not known until deploy on cluster gpu-cluster"
 
 
 def test_epoch_cost_from_images_per_sec_and_workers():
