@@ -5,7 +5,8 @@
 
 Every policy carries a severity and a one-line remediation. Checks read resource inputs as
 Azure sees them (camelCase). "Prod" is the resource's own `environment` tag, so resource
-policies need no stack context. A value unknown until deployment is skipped, never guessed.
+policies need no stack context. A value unknown until deployment is skipped, never guessed
+(the advisory `gpu-spend-known` names the clusters the budget check had to skip).
 The GPU budget comes from the policy config `maxGpuSpendPerHourUsd` (the offline runner takes
 it from the stack config; for `pulumi preview` see `azdl policy --pack-config`).
 """
@@ -216,8 +217,11 @@ def _role_breadth(args: ResourceValidationArgs) -> Iterator[str]:
                 "data-plane roles (AcrPull, Storage Blob Data Reader/Contributor)"
             )
     scope = get(args.props, "scope")
-    if isinstance(scope, str) and scope.strip("/").count("/") <= 1:
-        yield f"role assignment '{args.name}' is scoped to a whole subscription ({scope})"
+    if isinstance(scope, str) and "/resourcegroups/" not in scope.lower():
+        yield (
+            f"role assignment '{args.name}' is scoped above a resource group (a subscription, "
+            f"management group or the tenant root: {scope})"
+        )
 
 
 @cache
@@ -256,15 +260,23 @@ def _prod_data_protected(args: ResourceValidationArgs) -> Iterator[str]:
 # ---- stack policy -------------------------------------------------------------------------
 
 
-def gpu_spend_per_hour(resources: list[Any]) -> tuple[float, list[str], list[str]]:
-    """(USD/hour of every GPU cluster at max nodes, lines of how, sizes without a price)."""
+def gpu_spend_per_hour(resources: list[Any]) -> tuple[float, list[str], list[str], list[str]]:
+    """(USD/hour of every GPU cluster at max nodes, lines of how, sizes without a price,
+    clusters whose size or node count is known only after deployment, left out of the sum)."""
     prices = load_prices()
-    total, lines, unpriced = 0.0, [], []
+    total, lines, unpriced, unknown = 0.0, [], [], []
     for res in resources:
         if res.resource_type != COMPUTE:
             continue
         node = get(res.props, "properties", "properties", default={})
+        if node is UNKNOWN:
+            unknown.append(f"{res.name} (properties)")
+            continue
         size, max_nodes = get(node, "vmSize"), get(node, "scaleSettings", "maxNodeCount")
+        missing = [k for k, v in (("vmSize", size), ("maxNodeCount", max_nodes)) if v is UNKNOWN]
+        if missing:
+            unknown.append(f"{res.name} ({', '.join(missing)})")
+            continue
         if not isinstance(size, str) or not isinstance(max_nodes, int | float):
             continue
         catalogue = VM_SIZES.get(size)
@@ -276,7 +288,7 @@ def gpu_spend_per_hour(resources: list[Any]) -> tuple[float, list[str], list[str
             continue
         total += price * max_nodes
         lines.append(f"{res.name}: {int(max_nodes)} x {size} at {price:.2f} USD/h")
-    return total, lines, unpriced
+    return total, lines, unpriced, unknown
 
 
 def _gpu_budget(args: StackValidationArgs, report_violation: ReportViolation) -> None:
@@ -290,7 +302,7 @@ def _gpu_budget(args: StackValidationArgs, report_violation: ReportViolation) ->
             None,
         )
         return
-    total, lines, unpriced = gpu_spend_per_hour(args.resources)
+    total, lines, unpriced, _unknown = gpu_spend_per_hour(args.resources)
     for size in unpriced:
         report_violation(
             f"VM size {size} has no price in azdl/review/prices.yaml, so the GPU spend cannot "
@@ -301,6 +313,15 @@ def _gpu_budget(args: StackValidationArgs, report_violation: ReportViolation) ->
         report_violation(
             f"maximum GPU spend {total:.2f} USD/h exceeds the budget {float(budget):.2f} USD/h "
             f"({'; '.join(lines)}; {load_prices().label})",
+            None,
+        )
+
+
+def _gpu_spend_known(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    for cluster in gpu_spend_per_hour(args.resources)[3]:
+        report_violation(
+            f"compute {cluster}: not known until deploy, so this cluster is left out of the "
+            "GPU budget check",
             None,
         )
 
@@ -383,7 +404,7 @@ POLICIES = [
     ),
     _resource_policy(
         "role-assignments-least-privilege",
-        "No Owner/Contributor-class roles and no subscription-wide scopes.",
+        "No Owner/Contributor-class roles and no scope above a resource group.",
         Severity.HIGH,
         "grant a data-plane role (AcrPull, Storage Blob Data Reader/Contributor) on the one "
         "resource that needs it",
@@ -414,5 +435,15 @@ POLICIES = [
         severity=Severity.HIGH,
         remediation_steps="lower cluster.maxNodes or cluster.vmSize, or raise "
         "azdl:maxGpuSpendPerHourUsd after approval",
+    ),
+    StackValidationPolicy(
+        name="gpu-spend-known",
+        description="Every GPU cluster's VM size and max nodes are known before deployment, "
+        "so gpu-spend-within-budget can count them.",
+        validate=_gpu_spend_known,
+        enforcement_level=EnforcementLevel.ADVISORY,
+        severity=Severity.MEDIUM,
+        remediation_steps="set the cluster's vmSize and scaleSettings.maxNodeCount from stack "
+        "config, not from another resource's outputs",
     ),
 ]

@@ -43,7 +43,9 @@ def violations(policy_name: str, res: dict, protect: bool = False) -> list[str]:
     return messages
 
 
-def stack_violations(resources: list[dict], config: dict) -> list[str]:
+def stack_violations(
+    resources: list[dict], config: dict, policy: str = "gpu-spend-within-budget"
+) -> list[str]:
     messages: list[str] = []
     views = [
         PolicyResource(
@@ -59,18 +61,24 @@ def stack_violations(resources: list[dict], config: dict) -> list[str]:
         )
         for r in resources
     ]
-    POLICY["gpu-spend-within-budget"].validate(
+    POLICY[policy].validate(
         StackValidationArgs(views, config), lambda message, urn=None: messages.append(message)
     )
     return messages
 
 
-def test_every_policy_has_severity_remediation_and_is_mandatory():
-    assert len(POLICY) == 11
+def test_every_policy_has_severity_remediation_and_all_but_one_are_mandatory():
+    assert len(POLICY) == 12
     for policy in rules.POLICIES:
         assert policy.severity is not None, policy.name
         assert policy.remediation_steps and "\n" not in policy.remediation_steps, policy.name
-        assert policy.enforcement_level is EnforcementLevel.MANDATORY
+    advisory = [p.name for p in rules.POLICIES if p.enforcement_level is EnforcementLevel.ADVISORY]
+    assert advisory == ["gpu-spend-known"]
+    assert all(
+        p.enforcement_level is EnforcementLevel.MANDATORY
+        for p in rules.POLICIES
+        if p.name not in advisory
+    )
 
 
 @pytest.mark.parametrize(
@@ -254,7 +262,8 @@ def test_every_policy_has_severity_remediation_and_is_mandatory():
                     "scope": "/subscriptions/s",
                 },
             ),
-            "role assignment 'read' is scoped to a whole subscription (/subscriptions/s)",
+            "role assignment 'read' is scoped above a resource group (a subscription, "
+            "management group or the tenant root: /subscriptions/s)",
         ),
         (
             "required-tags",
@@ -342,7 +351,7 @@ def test_policy_command_exit_codes_and_pack_config(tmp_path, capsys):
     good.write_text(manifest.dumps(plan(storage(), compute())))
     bad.write_text(manifest.dumps(plan(storage(minimumTlsVersion="TLS1_1"))))
     assert main(["policy", str(good)]) == 0
-    assert "stack dev: all 11 policies pass" in capsys.readouterr().out
+    assert "stack dev: all 12 policies pass" in capsys.readouterr().out
     assert main(["policy", str(good), str(bad)]) == 1
     out = capsys.readouterr().out
     assert "storage-minimum-tls-1-2" in out and "minimumTlsVersion is TLS1_1" in out
@@ -373,3 +382,50 @@ def test_gpu_budget_falls_back_to_the_stack_config_the_engine_passes(monkeypatch
     )
     found = stack_violations([compute()], {})
     assert found and "exceeds the budget 5.00 USD/h" in found[0]
+
+
+@pytest.mark.parametrize(
+    "scope",
+    [
+        "/providers/Microsoft.Management/managementGroups/mg",
+        "/subscriptions/s",
+        "/",
+    ],
+)
+def test_role_scope_above_a_resource_group_is_reported(scope):
+    res = resource(
+        "azure-native:authorization:RoleAssignment", "read",
+        {"roleDefinitionId": "2a2b9908-6ea1-4ae2-8e65-a410df84e7d1", "scope": scope},
+    )  # fmt: skip
+    [found] = violations("role-assignments-least-privilege", res)
+    assert f"a subscription, management group or the tenant root: {scope})" in found
+
+
+@pytest.mark.parametrize(
+    ("node", "missing"),
+    [
+        ({"vmSize": UNKNOWN_STRING_VALUE}, "vmSize"),
+        (
+            {"scaleSettings": {"minNodeCount": 0, "maxNodeCount": UNKNOWN_STRING_VALUE}},
+            "maxNodeCount",
+        ),
+    ],
+)
+def test_gpu_clusters_left_out_of_the_budget_check_are_reported_as_advisory(node, missing):
+    unknown = compute(**node)
+    assert stack_violations([unknown], {"maxGpuSpendPerHourUsd": 1}) == []  # skipped there
+    assert stack_violations([unknown], {}, "gpu-spend-known") == [
+        f"compute compute ({missing}): not known until deploy, so this cluster is left out of "
+        "the GPU budget check"
+    ]
+    assert stack_violations([compute()], {}, "gpu-spend-known") == []
+
+
+def test_offline_runner_reports_advisory_findings_without_failing(tmp_path, capsys):
+    doc = plan(compute(scaleSettings={"minNodeCount": 0, "maxNodeCount": {"$unknown": ["x"]}}))
+    [finding] = check(doc)
+    assert (finding.policy, finding.mandatory) == ("gpu-spend-known", False)
+    path = tmp_path / "plan.json"
+    path.write_text(manifest.dumps(doc))
+    assert main(["policy", str(path)]) == 0
+    assert "advisory" in capsys.readouterr().out

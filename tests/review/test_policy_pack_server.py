@@ -41,12 +41,13 @@ def analyzer():
         pack.wait(timeout=30)
 
 
-def test_pack_announces_every_policy_as_mandatory(analyzer):
+def test_pack_announces_every_policy_with_its_enforcement_level(analyzer):
     info = analyzer.GetAnalyzerInfo(empty_pb2.Empty(), timeout=60)
     assert info.name == "azdl"
-    assert len(info.policies) == 11
-    mandatory = analyzer_pb2.EnforcementLevel.Value("MANDATORY")
-    assert {p.enforcementLevel for p in info.policies} == {mandatory}
+    assert len(info.policies) == 12
+    level = {p.name: analyzer_pb2.EnforcementLevel.Name(p.enforcementLevel) for p in info.policies}
+    assert level.pop("gpu-spend-known") == "ADVISORY"
+    assert set(level.values()) == {"MANDATORY"}
     assert all(p.remediation_steps for p in info.policies)
 
 
