@@ -6,6 +6,7 @@ starts; `azdl.review.render` runs in a subprocess because the runtime's state is
 """
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -71,12 +72,14 @@ def render_stack(stack: str, stacks_dir: Path = STACKS_DIR) -> tuple[dict[str, A
 
 
 def _is_file_ref(ref: str) -> bool:
-    return ref.endswith(".json") or Path(ref).is_file()
+    """A manifest file by its form (`*.json`, or a path with a folder in it), never because a
+    file of that name happens to be in the working directory: `dev` is always a stack."""
+    return ref.endswith(".json") or "/" in ref or (os.altsep is not None and os.altsep in ref)
 
 
 def load_plans(refs: list[str], stacks_dir: Path = STACKS_DIR) -> list[dict[str, Any]]:
-    """Manifests from files (`*.json` or any existing path) or rendered from stack names;
-    every stack name is checked before the first one renders."""
+    """Manifests from files (`*.json` or a path such as `out/plan/dev`) or rendered from stack
+    names; every stack name is checked before the first one renders."""
     for ref in refs:
         if not _is_file_ref(ref):
             check_stack_file(stack_file(ref, stacks_dir))

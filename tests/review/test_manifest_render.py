@@ -147,6 +147,14 @@ def test_a_stack_name_that_is_no_file_is_looked_up_as_a_stack(capsys):
     assert "unknown stack 'qa'; known stacks" in capsys.readouterr().err
 
 
+def test_a_bare_name_is_a_stack_even_with_a_file_of_that_name_here(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "qa").write_text(manifest.dumps(plan(storage())))
+    assert main(["diff", "qa", "qa"]) == 2
+    assert "unknown stack 'qa'; known stacks" in capsys.readouterr().err
+    assert main(["diff", "./qa", "./qa"]) == 0  # with a folder it is a file
+
+
 @pytest.mark.slow
 def test_renderer_reports_the_programs_config_error_without_a_traceback(tmp_path):
     """The path `azdl plan` takes if the program itself rejects a config (exit code 3)."""
