@@ -4,14 +4,18 @@ Credentials: Microsoft Entra ID through azure-identity's DefaultAzureCredential 
 a managed identity, workload identity…) for real accounts; a connection string from the
 environment only for the local emulator (Azurite). No keys in code or config.
 
-A blob counts as uploaded when its size and Content-MD5 match the manifest. Uploads set
-Content-MD5 to the manifest's digest after checking the local file against it, and send every
-block with a transfer MD5 the service checks, so a blob whose properties match holds the bytes
-the manifest describes; `download_verify` re-reads the blobs for a check that trusts nothing.
+A blob counts as uploaded when its size and Content-MD5 match the manifest. Each file is read
+once: hashed as the upload reads it, and the upload is abandoned before its last bytes leave
+(so before the blob exists) if they differ from the manifest. Uploads set Content-MD5 to the
+manifest's digest. A single-request upload (up to 32 MiB) is checked against it by the
+service; a larger file goes up as blocks, each with a transfer MD5 the service checks, but
+the service stores the whole-blob Content-MD5 as given without checking it. So the
+properties cannot reveal a block blob whose stored bytes differ at the same size: reading the
+blobs back (`download_verify`, or `verify_sample` random ones) is the check that trusts nothing.
 """
 
 import hashlib
-import json
+import random
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -21,6 +25,7 @@ from typing import NamedTuple
 from urllib.parse import urlparse
 
 from azure.core.exceptions import (
+    AzureError,
     ClientAuthenticationError,
     HttpResponseError,
     ResourceNotFoundError,
@@ -38,6 +43,7 @@ from rich.progress import (
 )
 
 from azdl.errors import AzdlError
+from azdl.jobs.stack_outputs import StackOutputs
 from training.dataprep.manifest import (
     MANIFEST_NAME,
     SHARD_FILE,
@@ -61,6 +67,7 @@ class StageReport:
     missing: list[str] = field(default_factory=list)  # after verification
     different: list[str] = field(default_factory=list)  # after verification
     unlisted: list[str] = field(default_factory=list)  # shard blobs the manifest does not list
+    read_back: int = 0  # blobs downloaded and checked by content
     bytes_uploaded: int = 0
     seconds: float = 0.0
 
@@ -73,19 +80,16 @@ class StageReport:
         return self.bytes_uploaded / 1e6 / self.seconds if self.seconds else 0.0
 
 
-def target_from_stack_outputs(path: Path) -> tuple[str, str]:
-    """(dataAccountUrl, dataContainerName) from a saved `pulumi stack output --json` file."""
-    try:
-        outputs = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise AzdlError(f"cannot read stack outputs {path}: {exc}") from exc
-    missing = [k for k in ("dataAccountUrl", "dataContainerName") if not outputs.get(k)]
+def target_from_outputs(outputs: StackOutputs) -> tuple[str, str]:
+    """(dataAccountUrl, dataContainerName) of a deployed stack."""
+    keys = ("dataAccountUrl", "dataContainerName")
+    missing = [k for k in keys if not outputs.values.get(k)]
     if missing:
         raise AzdlError(
-            f"{path} has no {', '.join(missing)}; save the outputs of a deployed azdl stack "
-            "with `pulumi stack output --json > outputs.json`"
+            f"{outputs.source} has no {', '.join(missing)}; is the stack deployed with this "
+            "version of azdl (`pulumi up`)?"
         )
-    return outputs["dataAccountUrl"], outputs["dataContainerName"]
+    return outputs[keys[0]], outputs[keys[1]]
 
 
 def container_client(
@@ -109,7 +113,7 @@ def container_client(
         service = BlobServiceClient(account_url, credential=DefaultAzureCredential(), **tuning)
     else:
         raise AzdlError(
-            "no storage account: give --stack-outputs FILE or --account-url URL "
+            "no storage account: give --stack STACK, --outputs FILE or --account-url URL "
             f"(or {CONNECTION_STRING_ENV} for the emulator)"
         )
     return service.get_container_client(container)
@@ -130,7 +134,7 @@ def check_access(container: ContainerClient) -> None:
     except ResourceNotFoundError as exc:
         raise AzdlError(
             f"{where} does not exist; the stack creates it (output dataContainerName): check "
-            "--container / --stack-outputs, or deploy the stack first"
+            "--container / --stack / --outputs, or deploy the stack first"
         ) from exc
     except ClientAuthenticationError as exc:
         raise AzdlError(
@@ -185,8 +189,14 @@ def stage(
     max_concurrency: int = 4,
     download_verify: bool = False,
     console: Console | None = None,
+    verify_sample: int = 0,
 ) -> StageReport:
-    """Upload what is missing or different, then verify every blob against the manifest."""
+    """Upload what is missing or different, then verify every blob against the manifest.
+
+    Before the first shard upload the remote manifest is deleted, and it goes up again last,
+    once every shard is in place: an interrupted run never leaves the old manifest beside a
+    mix of old and new shards.
+    """
     directory = Path(directory)
     try:
         manifest = load_manifest(directory)
@@ -199,20 +209,28 @@ def stage(
             f"{', '.join(absent[:10])}"
         )
     size, md5, sha256 = file_digests(directory / MANIFEST_NAME)
-    files = [*manifest.shards, ShardEntry(MANIFEST_NAME, "", 0, size, md5, sha256)]
+    manifest_entry = ShardEntry(MANIFEST_NAME, "", 0, size, md5, sha256)
+    files = [*manifest.shards, manifest_entry]
     check_access(container)
 
     report = StageReport()
     remote = _remote_state(container, prefix)
-    todo = []
-    for entry in files:
+    shards = []
+    for entry in manifest.shards:
         if remote.get(blob_name(prefix, entry.name)) == (entry.size, entry.md5):
             report.skipped.append(entry.name)
         else:
-            todo.append(entry)
-    # The manifest goes last: its blob appears only once every shard is in place.
-    shards = [e for e in todo if e.name != MANIFEST_NAME]
-    last = [e for e in todo if e.name == MANIFEST_NAME]
+            shards.append(entry)
+    remote_manifest = blob_name(prefix, MANIFEST_NAME)
+    if shards and remote_manifest in remote:
+        _delete_blob(container, remote_manifest)
+        del remote[remote_manifest]
+    if remote.get(remote_manifest) == (size, md5):
+        report.skipped.append(MANIFEST_NAME)
+        last = []
+    else:
+        last = [manifest_entry]
+    todo = [*shards, *last]
 
     console = console or Console(stderr=True)
     columns = [
@@ -238,10 +256,49 @@ def stage(
             for entry in last:
                 uploader.upload(entry)
     report.seconds = time.perf_counter() - start
-    report.missing, report.different, report.unlisted = verify(
-        container, prefix, files, download_verify
-    )
+    result = verify(container, prefix, files, download_verify, verify_sample)
+    report.missing, report.different, report.unlisted, report.read_back = result
     return report
+
+
+def _delete_blob(container: ContainerClient, name: str) -> None:
+    try:
+        container.delete_blob(name)
+    except ResourceNotFoundError:
+        pass  # gone already
+    except AzureError as exc:
+        raise AzdlError(
+            f"cannot delete the old manifest blob {name!r} before replacing shards (nothing "
+            f"was uploaded): {_first_line(exc)}"
+        ) from exc
+
+
+class _LocalFileChanged(Exception):
+    """The local file's bytes differ from the manifest (found while uploading it)."""
+
+
+class _HashingReader:
+    """A local file as the upload reads it, front to back, once.
+
+    The upload reads a file of up to 32 MiB in one call before its single request, and a
+    larger one block by block before each block's request, committing the blob only after the
+    last: raising on the read that completes the file stops the upload before a blob with
+    other bytes than the manifest's can exist.
+    """
+
+    def __init__(self, file, entry: ShardEntry):
+        self.file, self.entry = file, entry
+        self.md5, self.read_bytes = hashlib.md5(), 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.file.read(size)
+        self.md5.update(data)
+        self.read_bytes += len(data)
+        if (not data or self.read_bytes >= self.entry.size) and (
+            self.read_bytes != self.entry.size or self.md5.hexdigest() != self.entry.md5
+        ):
+            raise _LocalFileChanged
+        return data
 
 
 class _Uploader:
@@ -254,16 +311,7 @@ class _Uploader:
         self.lock = threading.Lock()
 
     def upload(self, entry: ShardEntry) -> None:
-        path = self.directory / entry.name
-        with open(path, "rb") as f:
-            md5 = _md5(iter(lambda: f.read(BLOCK_SIZE), b""))
-        if (path.stat().st_size, md5) != (entry.size, entry.md5):
-            with self.lock:
-                self.report.failed[entry.name] = (
-                    "the local file differs from the manifest; rerun `azdl data prepare`"
-                )
-                self.progress.advance(self.bar, entry.size)
-            return
+        """Upload one file; any failure is recorded in the report, not raised."""
         sent = 0
 
         def advance(current: int, _total: int | None) -> None:
@@ -273,53 +321,74 @@ class _Uploader:
                 sent = current
 
         try:
-            with open(path, "rb") as data:
+            path = self.directory / entry.name
+            if path.stat().st_size != entry.size:
+                raise _LocalFileChanged
+            with open(path, "rb") as f:
                 self.container.upload_blob(
                     blob_name(self.prefix, entry.name),
-                    data,
+                    _HashingReader(f, entry),
                     length=entry.size,
                     overwrite=True,
                     max_concurrency=self.max_concurrency,
                     # A single put is checked against Content-MD5 by the service itself;
                     # blocks need their own transfer MD5s (the whole-blob one is not checked).
-                    validate_content="md5" if entry.size > SINGLE_PUT_MAX else False,
+                    validate_content=entry.size > SINGLE_PUT_MAX,
                     content_settings=ContentSettings(
                         content_type="application/octet-stream",
                         content_md5=bytearray(entry.content_md5),
                     ),
                     progress_hook=advance,
                 )
-        except (HttpResponseError, ServiceRequestError) as exc:
+        except _LocalFileChanged:
+            why = "the local file differs from the manifest; rerun `azdl data prepare`"
+        except (AzureError, OSError) as exc:  # HTTP, connection, timeouts, local I/O
+            why = f"{type(exc).__name__}: {_first_line(exc)}"
+        else:
             with self.lock:
-                self.report.failed[entry.name] = _first_line(exc)
-                self.progress.advance(self.bar, entry.size - sent)
+                self.report.uploaded.append(entry.name)
+                self.report.bytes_uploaded += entry.size
             return
         with self.lock:
-            self.report.uploaded.append(entry.name)
-            self.report.bytes_uploaded += entry.size
+            self.report.failed[entry.name] = why
+            self.progress.advance(self.bar, entry.size - sent)
 
 
 class Verification(NamedTuple):
     missing: list[str]  # in the manifest, not in the container
     different: list[str]  # size or MD5 differs from the manifest
     unlisted: list[str]  # shard-named blobs the manifest does not list (training would read them)
+    read_back: int  # blobs downloaded and checked by content
 
 
 def verify(
-    container: ContainerClient, prefix: str, files: list[ShardEntry], download: bool = False
+    container: ContainerClient,
+    prefix: str,
+    files: list[ShardEntry],
+    download: bool = False,
+    sample: int = 0,
 ) -> Verification:
-    """Compare the blobs under `prefix` with the manifest (`download`: also by content)."""
+    """Compare the blobs under `prefix` with the manifest by size and Content-MD5.
+
+    `download`: also read every blob back and check its MD5; `sample`: that for `sample`
+    blobs picked at random among those whose properties match.
+    """
     remote = _remote_state(container, prefix)
-    missing, different = [], []
+    missing, different, matching = [], [], []
     for entry in files:
         state = remote.get(blob_name(prefix, entry.name))
         if state is None:
             missing.append(entry.name)
-        elif state != (entry.size, entry.md5) or (
-            download
-            and _md5(container.download_blob(blob_name(prefix, entry.name)).chunks()) != entry.md5
-        ):
+        elif state != (entry.size, entry.md5):
             different.append(entry.name)
+        else:
+            matching.append(entry)
+    to_read = matching if download else random.sample(matching, min(sample, len(matching)))
+    for entry in to_read:
+        if _md5(container.download_blob(blob_name(prefix, entry.name)).chunks()) != entry.md5:
+            different.append(entry.name)
+    order = {entry.name: i for i, entry in enumerate(files)}
+    different.sort(key=order.__getitem__)
     listed = {blob_name(prefix, entry.name) for entry in files}
     folder = blob_name(prefix, "")
     unlisted = sorted(
@@ -327,7 +396,7 @@ def verify(
         for name in remote
         if name not in listed and SHARD_FILE.match(name[len(folder) :])
     )
-    return Verification(missing, different, unlisted)
+    return Verification(missing, different, unlisted, len(to_read))
 
 
 def _md5(chunks) -> str:

@@ -15,6 +15,7 @@ from rich.console import Console
 from azdl import staging
 from azdl.envs import run_training_module
 from azdl.errors import AzdlError
+from azdl.jobs.stack_outputs import load_outputs
 from training.copy_shards import COPY_OPTIONS
 from training.dataprep.options import PREPARE_OPTIONS, SAMPLE_OPTIONS, add_options, to_argv
 
@@ -64,12 +65,19 @@ def register(subparsers) -> None:
         f"Azurite emulator only, a connection string in ${staging.CONNECTION_STRING_ENV}.",
     )
     s.add_argument("directory", type=Path, help="folder with the shards and manifest.json")
-    s.add_argument(
-        "--stack-outputs",
-        type=Path,
-        help="saved `pulumi stack output --json` of the stack (dataAccountUrl, dataContainerName)",
+    where = s.add_mutually_exclusive_group()
+    where.add_argument(
+        "--stack",
+        help="Pulumi stack to read dataAccountUrl and dataContainerName from (needs the "
+        "Pulumi CLI)",
     )
-    s.add_argument(
+    where.add_argument(
+        "--outputs",
+        type=Path,
+        metavar="FILE",
+        help="saved `pulumi stack output --json --stack STACK` of the stack",
+    )
+    where.add_argument(
         "--account-url", help="blob endpoint, e.g. https://ACCOUNT.blob.core.windows.net"
     )
     s.add_argument("--container", help="container name (default: the stack's dataContainerName)")
@@ -81,7 +89,16 @@ def register(subparsers) -> None:
     s.add_argument(
         "--download-verify",
         action="store_true",
-        help="also download every blob and check its MD5 (reads the whole dataset back)",
+        help="also download every blob and check its MD5 (reads the whole dataset back): the "
+        "only check of the stored bytes of blobs over 32 MiB, whose Content-MD5 the service "
+        "stores as the uploader set it",
+    )
+    s.add_argument(
+        "--verify-sample",
+        type=int,
+        default=0,
+        metavar="N",
+        help="download N blobs picked at random and check their MD5 (default 0)",
     )
     s.set_defaults(func=_run_stage)
 
@@ -93,12 +110,13 @@ def _run_training_side(args: argparse.Namespace) -> int:
 def _run_stage(args: argparse.Namespace) -> int:
     if args.parallel_files < 1 or args.max_concurrency < 1:
         raise AzdlError("--parallel-files and --max-concurrency must be at least 1")
+    if args.verify_sample < 0:
+        raise AzdlError(f"--verify-sample must be 0 or more, got {args.verify_sample}")
     connection_string = os.environ.get(staging.CONNECTION_STRING_ENV)
     account_url, container = args.account_url, args.container
-    if args.stack_outputs and args.account_url:
-        raise AzdlError("give either --stack-outputs or --account-url, not both")
-    if args.stack_outputs:
-        account_url, stack_container = staging.target_from_stack_outputs(args.stack_outputs)
+    if args.stack or args.outputs:
+        outputs = load_outputs(args.stack, args.outputs)
+        account_url, stack_container = staging.target_from_outputs(outputs)
         container = container or stack_container
     if connection_string and account_url:
         raise AzdlError(
@@ -106,7 +124,7 @@ def _run_stage(args: argparse.Namespace) -> int:
             "unset the variable to use a real account"
         )
     if not container:
-        raise AzdlError("no container: give --container NAME or --stack-outputs FILE")
+        raise AzdlError("no container: give --container NAME, --stack STACK or --outputs FILE")
     client = staging.container_client(container, account_url, connection_string)
     console = Console(stderr=True)
     report = staging.stage(
@@ -117,13 +135,21 @@ def _run_stage(args: argparse.Namespace) -> int:
         args.max_concurrency,
         args.download_verify,
         console,
+        args.verify_sample,
     )
     print(
         f"uploaded {len(report.uploaded)} file(s), {report.bytes_uploaded / 1e6:.1f} MB in "
         f"{report.seconds:.1f} s ({report.mb_per_s:.1f} MB/s); {len(report.skipped)} already "
         f"in place; verified against the manifest: {len(report.missing)} missing, "
-        f"{len(report.different)} different, {len(report.unlisted)} not listed"
+        f"{len(report.different)} different, {len(report.unlisted)} not listed; "
+        f"{report.read_back} read back"
     )
+    if not (args.download_verify or args.verify_sample):
+        print(
+            "note: a blob over 32 MiB is checked by size and by the Content-MD5 the uploader "
+            "set, which the service does not check against the stored bytes; "
+            "--download-verify reads every blob back (--verify-sample N: N random ones)"
+        )
     if report.ok:
         return 0
     for name, why in sorted(report.failed.items()):

@@ -10,6 +10,8 @@ from azdl import staging
 from azdl.cli import main
 from azdl.commands import data
 from azdl.errors import AzdlError
+from azdl.jobs import stack_outputs
+from azdl.jobs.stack_outputs import parse_outputs
 from training.copy_shards import COPY_OPTIONS
 from training.dataprep.options import PREPARE_OPTIONS, SAMPLE_OPTIONS, add_options, to_argv
 
@@ -34,6 +36,7 @@ from training.dataprep.options import PREPARE_OPTIONS, SAMPLE_OPTIONS, add_optio
         ),
         (SAMPLE_OPTIONS, ["demo", "--classes", "3", "--validation-layout", "folders", "--messy"]),
         (COPY_OPTIONS, ["--source", "/mnt/blob", "--dest", "/mnt/nvme", "--timeout", "60"]),
+        (COPY_OPTIONS, ["--all", "--source", "/mnt/blob", "--dest", "/mnt/nfs", "--job-id", "j1"]),
     ],
 )
 def test_options_survive_the_hand_over_to_the_training_environment(options, argv):
@@ -69,33 +72,69 @@ def test_stage_needs_an_account_and_a_container(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv(staging.CONNECTION_STRING_ENV, raising=False)
     assert main(["data", "stage", str(tmp_path), "--account-url", "https://x.blob"]) == 2
     assert "no container" in capsys.readouterr().err
-    outputs = tmp_path / "outputs.json"
-    outputs.write_text("{}")
-    assert (
-        main(
-            [
-                "data",
-                "stage",
-                str(tmp_path),
-                "--stack-outputs",
-                str(outputs),
-                "--account-url",
-                "https://x.blob",
-            ]
-        )
-        == 2
+    for where in (["--outputs", "o.json"], ["--stack", "dev"]):
+        with pytest.raises(SystemExit):
+            main(["data", "stage", str(tmp_path), *where, "--account-url", "https://x.blob"])
+        assert "not allowed with argument" in capsys.readouterr().err
+
+
+def _stack_outputs(**extra) -> dict:
+    """Every output the job tools require (whatever they are), plus the data account's."""
+    values = {key: f"{key}-value" for key in stack_outputs.REQUIRED}
+    values |= {
+        "clusterVmSize": "Standard_ND96isr_H100_v5",
+        "clusterMaxNodes": 2.0,
+        "environments": {"tensorflow": "env-tf", "pytorch": "env-torch"},
+        "dataAccountUrl": "https://azdldevdata.blob.core.windows.net/",
+        "dataContainerName": "training-data",
+    }
+    return values | extra
+
+
+@pytest.mark.parametrize("where", ["--stack", "--outputs"])
+def test_stage_reads_the_target_from_the_stack_as_submit_does(where, tmp_path, monkeypatch):
+    """--stack and --outputs go through the job tools' load_outputs; the container defaults to
+    the stack's, and --container overrides it."""
+    outputs_file = tmp_path / "outputs.json"
+    outputs_file.write_text(json.dumps(_stack_outputs()))
+    loaded, targets = [], []
+
+    def load(stack, path):
+        loaded.append((stack, path))
+        return parse_outputs(_stack_outputs(), "test outputs")
+
+    monkeypatch.delenv(staging.CONNECTION_STRING_ENV, raising=False)
+    monkeypatch.setattr(data, "load_outputs", load)
+    monkeypatch.setattr(
+        staging, "container_client", lambda c, url, cs: targets.append((c, url, cs)) or 0
     )
-    assert "not both" in capsys.readouterr().err
-
-
-def test_stack_outputs_name_the_account_and_container(tmp_path):
-    outputs = tmp_path / "outputs.json"
-    outputs.write_text(json.dumps({"dataContainerName": "data"}))
-    with pytest.raises(AzdlError, match="has no dataAccountUrl"):
-        staging.target_from_stack_outputs(outputs)
+    monkeypatch.setattr(staging, "stage", lambda *a: staging.StageReport())
+    value = "dev" if where == "--stack" else str(outputs_file)
+    assert main(["data", "stage", str(tmp_path), where, value]) == 0
+    assert main(["data", "stage", str(tmp_path), where, value, "--container", "other"]) == 0
     url = "https://azdldevdata.blob.core.windows.net/"
-    outputs.write_text(json.dumps({"dataAccountUrl": url, "dataContainerName": "data"}))
-    assert staging.target_from_stack_outputs(outputs) == (url, "data")
+    assert targets == [("training-data", url, None), ("other", url, None)]
+    expected = ("dev", None) if where == "--stack" else (None, outputs_file)
+    assert loaded == [expected, expected]
+
+
+def test_stack_outputs_name_the_account_and_container(tmp_path, capsys):
+    outputs = tmp_path / "outputs.json"
+    outputs.write_text(json.dumps(_stack_outputs(dataAccountUrl=None)))
+    assert main(["data", "stage", str(tmp_path), "--outputs", str(outputs)]) == 2
+    assert "has no dataAccountUrl; is the stack deployed" in capsys.readouterr().err
+    outputs.write_text(json.dumps({"dataContainerName": "data"}))
+    assert main(["data", "stage", str(tmp_path), "--outputs", str(outputs)]) == 2
+    assert "lacks the stack outputs" in capsys.readouterr().err  # load_outputs' own check
+    url = "https://azdldevdata.blob.core.windows.net/"
+    outputs.write_text(json.dumps(_stack_outputs()))
+    parsed = parse_outputs(json.loads(outputs.read_text()), str(outputs))
+    assert staging.target_from_outputs(parsed) == (url, "training-data")
+
+
+def test_stage_refuses_a_negative_sample(tmp_path, capsys):
+    assert main(["data", "stage", str(tmp_path), "--verify-sample", "-1"]) == 2
+    assert "--verify-sample must be 0 or more, got -1" in capsys.readouterr().err
 
 
 def test_stage_lists_shards_missing_locally_before_any_upload(tmp_path, monkeypatch, capsys):

@@ -1,15 +1,18 @@
 """`azdl data stage` against Azurite: full upload, interruption and resume, corruption,
-wrong credentials, missing container."""
+wrong credentials, missing container, upload errors, a changed dataset on the same prefix."""
 
 import base64
+import builtins
 import io
 import os
 import subprocess
 import sys
 import time
+from collections import Counter
 
 import pytest
-from azure.storage.blob import BlobBlock, ContentSettings
+from azure.core.exceptions import ServiceResponseError
+from azure.storage.blob import BlobBlock, ContainerClient, ContentSettings
 from rich.console import Console
 
 from azdl import staging
@@ -128,16 +131,28 @@ def test_verification_finds_missing_and_corrupt_blobs(
 
     container.upload_blob("train-00007-of-00008", b"from an older conversion")
     client = container  # the emulator's own client is a ContainerClient too
-    assert staging.verify(client, "", files) == ([deleted], [corrupt], ["train-00007-of-00008"])
-    assert staging.verify(client, "", files, download=True).different == [corrupt, disguised]
+    unlisted = ["train-00007-of-00008"]
+    assert staging.verify(client, "", files) == ([deleted], [corrupt], unlisted, 0)
+    assert staging.verify(client, "", files, download=True)[1:] == (
+        [corrupt, disguised],
+        unlisted,
+        1,  # the blobs whose properties match are read back
+    )
+    assert staging.verify(client, "", files, sample=5).different == [corrupt, disguised]
 
-    # A rerun repairs what it can see; the download check still finds the disguised blob.
+    # A rerun repairs what it can see; reading blobs back still finds the disguised one.
     capsys.readouterr()
-    assert main([*args, "--download-verify"]) == 1
-    err = capsys.readouterr().err
-    assert f"different from the manifest: {disguised}" in err
-    assert "not in the manifest (training would read it too): train-00007-of-00008" in err
-    assert corrupt not in err and deleted not in err
+    assert main(args) == 1
+    captured = capsys.readouterr()
+    assert disguised not in captured.err and "0 read back" in captured.out
+    assert "note: a blob over 32 MiB is checked by size and by the Content-MD5" in captured.out
+    for check in (["--download-verify"], ["--verify-sample", "4"]):
+        assert main([*args, *check]) == 1
+        captured = capsys.readouterr()
+        assert f"different from the manifest: {disguised}" in captured.err
+        assert "4 read back" in captured.out and "note:" not in captured.out
+    assert "not in the manifest (training would read it too): train-00007-of-00008" in captured.err
+    assert corrupt not in captured.err and deleted not in captured.err
     assert staging.verify(client, "", files)[:2] == ([], [])
 
 
@@ -173,3 +188,95 @@ def test_a_local_file_changed_since_prepare_is_not_uploaded(
     assert f"missing: {manifest.shards[1].name}" in err
     names = {b.name for b in container.list_blobs()}
     assert names == {manifest.shards[0].name}  # and no manifest blob: the set is incomplete
+
+
+def test_upload_errors_of_any_kind_are_listed_and_the_rest_still_verified(
+    tmp_path, container, emulator_env, capsys, make_dataset, monkeypatch
+):
+    manifest = make_dataset(tmp_path, [1000, 1000, 1000], seed=3)
+    lost, unreadable, fine = (s.name for s in manifest.shards)
+    original = ContainerClient.upload_blob
+
+    def upload_blob(self, name, data, *args, **kwargs):
+        if name == lost:
+            raise ServiceResponseError("Connection aborted by the peer")
+        if name == unreadable:
+            raise OSError(5, "Input/output error")
+        return original(self, name, data, *args, **kwargs)
+
+    monkeypatch.setattr(ContainerClient, "upload_blob", upload_blob)
+    assert main(["data", "stage", str(tmp_path), "--container", container.container_name]) == 1
+    captured = capsys.readouterr()
+    assert f"failed: {lost}: ServiceResponseError: Connection aborted by the peer" in captured.err
+    assert f"failed: {unreadable}: OSError: [Errno 5] Input/output error" in captured.err
+    assert f"missing: {lost}" in captured.err and f"missing: {unreadable}" in captured.err
+    assert "1 missing" not in captured.out and "3 missing" in captured.out  # + the manifest
+    assert {b.name for b in container.list_blobs()} == {fine}
+
+
+def test_a_changed_dataset_never_leaves_the_old_manifest_beside_new_shards(
+    tmp_path, container, emulator_env, capsys, make_dataset
+):
+    old, new = tmp_path / "old", tmp_path / "new"
+    make_dataset(old, [1000, 1000, 1000], seed=4)
+    manifest = make_dataset(new, [1000, 1000, 1000], seed=5)  # same names, other bytes
+    args = ["--container", container.container_name, "--prefix", "imagenet"]
+    assert main(["data", "stage", str(old), *args]) == 0
+    # the new conversion's last shard is edited locally: its upload fails midway through
+    (new / manifest.shards[2].name).write_bytes(os.urandom(1000))
+    assert main(["data", "stage", str(new), *args]) == 1
+    names = {b.name for b in container.list_blobs()}
+    assert "imagenet/manifest.json" not in names
+    assert names == {f"imagenet/{s.name}" for s in manifest.shards}  # a mix: 2 new, 1 old
+
+    capsys.readouterr()
+    make_dataset(new, [1000, 1000, 1000], seed=5)
+    assert main(["data", "stage", str(new), *args]) == 0
+    blob = container.download_blob("imagenet/manifest.json").readall()
+    assert blob == (new / "manifest.json").read_bytes()
+
+
+def test_each_file_is_read_once_and_a_block_upload_stops_before_wrong_bytes_land(
+    tmp_path, container, emulator_env, capsys, make_dataset, monkeypatch
+):
+    manifest = make_dataset(tmp_path, [33 * MB, 2000], seed=6)
+    read = Counter()
+    real_open = builtins.open
+
+    class Counting:
+        def __init__(self, f, name):
+            self.f, self.name = f, name
+
+        def read(self, *size):
+            data = self.f.read(*size)
+            read[self.name] += len(data)
+            return data
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+    def counting_open(path, mode="r", *args, **kwargs):
+        return Counting(real_open(path, mode, *args, **kwargs), os.path.basename(path))
+
+    monkeypatch.setattr(staging, "open", counting_open, raising=False)
+    args = ["data", "stage", str(tmp_path), "--container", container.container_name]
+    assert main(args) == 0
+    assert {name: read[name] for name in read if name != "manifest.json"} == {
+        s.name: s.size for s in manifest.shards
+    }
+
+    # Same size, other bytes, in a file that goes up as blocks: found as the upload reads it,
+    # and the blob is never committed.
+    big = tmp_path / manifest.shards[0].name
+    data = bytearray(big.read_bytes())
+    data[-1] ^= 0xFF
+    big.write_bytes(bytes(data))
+    container.delete_blob(big.name)
+    capsys.readouterr()
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert f"failed: {big.name}: the local file differs from the manifest" in err
+    assert big.name not in {b.name for b in container.list_blobs()}
