@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from infra.catalogue import VM_SIZES, VmSize
-from infra.naming import KINDS, Names, derive_names, rule_violation
+from infra.naming import IMAGE_BUILD_COMPUTE, KINDS, Names, derive_names, rule_violation
 
 PROJECT = "azdl"
 ENVIRONMENTS = ("dev", "test", "staging", "prod")
@@ -258,6 +258,13 @@ def _cluster(raw: Any, environment: str) -> ClusterConfig:
     broken = rule_violation("compute", name)
     if broken:
         raise _fail("cluster.name", name, broken)
+    if name == IMAGE_BUILD_COMPUTE:
+        raise _fail(
+            "cluster.name",
+            name,
+            f"any other compute name: {IMAGE_BUILD_COMPUTE!r} is the image-build compute that "
+            "private (prod) stacks create in the same workspace",
+        )
     vm_size = _vm_size("cluster.vmSize", s.get("vmSize", str))
     priority = _one_of("cluster.priority", s.get("priority", str, "dedicated"), PRIORITIES)
     max_nodes = s.get("maxNodes", int)

@@ -86,6 +86,11 @@ def stable_suffix(project: str, stack: str, prefix: str) -> str:
     return hashlib.sha256(f"{project}/{stack}/{prefix}".encode()).hexdigest()[:6]
 
 
+# The CPU compute private stacks create for the workspace's image builds (a fixed name, so
+# the GPU cluster may not take it: infra/config.py refuses it for cluster.name).
+IMAGE_BUILD_COMPUTE = "image-build"
+
+
 def derive_names(project: str, stack: str, prefix: str, cluster: str) -> Names:
     sfx = stable_suffix(project, stack, prefix)
     return Names(
@@ -102,7 +107,7 @@ def derive_names(project: str, stack: str, prefix: str, cluster: str) -> Names:
         registry=f"{prefix}acr{sfx}",
         key_vault=f"{prefix}-kv-{sfx}",
         cluster=cluster,
-        image_build_compute="image-build",
+        image_build_compute=IMAGE_BUILD_COMPUTE,
         nfs_share="training-data",
     )
 

@@ -1,6 +1,7 @@
 """Bad stack config fails in one place, before any resource, naming key, value and allowed."""
 
 import copy
+import re
 
 import pulumi
 import pytest
@@ -118,6 +119,10 @@ def test_the_minimal_config_is_valid_and_fills_secure_defaults():
             with_changes(**{"cluster.name": "a-much-too-long-cluster"}),
             ["azdl:cluster.name", "'a-much-too-long-cluster'", "2-16"],
         ),
+        (
+            with_changes(**{"cluster.name": "image-build"}),
+            ["azdl:cluster.name", "'image-build'", "any other compute name", "image-build compute"],
+        ),
         # missing required keys
         (with_changes(location=None), ["azdl:location is required"]),
         (with_changes(**{"cluster.vmSize": None}), ["azdl:cluster.vmSize is required"]),
@@ -204,6 +209,14 @@ def test_prod_refuses_public_access(config, expected):
         assert fragment in message, message
 
 
+def test_prod_refuses_the_image_build_computes_name_for_the_cluster():
+    config = prod(**{"network.mode": "privateEndpoints", "network.publicNetworkAccess": False,
+                     "registry": {"sku": "Premium"}, "cluster.name": "image-build"})  # fmt: skip
+    message = error_for(config, stack="prod")
+    assert "azdl:cluster.name = 'image-build' is invalid" in message
+    assert "private (prod) stacks create in the same workspace" in message
+
+
 def test_a_valid_prod_config_passes():
     config = prod(**{"network.mode": "privateEndpoints", "network.publicNetworkAccess": False,
                      "registry": {"sku": "Premium"}})  # fmt: skip
@@ -213,6 +226,23 @@ def test_a_valid_prod_config_passes():
 def test_shipped_stack_files_are_valid(stack_file):
     cfg = load_stack_file(stack_file)
     assert cfg.stack == stack_file.name.split(".")[1]
+
+
+def test_every_key_of_the_shipped_stack_files_carries_a_comment(stack_file):
+    """A key line has a comment of its own: on the line(s) just above, or at its end."""
+    lines = stack_file.read_text().splitlines()
+    start = lines.index("config:") + 1
+    key = re.compile(r"\s+[\w:.-]+:(\s|$)")
+    uncommented = []
+    for i in range(start, len(lines)):
+        line = lines[i]
+        if not key.match(line):
+            continue
+        above = next((lines[j] for j in range(i - 1, start - 2, -1) if lines[j].strip()), "")
+        if not (above.lstrip().startswith("#") or " # " in line):
+            uncommented.append(line.strip())
+    assert uncommented == [], f"{stack_file.name}: keys without a comment: {uncommented}"
+    assert any(line.startswith("  azdl:network:") for line in lines)  # sections are keys too
 
 
 def test_invalid_config_stops_the_program_before_any_resource():
