@@ -30,6 +30,9 @@ class Azurite:
         )
 
 
+START_ATTEMPTS = 5
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -38,46 +41,84 @@ def _free_port() -> int:
 
 @contextlib.contextmanager
 def running_azurite(timeout: float = 30.0) -> Iterator[Azurite]:
-    """Start the blob emulator, wait until it accepts connections, stop it on exit."""
+    """Start the blob emulator, wait until it accepts connections, stop it on exit.
+
+    The port is found free before Azurite binds it, so another process may take it in
+    between: then Azurite exits with EADDRINUSE and is started again on another port.
+    """
     if not AZURITE_BLOB.exists():
         raise AzdlError(f"Azurite is not installed ({AZURITE_BLOB}); run scripts/setup-azurite.sh")
-    port = _free_port()
     with tempfile.TemporaryDirectory(prefix="azurite-") as workdir:
         log = Path(workdir) / "azurite.log"
-        with open(log, "w") as out:
-            proc = subprocess.Popen(
-                [
-                    str(AZURITE_BLOB),
-                    "--inMemoryPersistence",
-                    "--blobHost",
-                    "127.0.0.1",
-                    "--blobPort",
-                    str(port),
-                    "--skipApiVersionCheck",
-                    "--loose",
-                    "--silent",
-                    "--disableTelemetry",
-                ],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                cwd=workdir,
-            )
-        try:
-            deadline = time.monotonic() + timeout
-            while True:
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        for attempt in range(1, START_ATTEMPTS + 1):
+            port = _free_port()
+            proc = _start(port, workdir, log)
+            try:
+                if _wait_until_listening(proc, port, log, timeout):
                     break
-                except OSError:
-                    if proc.poll() is not None or time.monotonic() > deadline:
-                        raise AzdlError(
-                            f"Azurite did not start on port {port}: {log.read_text()}"
-                        ) from None
-                    time.sleep(0.1)
+            except BaseException:
+                _stop(proc)
+                raise
+            _stop(proc)
+            if attempt == START_ATTEMPTS:
+                raise AzdlError(
+                    f"Azurite found every port taken ({START_ATTEMPTS} tries): {log.read_text()}"
+                )
+        try:
             yield Azurite(port)
         finally:
-            proc.terminate()
+            _stop(proc)
+
+
+def _start(port: int, workdir: str, log: Path) -> subprocess.Popen:
+    with open(log, "w") as out:
+        return subprocess.Popen(
+            [
+                str(AZURITE_BLOB),
+                "--inMemoryPersistence",
+                "--blobHost",
+                "127.0.0.1",
+                "--blobPort",
+                str(port),
+                "--skipApiVersionCheck",
+                "--loose",
+                "--silent",
+                "--disableTelemetry",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=workdir,
+        )
+
+
+def _wait_until_listening(proc: subprocess.Popen, port: int, log: Path, timeout: float) -> bool:
+    """True once this Azurite listens on `port`; False if it exited because the port was taken.
+
+    Readiness is Azurite's own "listens on" line, not only a connection: a process that took
+    the port would accept connections too.
+    """
+    listening = f"listens on http://127.0.0.1:{port}"
+    deadline = time.monotonic() + timeout
+    while True:
+        text = log.read_text()
+        if proc.poll() is not None:
+            if "EADDRINUSE" in text:
+                return False
+            raise AzdlError(f"Azurite did not start on port {port}: {text}")
+        if listening in text:
             try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                return True
+            except OSError:
+                pass
+        if time.monotonic() > deadline:
+            raise AzdlError(f"Azurite did not start on port {port} within {timeout:.0f} s: {text}")
+        time.sleep(0.1)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()

@@ -169,17 +169,85 @@ def test_validation_labels_in_every_supported_form(tmp_path):
     assert label_map == {"n00000001": 0, "n00000002": 1}
 
 
-def test_reencoding_and_resizing_options():
+def test_reencoding_and_resizing_options(tmp_path):
     buf = io.BytesIO()
-    Image.new("RGB", (300, 200), (10, 200, 30)).save(buf, "JPEG")
-    path = Path(__file__).parent / "_resize_probe.JPEG"
+    Image.new("RGB", (300, 200), (10, 200, 30)).save(buf, "JPEG", quality=95)
+    path = tmp_path / "probe.JPEG"
     path.write_bytes(buf.getvalue())
-    try:
-        data, h, w, reason = conv.encode_image(str(path), conv.Encoding())
-        assert (data, h, w, reason) == (buf.getvalue(), 200, 300, None)  # untouched by default
-        data, h, w, reason = conv.encode_image(str(path), conv.Encoding(resize=100, quality=50))
-        assert (h, w, reason) == (100, 150, None)
-        with Image.open(io.BytesIO(data)) as image:
-            assert image.format == "JPEG" and image.size == (150, 100)
-    finally:
-        path.unlink()
+    data, h, w, reason = conv.encode_image(str(path), conv.Encoding())
+    assert (data, h, w, reason) == (buf.getvalue(), 200, 300, None)  # untouched by default
+    data, h, w, reason = conv.encode_image(str(path), conv.Encoding(resize=100, quality=50))
+    assert (h, w, reason) == (100, 150, None)
+    with Image.open(io.BytesIO(data)) as image:
+        assert image.format == "JPEG" and image.size == (150, 100)
+    # --reencode: every image written anew at --quality, same size; not listed as a fix-up
+    data, h, w, reason = conv.encode_image(str(path), conv.Encoding(reencode=True, quality=20))
+    assert (h, w, reason) == (200, 300, None) and data != buf.getvalue()
+    assert len(data) < len(buf.getvalue())
+    with Image.open(io.BytesIO(data)) as image:
+        assert image.format == "JPEG" and image.mode == "RGB" and image.size == (300, 200)
+
+
+@pytest.mark.slow
+def test_reencode_option_and_progress_lines_without_a_terminal(tmp_path, capsys, monkeypatch):
+    source, out = tmp_path / "imagenet", tmp_path / "shards"
+    generate(source, classes=2, train_per_class=6, validation_per_class=0, size=64)
+    monkeypatch.setattr(conv, "LOG_EVERY_S", 0.0)  # a line for every image
+    argv = ["--input", str(source), "--output", str(out), "--splits", "train"]
+    argv += ["--train-shards", "1", "--workers", "1", "--reencode", "--quality", "20"]
+    assert conv.main(argv) == 0
+    stdout = capsys.readouterr().out
+    # progress image by image, even within the run's only shard
+    lines = [line for line in stdout.splitlines() if line.startswith("converted ")]
+    assert [line.split()[1] for line in lines] == [f"{i}/12" for i in range(1, 13)]
+
+    manifest = load_manifest(out)
+    assert manifest.options["reencode"] is True and manifest.options["quality"] == 20
+    assert manifest.reencoded == []  # --reencode is asked for, not a fix-up to report
+    originals = {p.name: p.read_bytes() for p in (source / "train").rglob("*.JPEG")}
+    import tensorflow as tf
+
+    from training.records import parse_example
+
+    records = [parse_example(r) for r in tf.data.TFRecordDataset(str(out / "train-00000-of-00001"))]
+    assert len(records) == 12
+    for f in records:
+        encoded = f["image/encoded"].numpy()
+        assert encoded != originals[f["image/filename"].numpy().decode()]
+        assert encoded[:2] == b"\xff\xd8"  # JPEG
+
+
+def test_loose_images_beside_class_folders_are_reported(tmp_path):
+    source = tmp_path / "imagenet"
+    generate(
+        source,
+        classes=2,
+        train_per_class=1,
+        validation_per_class=1,
+        size=32,
+        validation_layout="folders",
+    )
+    stray = source / "validation" / "ILSVRC2012_val_00000001.JPEG"
+    stray.write_bytes((source / "train" / "n00000001" / "n00000001_0.JPEG").read_bytes())
+    with pytest.raises(TrainingError, match=r"holds class folders and also 1 image\(s\) outside"):
+        conv.scan(source, ["train", "validation"], None)
+    stray.rename(source / "train" / stray.name)
+    with pytest.raises(TrainingError, match=r"ILSVRC2012_val_00000001.JPEG; move them into"):
+        conv.scan(source, ["train"], None)
+
+
+def test_workers_default_to_the_cores_this_process_may_use(tmp_path, monkeypatch):
+    source = tmp_path / "imagenet"
+    generate(source, classes=2, train_per_class=4, validation_per_class=0, size=32)
+    monkeypatch.setattr(conv.os, "cpu_count", lambda: 64)
+    monkeypatch.setattr(conv.os, "sched_getaffinity", lambda pid: {0, 1})
+    seen = []
+
+    def run_tasks(tasks, workers, total):
+        seen.append(workers)
+        raise TrainingError("stop here")
+
+    monkeypatch.setattr(conv, "_run_tasks", run_tasks)
+    with pytest.raises(TrainingError, match="stop here"):
+        conv.convert(source, tmp_path / "out", ["train"], {"train": 8})
+    assert seen == [2]

@@ -13,7 +13,9 @@ manifest; unreadable images fail the run at the end, listed together, unless `--
 import argparse
 import io
 import multiprocessing
+import multiprocessing.queues
 import os
+import queue
 import random
 import re
 import shutil
@@ -41,6 +43,7 @@ from training.records import serialize_example
 from training.shards import SPLITS, shard_name
 
 IMAGE_SUFFIXES = {".jpeg", ".jpg", ".png"}
+LOG_EVERY_S = 10.0  # progress lines when stdout is not a terminal (job logs, CI)
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,14 @@ def _class_folders(split_dir: Path) -> dict[str, list[Path]]:
         raise TrainingError(
             f"{len(empty)} empty class folder(s) in {split_dir}: {', '.join(empty)}; every class "
             f"folder needs at least one image ({', '.join(sorted(IMAGE_SUFFIXES))}); remove them"
+        )
+    loose = _images_in(split_dir) if folders else []
+    if loose:
+        raise TrainingError(
+            f"{split_dir} holds class folders and also {len(loose)} image(s) outside them, "
+            f"which would be left out: {', '.join(p.name for p in loose[:10])}"
+            f"{' …' if len(loose) > 10 else ''}; move them into their class folders (or, for "
+            "validation, remove the folders and label the images with --validation-labels)"
         )
     return folders
 
@@ -189,8 +200,19 @@ def encode_image(path: str, encoding: Encoding) -> tuple[bytes, int, int, str | 
     return out.getvalue(), rgb.height, rgb.width, reason
 
 
+_progress: multiprocessing.queues.Queue | None = None  # set in the conversion's worker processes
+
+
+def _init_worker(progress: multiprocessing.queues.Queue) -> None:
+    global _progress
+    _progress = progress
+
+
 def write_shard(task: ShardTask) -> dict:
-    """Write one shard; return its manifest entry plus what was re-encoded or unreadable."""
+    """Write one shard; return its manifest entry plus what was re-encoded or unreadable.
+
+    In a conversion's worker, every image done is counted on the parent's progress queue.
+    """
     import tensorflow as tf
 
     name = shard_name(task.split, task.index, task.total)
@@ -203,12 +225,16 @@ def write_shard(task: ShardTask) -> dict:
                 data, height, width, reason = encode_image(image_path, task.encoding)
             except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
                 bad.append({"path": image_path, "error": f"{type(exc).__name__}: {exc}"})
+                if _progress is not None:
+                    _progress.put(1)
                 continue
             if reason:
                 reencoded.append({"path": image_path, "reason": reason})
             label = task.label_map[wnid]
             writer.write(serialize_example(data, label, height, width, Path(image_path).name))
             counts[wnid] += 1
+            if _progress is not None:
+                _progress.put(1)
     size, md5, sha256 = file_digests(path)
     entry = ShardEntry(name, task.split, sum(counts.values()), size, md5, sha256)
     return {"entry": entry, "counts": counts, "reencoded": reencoded, "bad": bad}
@@ -267,7 +293,8 @@ def convert(
         for split, chunks in tasks_per_split.items()
         for i, chunk in enumerate(chunks)
     ]
-    workers = max(1, min(workers or os.cpu_count() or 1, len(tasks)))
+    # The cores this process may run on (a container's or taskset's share), not the machine's.
+    workers = max(1, min(workers or len(os.sched_getaffinity(0)), len(tasks)))
     results = []
     try:
         results = _run_tasks(tasks, workers, sum(len(v) for v in images.values()))
@@ -312,16 +339,39 @@ def convert(
 
 
 def _run_tasks(tasks: list[ShardTask], workers: int, total_images: int) -> list[dict]:
+    """Run the shard tasks in `workers` processes, showing progress image by image: a bar on a
+    terminal, else a plain line every LOG_EVERY_S seconds."""
     # spawn, not fork: TensorFlow must not be inherited half-initialised by the workers.
     context = multiprocessing.get_context("spawn")
+    progress_queue = context.Queue()
     columns = [*Progress.get_default_columns()[:2], MofNCompleteColumn(), TimeRemainingColumn()]
-    with Progress(*columns) as progress, context.Pool(workers) as pool:
+    terminal = sys.stdout.isatty()
+    start = last_line = time.monotonic()
+    done = 0
+    with (
+        Progress(*columns, disable=not terminal) as progress,
+        context.Pool(workers, _init_worker, (progress_queue,)) as pool,
+    ):
         bar = progress.add_task(f"converting ({workers} workers)", total=total_images)
-        results = []
-        for result in pool.imap_unordered(write_shard, tasks):
-            results.append(result)
-            progress.advance(bar, sum(result["counts"].values()) + len(result["bad"]))
-    return results
+        pending = pool.map_async(write_shard, tasks)
+        give_up = None  # a task failed: wait a moment for counts in flight, then report it
+        while done < total_images:
+            try:
+                progress_queue.get(timeout=0.2)
+            except queue.Empty:
+                if pending.ready():
+                    give_up = give_up or time.monotonic() + 1.0
+                    if time.monotonic() > give_up:
+                        break
+                continue
+            done += 1
+            progress.advance(bar)
+            now = time.monotonic()
+            if not terminal and (now - last_line >= LOG_EVERY_S or done == total_images):
+                rate = done / max(now - start, 1e-9)
+                print(f"converted {done}/{total_images} images ({rate:.1f}/s)", flush=True)
+                last_line = now
+        return pending.get()
 
 
 def main(argv: list[str] | None = None) -> int:
