@@ -79,11 +79,14 @@ def build_parser(framework: str) -> argparse.ArgumentParser:
             help="micro-batches of --batch-size per optimizer step (Horovod's "
             "backward_passes_per_step); the TF loop has a larger --batch-size instead",
         )
+    else:
+        p.set_defaults(grad_accum=1)  # what the data, schedule and throughput code read
     train.add_argument("--epochs", type=_at_least(1), default=90)
     train.add_argument(
         "--steps-per-epoch",
         type=_at_least(1),
-        help="default: one pass over the data (synthetic: --synthetic-length images)",
+        help="optimizer steps per epoch; default: one pass over the data (synthetic: "
+        "--synthetic-length images)",
     )
     train.add_argument("--seed", type=int, default=0)
 
@@ -96,7 +99,12 @@ def build_parser(framework: str) -> argparse.ArgumentParser:
         help="global batch --base-lr is meant for; the rate scales linearly from there",
     )
     lr.add_argument("--momentum", type=_non_negative_float, default=0.9)
-    lr.add_argument("--warmup-epochs", type=_non_negative_float, default=5.0)
+    lr.add_argument(
+        "--warmup-epochs",
+        type=_non_negative_float,
+        default=5.0,
+        help="linear warm-up from peak/workers to peak; fractions allowed",
+    )
     lr.add_argument("--lr-decay", choices=DECAYS, default="step")
     lr.add_argument("--decay-epochs", type=_at_least(1), nargs="*", default=[30, 60, 80])
     lr.add_argument("--decay-factor", type=_non_negative_float, default=0.1)

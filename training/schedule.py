@@ -4,15 +4,25 @@
   step, so the peak rate is `base_lr × global_batch / base_batch`. With a fixed per-worker batch
   this is linear in the number of workers — and 2 workers × b gets the same rate as
   1 worker × 2b, which keeps the averaging identity exact.
-- Gradual warm-up over `warmup_epochs`: from `peak / workers` up to `peak`, Horovod's
-  `LearningRateWarmupCallback` formula, so the Keras flavour (which uses that callback) and the
-  others agree.
+- Gradual warm-up over `warmup_epochs` (fractions allowed): from `peak / workers` up to `peak`,
+  the formula of Horovod's `LearningRateWarmupCallback`, evaluated at the steps completed.
 - Then step decay (× `decay_factor` at each of `decay_epochs`) or cosine decay to 0 at `epochs`.
+
+An epoch is one pass over the data: `steps_per_epoch` optimizer steps. Every flavour sets the
+rate before each optimizer step from `lr_at(steps done / steps per epoch)`.
 """
 
+import functools
 import math
+from collections.abc import Callable
 
 DECAYS = ("step", "cosine", "none")
+
+
+def steps_per_epoch(examples: int, batch_per_worker: int, workers: int, grad_accum: int) -> int:
+    """Optimizer steps that cover `examples` once (at least one); a step takes `grad_accum`
+    micro-batches of `batch_per_worker` on each of `workers`."""
+    return max(1, examples // (batch_per_worker * grad_accum * workers))
 
 
 def peak_lr(base_lr: float, base_batch: int, batch_per_worker: int, workers: int) -> float:
@@ -61,4 +71,18 @@ def lr_at(
         warmup_epochs=warmup_epochs,
         decay_epochs=decay_epochs,
         decay_factor=decay_factor,
+    )
+
+
+def from_options(args, peak: float, workers: int) -> Callable[[float], float]:
+    """`lr_at` as a function of the epoch, with a command line's schedule options."""
+    return functools.partial(
+        lr_at,
+        peak=peak,
+        workers=workers,
+        warmup_epochs=args.warmup_epochs,
+        decay=args.lr_decay,
+        epochs=args.epochs,
+        decay_epochs=tuple(args.decay_epochs),
+        decay_factor=args.decay_factor,
     )

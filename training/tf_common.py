@@ -1,5 +1,6 @@
-"""What the Keras and TF-loop scripts share besides the data: Horovod and precision set-up,
-rank-0 checkpoints with broadcast on resume, the end-of-run report."""
+"""What the training scripts share besides the data: Horovod and precision set-up (TensorFlow
+flavours), validation accuracy pooled over workers, rank-0 checkpoints with broadcast on resume,
+the end-of-run report (every flavour)."""
 
 import os
 import sys
@@ -28,15 +29,51 @@ def setup(args):
         tf.config.threading.set_intra_op_parallelism_threads(args.threads)
         tf.config.threading.set_inter_op_parallelism_threads(args.threads)
     hvd.init()
-    # One GPU per worker, by local rank (a no-op on CPU-only machines like the test VM).
+    # One GPU per worker, by local rank (a no-op on CPU-only machines like the test VM). Modulo
+    # the GPUs seen: a launcher may already have given each worker just its own.
     gpus = tf.config.list_physical_devices("GPU")
     for gpu in gpus:
         tf.config.experimental.set_memory_growth(gpu, True)
     if gpus:
-        tf.config.set_visible_devices(gpus[hvd.local_rank()], "GPU")
+        tf.config.set_visible_devices(gpus[hvd.local_rank() % len(gpus)], "GPU")
     tf.keras.utils.set_random_seed(args.seed)
     tf.keras.mixed_precision.set_global_policy(POLICIES[args.precision])
     return hvd
+
+
+def cores_per_worker(local_size: int) -> int:
+    """This node's cores shared out among its `local_size` workers (at least one)."""
+    return max(1, (os.cpu_count() or 1) // local_size)
+
+
+def correct_predictions(logits, labels):
+    """How many of the batch's top-1 predictions are right (an int32 tensor)."""
+    import tensorflow as tf
+
+    predicted = tf.argmax(logits, axis=-1, output_type=tf.int64)
+    return tf.reduce_sum(tf.cast(predicted == tf.cast(labels, tf.int64), tf.int32))
+
+
+def pooled_accuracy(model):
+    """A function of a validation dataset: the model's top-1 accuracy over the batches of every
+    worker together (correct and seen counts summed over workers). Every worker must call it;
+    one without validation data passes an empty dataset and adds nothing."""
+    import horovod.tensorflow as hvd
+    import tensorflow as tf
+
+    @tf.function
+    def counts(images, labels):
+        return correct_predictions(model(images, training=False), labels), tf.size(labels)
+
+    def accuracy(dataset) -> float:
+        hits, seen = 0, 0
+        for images, labels in dataset:
+            batch_hits, batch_seen = counts(images, labels)
+            hits, seen = hits + int(batch_hits), seen + int(batch_seen)
+        totals = hvd.allreduce(tf.constant([hits, seen], tf.float64), op=hvd.Sum, name="val")
+        return float(totals[0] / tf.maximum(totals[1], 1.0))
+
+    return accuracy
 
 
 def enable_xla_autoclustering() -> None:
@@ -107,6 +144,7 @@ def report(args, framework, meter, data_source, workers, rank, checkpoint) -> No
         workers=workers,
         precision=args.precision,
         data_source=data_source,
+        grad_accum=args.grad_accum,
     )
     for line in throughput.format_lines(result):
         print(line, flush=True)

@@ -1,8 +1,13 @@
-"""The tf.data input pipeline of the TensorFlow flavours: TFRecord shards or the synthetic source.
+"""The tf.data input pipeline of every flavour: TFRecord shards or the synthetic source.
 
 TFRecords: this worker's shards (by global rank) → shuffled file order → interleaved reads →
 shuffle buffer → decode + random-resized-crop + flip (train) or center crop (validation) →
-batch → prefetch. Synthetic: one fixed batch per worker, repeated.
+batch → prefetch, on a thread pool of the dataset's own (the PyTorch flavour holds TensorFlow's
+op threads to one; decoding must not be held with them). Synthetic: this worker's micro-batches
+of one fixed global batch, repeated.
+
+Batches are micro-batches of `--batch-size`; an epoch is one pass over the data, in optimizer
+steps of `--grad-accum` micro-batches on every worker (training.schedule.steps_per_epoch).
 """
 
 import contextlib
@@ -11,7 +16,7 @@ from pathlib import Path
 
 import tensorflow as tf
 
-from training import records, shards, synthetic
+from training import records, schedule, shards, synthetic
 from training.errors import TrainingError
 
 AUTOTUNE = tf.data.AUTOTUNE
@@ -23,47 +28,56 @@ LABEL_CHECK = "label >= --num-classes"
 
 @dataclass
 class Data:
-    train: tf.data.Dataset
-    steps_per_epoch: int
-    validation: tf.data.Dataset | None
+    train: tf.data.Dataset  # micro-batches, forever
+    steps_per_epoch: int  # optimizer steps
+    validation: tf.data.Dataset | None  # None on every worker alike; may be empty on some
     source: str  # "synthetic" or "tfrecord": the throughput line's data_source
     files: list[str]  # this worker's shards, searched when a read fails
 
 
-def make_data(args, rank: int, size: int) -> Data:
-    """Datasets of batches of `args.batch_size` for this worker; errors before any training."""
+def make_data(args, rank: int, size: int, threads: int) -> Data:
+    """Datasets of batches of `args.batch_size` for this worker; errors before any training.
+
+    `threads`: the thread pool that reads and decodes TFRecords (this worker's share of cores).
+    """
     if args.data_dir is None:
         return _synthetic(args, rank, size)
-    return _tfrecords(args, rank, size)
+    return _tfrecords(args, rank, size, threads)
 
 
 def _synthetic(args, rank, size) -> Data:
+    """One optimizer step's worth of this worker's images, cut into `grad_accum` micro-batches
+    (the same images the PyTorch flavour takes), repeated."""
+    b, accum = args.batch_size, args.grad_accum
     images, labels = synthetic.rank_batch(
-        args.batch_size, rank, size, args.image_size, args.num_classes, args.seed
+        b * accum, rank, size, args.image_size, args.num_classes, args.seed
     )
-    batch = tf.data.Dataset.from_tensors((images, labels))
-    steps = args.steps_per_epoch or synthetic.steps_per_epoch(
-        args.synthetic_length, args.batch_size, size
-    )
-    validation = batch.repeat(args.val_steps) if args.val_steps else None
-    return Data(batch.repeat(), steps, validation, "synthetic", [])
+    micro = tf.data.Dataset.from_tensor_slices(
+        (images.reshape(accum, b, *images.shape[1:]), labels.reshape(accum, b))
+    ).repeat()
+    steps = args.steps_per_epoch or schedule.steps_per_epoch(args.synthetic_length, b, size, accum)
+    validation = micro.take(args.val_steps) if args.val_steps else None
+    return Data(micro, steps, validation, "synthetic", [])
 
 
-def _tfrecords(args, rank, size) -> Data:
+def _tfrecords(args, rank, size, threads) -> Data:
     all_train = shards.list_shards(args.data_dir, "train")
     train_files = shards.shards_for_rank(all_train, rank, size)
     try:
-        val_files = shards.shards_for_rank(
-            shards.list_shards(args.data_dir, "validation"), rank, size
-        )
+        all_val = shards.list_shards(args.data_dir, "validation")
     except TrainingError:
         if args.val_steps:
             raise
-        val_files = []  # no validation split: train without validation
+        all_val = []  # no validation split: train without validation
+    # With fewer validation shards than workers the last ranks have none: they evaluate
+    # nothing, and the correct/seen counts summed over workers stay right.
+    val_files = all_val[rank::size]
 
-    steps = args.steps_per_epoch or max(
-        1, _count_train_examples(args.data_dir, all_train) // (args.batch_size * size)
+    steps = args.steps_per_epoch or schedule.steps_per_epoch(
+        _count_train_examples(args.data_dir, all_train), args.batch_size, size, args.grad_accum
     )
+    own_pool = tf.data.Options()
+    own_pool.threading.private_threadpool_size = threads
     files = tf.data.Dataset.from_tensor_slices(train_files)
     files = files.shuffle(len(train_files), seed=args.seed + rank).repeat()
     train = (
@@ -77,17 +91,18 @@ def _tfrecords(args, rank, size) -> Data:
         .map(lambda r: _train_example(r, args.image_size, args.num_classes), AUTOTUNE)
         .batch(args.batch_size, drop_remainder=True)
         .prefetch(AUTOTUNE)
+        .with_options(own_pool)
     )
     validation = None
-    if val_files and args.val_steps != 0:
+    if all_val and args.val_steps != 0:
         validation = (
-            tf.data.TFRecordDataset(val_files)
+            tf.data.TFRecordDataset(tf.constant(val_files, dtype=tf.string))
             .map(lambda r: _validation_example(r, args.image_size, args.num_classes), AUTOTUNE)
             .batch(args.batch_size)
         )
         if args.val_steps:
             validation = validation.take(args.val_steps)
-        validation = validation.prefetch(AUTOTUNE)
+        validation = validation.prefetch(AUTOTUNE).with_options(own_pool)
     return Data(train, steps, validation, "tfrecord", train_files + val_files)
 
 

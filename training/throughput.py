@@ -5,9 +5,13 @@ Two lines, always together:
     Total images/sec: 123.4 (2 workers × 61.7, median step 0.518 s, 90 timed steps)
     {"schema": "azdl.throughput/v1", "framework": "keras", ...}
 
-Only images processed in timed steps count, divided by the time those steps took: warm-up steps
-are left out, and so are the pauses between epochs (validation, checkpoints). (The reference
-implementation divided the images of every epoch by the time of one.) Job and benchmark tools
+A step is one optimizer step in every flavour (`grad_accum` micro-batches of `batch_per_worker`
+on each worker). Only images processed in timed steps count, divided by the time those steps
+took: warm-up steps are left out, and so are the pauses between epochs (validation,
+checkpoints). (The reference implementation divided the images of every epoch by the time of
+one.) `timed_span_s` is the wall time of the timed steps with everything between them, for
+comparisons with benchmarks that time whole loops (see benchmarks/p1_vs_horovod.py). Job and
+benchmark tools
 parse the JSON line with `parse_throughput_lines`; its fields are documented in the README and
 only ever added to, never renamed.
 """
@@ -33,14 +37,16 @@ FIELDS = (
     "timed_steps",
     "images_timed",
     "wall_time_s",
+    "grad_accum",
+    "timed_span_s",
 )
 
 
 class ThroughputMeter:
     """Times training steps with `begin()`/`end()`; the first `warmup_steps` are not counted.
 
-    `images_per_step` is what one synchronous step processes on all workers together:
-    batch per worker × workers × micro-batches per step.
+    A step is one optimizer step; `images_per_step` is what it processes on all workers
+    together: batch per worker × micro-batches per step × workers.
     """
 
     def __init__(self, images_per_step: int, warmup_steps: int, clock=time.perf_counter):
@@ -50,6 +56,7 @@ class ThroughputMeter:
         self._steps = 0
         self._durations: list[float] = []
         self._first_begin: float | None = None
+        self._first_timed_begin: float | None = None
         self._last_end: float | None = None
         self._begin: float | None = None
 
@@ -65,6 +72,8 @@ class ThroughputMeter:
         self._steps += 1
         if self._steps > self.warmup_steps:
             self._durations.append(self._last_end - self._begin)
+            if self._first_timed_begin is None:
+                self._first_timed_begin = self._begin
         self._begin = None
 
     @property
@@ -81,6 +90,7 @@ class ThroughputMeter:
         workers: int,
         precision: str,
         data_source: str,
+        grad_accum: int,
     ) -> dict:
         """The JSON record; rates are None when every step was a warm-up step."""
         timed = len(self._durations)
@@ -88,6 +98,7 @@ class ThroughputMeter:
         seconds = sum(self._durations)
         rate = images / seconds if timed and seconds > 0 else None
         wall = (self._last_end - self._first_begin) if self._last_end is not None else 0.0
+        span = (self._last_end - self._first_timed_begin) if timed else None
         return {
             "schema": SCHEMA,
             "framework": framework,
@@ -104,6 +115,8 @@ class ThroughputMeter:
             "timed_steps": timed,
             "images_timed": images,
             "wall_time_s": _round(wall, 3),
+            "grad_accum": grad_accum,
+            "timed_span_s": _round(span, 3),
         }
 
 

@@ -50,7 +50,7 @@ class ElasticRun:
     def _new_world(self) -> None:
         """Data slices, LR and throughput meter for the current rank and number of workers."""
         a, size = self.args, self.hvd.size()
-        self.data = Data(a, self.hvd.rank(), size, self.device)
+        self.data = Data(a, self.hvd.rank(), size, self.hvd.local_size(), self.device)
         self.trainer.rescale(size)
         self.meter = ThroughputMeter(a.batch_size * a.grad_accum * size, a.timing_warmup_steps)
 

@@ -3,11 +3,18 @@
     horovodrun --gloo -np 2 -H localhost:2 python -m training.train_keras --image-size 64 ...
 
 Horovod pieces: `hvd.DistributedOptimizer` (allreduce-averaged gradients, optional fp16
-compression and gradient accumulation), the metric-averaging and LR warm-up/schedule callbacks.
-Rank 0 alone checkpoints, writes TensorBoard logs and prints the throughput lines.
+compression and gradient accumulation) and `MetricAverageCallback` (the epoch's training loss
+and accuracy averaged over workers). The rest is this module's, so that Keras agrees with the
+other flavours: the learning rate is set before every optimizer step from training.schedule
+(Horovod's warm-up and schedule callbacks compare the whole-number epoch with a fractional
+warm-up end and run one step ahead), validation accuracy is summed over workers (a worker
+without a validation shard takes part with nothing), and rank 0's weights are broadcast before
+the first step (tf_common.restore_and_broadcast). Rank 0 alone checkpoints, writes TensorBoard
+logs and prints the throughput lines.
 """
 
 import sys
+from collections.abc import Callable
 
 import horovod.tensorflow.keras as hvd
 import tensorflow as tf
@@ -19,17 +26,59 @@ FRAMEWORK = "keras"
 
 
 class StepTimer(tf.keras.callbacks.Callback):
-    """Feeds every training batch's duration to the throughput meter."""
+    """Times optimizer steps (`grad_accum` Keras batches each) for the throughput meter."""
 
-    def __init__(self, meter: ThroughputMeter):
+    def __init__(self, meter: ThroughputMeter, grad_accum: int):
         super().__init__()
-        self.meter = meter
+        self.meter, self.grad_accum = meter, grad_accum
 
     def on_train_batch_begin(self, batch, logs=None):
-        self.meter.begin()
+        if batch % self.grad_accum == 0:
+            self.meter.begin()
 
     def on_train_batch_end(self, batch, logs=None):
-        self.meter.end()
+        if (batch + 1) % self.grad_accum == 0:
+            self.meter.end()
+
+
+class ScheduledLearningRate(tf.keras.callbacks.Callback):
+    """Sets the rate before every optimizer step to `lr_at(epoch + steps done / steps per
+    epoch)`, like the TF and PyTorch loops; logs the epoch's last rate as `lr`."""
+
+    def __init__(self, lr_at: Callable[[float], float], steps_per_epoch: int, grad_accum: int):
+        super().__init__()
+        self.lr_at, self.steps, self.grad_accum = lr_at, steps_per_epoch, grad_accum
+        self.epoch, self.lr = 0, None
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.epoch = epoch
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if batch % self.grad_accum == 0:  # the first micro-batch of an optimizer step
+            self.lr = self.lr_at(self.epoch + batch // self.grad_accum / self.steps)
+            self.model.optimizer.learning_rate.assign(self.lr)
+
+    def on_epoch_end(self, epoch, logs=None):
+        logs["lr"] = self.lr
+
+
+class PooledValidation(tf.keras.callbacks.Callback):
+    """`val_accuracy` at every epoch's end over all workers' validation batches together.
+
+    Instead of Keras' `validation_data`: that evaluates each worker's data on its own (the
+    metric average would weigh workers equally) and can't run on a worker with no batches.
+    """
+
+    def __init__(self, dataset: tf.data.Dataset):
+        super().__init__()
+        self.dataset = dataset
+
+    def set_model(self, model):
+        super().set_model(model)
+        self.accuracy = tf_common.pooled_accuracy(model)
+
+    def on_epoch_end(self, epoch, logs=None):
+        logs["val_accuracy"] = self.accuracy(self.dataset)
 
 
 class RankZeroCheckpoint(tf.keras.callbacks.Callback):
@@ -58,9 +107,9 @@ def train(args) -> None:
     if args.xla:
         tf_common.enable_xla_autoclustering()
     rank, size = hvd.rank(), hvd.size()
-    data = tf_pipeline.make_data(args, rank, size)
-    # With gradient accumulation a Keras "step" is one micro-batch; the optimizer applies
-    # the averaged gradients every `grad_accum` of them.
+    data = tf_pipeline.make_data(args, rank, size, tf_common.cores_per_worker(hvd.local_size()))
+    # A Keras "step" is one micro-batch; the optimizer applies the averaged gradients every
+    # `grad_accum` of them, and an epoch (data.steps_per_epoch) counts optimizer steps.
     fit_steps = data.steps_per_epoch * args.grad_accum
 
     peak = schedule.peak_lr(args.base_lr, args.base_batch, args.batch_size * args.grad_accum, size)
@@ -84,37 +133,19 @@ def train(args) -> None:
     progress = tf_common.restore_and_broadcast(args, FRAMEWORK, model, optimizer)
     initial_epoch = progress.epoch if progress else 0
 
-    meter = ThroughputMeter(args.batch_size * size, args.timing_warmup_steps)
+    meter = ThroughputMeter(args.batch_size * args.grad_accum * size, args.timing_warmup_steps)
     checkpoint = RankZeroCheckpoint(args, data.steps_per_epoch)
     callbacks = [
-        # Averages the epoch's metrics (validation accuracy included) over all workers; must
-        # come before the callbacks that read them.
+        # Averages the epoch's training metrics over all workers; must come before the
+        # callbacks that read them.
         hvd.callbacks.MetricAverageCallback(),
-        # momentum_correction breaks with the Keras 2.11+ optimizers (Horovod 0.28.1).
-        hvd.callbacks.LearningRateWarmupCallback(
-            initial_lr=peak,
-            warmup_epochs=args.warmup_epochs,
-            momentum_correction=False,
-            steps_per_epoch=fit_steps,
-            verbose=1 if rank == 0 else 0,
+        ScheduledLearningRate(
+            schedule.from_options(args, peak, size), data.steps_per_epoch, args.grad_accum
         ),
-        hvd.callbacks.LearningRateScheduleCallback(
-            initial_lr=peak,
-            multiplier=lambda epoch: schedule.decay_multiplier(
-                epoch,
-                decay=args.lr_decay,
-                epochs=args.epochs,
-                warmup_epochs=args.warmup_epochs,
-                decay_epochs=tuple(args.decay_epochs),
-                decay_factor=args.decay_factor,
-            ),
-            start_epoch=int(args.warmup_epochs + 0.999999),
-            staircase=False,
-            momentum_correction=False,
-            steps_per_epoch=fit_steps,
-        ),
-        StepTimer(meter),
+        StepTimer(meter, args.grad_accum),
     ]
+    if data.validation is not None:
+        callbacks.append(PooledValidation(data.validation))
     if rank == 0 and args.checkpoint_dir:
         callbacks.append(checkpoint)
     if rank == 0 and args.log_dir:
@@ -126,7 +157,6 @@ def train(args) -> None:
             steps_per_epoch=fit_steps,
             epochs=args.epochs,
             initial_epoch=initial_epoch,
-            validation_data=data.validation,
             callbacks=callbacks,
             verbose=2 if rank == 0 else 0,
         )

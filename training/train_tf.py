@@ -24,7 +24,7 @@ FRAMEWORK = "tf"
 def train(args) -> None:
     tf_common.setup(args)
     rank, size = hvd.rank(), hvd.size()
-    data = tf_pipeline.make_data(args, rank, size)
+    data = tf_pipeline.make_data(args, rank, size, tf_common.cores_per_worker(hvd.local_size()))
     steps = data.steps_per_epoch
 
     peak = schedule.peak_lr(args.base_lr, args.base_batch, args.batch_size, size)
@@ -50,23 +50,10 @@ def train(args) -> None:
         if fp16:
             grads = optimizer.get_unscaled_gradients(grads)
         optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
-        return loss, _correct(logits, labels)
+        return loss, tf_common.correct_predictions(logits, labels)
 
-    @tf.function
-    def eval_step(images, labels):
-        return _correct(model(images, training=False), labels), tf.size(labels)
-
-    def lr_for(global_step: int) -> float:
-        return schedule.lr_at(
-            global_step / steps,
-            peak=peak,
-            workers=size,
-            warmup_epochs=args.warmup_epochs,
-            decay=args.lr_decay,
-            epochs=args.epochs,
-            decay_epochs=tuple(args.decay_epochs),
-            decay_factor=args.decay_factor,
-        )
+    lr_at = schedule.from_options(args, peak, size)
+    val_accuracy = tf_common.pooled_accuracy(model)
 
     writer = tf.summary.create_file_writer(args.log_dir) if rank == 0 and args.log_dir else None
     meter = ThroughputMeter(args.batch_size * size, args.timing_warmup_steps)
@@ -79,7 +66,7 @@ def train(args) -> None:
             started = time.perf_counter()
             loss_sum, correct = 0.0, 0
             for _ in range(steps):
-                optimizer.learning_rate.assign(lr_for(global_step))
+                optimizer.learning_rate.assign(lr_at(global_step / steps))
                 meter.begin()
                 images, labels = next(batches)
                 loss, hits = train_step(images, labels)
@@ -89,14 +76,10 @@ def train(args) -> None:
                 global_step += 1
             means = tf.constant([loss_sum / steps, correct / (steps * args.batch_size)])
             loss_mean, accuracy = hvd.allreduce(means, op=hvd.Average, name="epoch").numpy()
-            metrics = {"loss": loss_mean, "accuracy": accuracy, "lr": lr_for(global_step - 1)}
+            metrics = {"loss": loss_mean, "accuracy": accuracy}
+            metrics["lr"] = lr_at((global_step - 1) / steps)  # the epoch's last step's
             if data.validation is not None:
-                hits, seen = 0, 0
-                for images, labels in data.validation:
-                    batch_hits, batch_seen = eval_step(images, labels)
-                    hits, seen = hits + int(batch_hits), seen + int(batch_seen)
-                totals = hvd.allreduce(tf.constant([hits, seen], tf.float64), op=hvd.Sum)
-                metrics["val_accuracy"] = float(totals[0] / tf.maximum(totals[1], 1.0))
+                metrics["val_accuracy"] = val_accuracy(data.validation)
             if rank == 0:
                 shown = " - ".join(f"{k}: {v:.4g}" for k, v in metrics.items())
                 took = time.perf_counter() - started
@@ -111,11 +94,6 @@ def train(args) -> None:
                     )
     tf_common.dump_weights(args, model, rank)
     tf_common.report(args, FRAMEWORK, meter, data.source, size, rank, last_checkpoint)
-
-
-def _correct(logits, labels):
-    predicted = tf.argmax(logits, axis=-1, output_type=tf.int64)
-    return tf.reduce_sum(tf.cast(predicted == tf.cast(labels, tf.int64), tf.int32))
 
 
 def main(argv=None) -> int:

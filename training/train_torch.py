@@ -33,10 +33,15 @@ Batch = tuple[torch.Tensor, torch.Tensor]
 
 
 def worker_device(local_rank: int) -> torch.device:
-    """This worker's GPU (one per worker, by local rank) when there are GPUs, else the CPU."""
+    """This worker's GPU (one per worker, by local rank) when there are GPUs, else the CPU.
+
+    Modulo the GPUs this process sees: a launcher that sets CUDA_VISIBLE_DEVICES per worker
+    leaves each of them just one, device 0.
+    """
     if torch.cuda.is_available():
-        torch.cuda.set_device(local_rank)
-        return torch.device("cuda", local_rank)
+        index = local_rank % torch.cuda.device_count()
+        torch.cuda.set_device(index)
+        return torch.device("cuda", index)
     return torch.device("cpu")
 
 
@@ -73,7 +78,7 @@ def synthetic_batches(args, rank: int, size: int, device) -> Iterator[Batch]:
 def set_threads(threads: int, local_size: int) -> None:
     """`--threads`, or this node's cores shared out among its workers (torch's own default,
     every core per process, oversubscribes them: 2 workers on 2 cores ran 10× slower)."""
-    torch.set_num_threads(threads or max(1, (os.cpu_count() or 1) // local_size))
+    torch.set_num_threads(threads or tf_common.cores_per_worker(local_size))
 
 
 class Trainer:
@@ -106,17 +111,7 @@ class Trainer:
         )
 
     def set_lr(self, epoch: float, workers: int) -> float:
-        a = self.args
-        lr = schedule.lr_at(
-            epoch,
-            peak=self.peak_lr,
-            workers=workers,
-            warmup_epochs=a.warmup_epochs,
-            decay=a.lr_decay,
-            epochs=a.epochs,
-            decay_epochs=tuple(a.decay_epochs),
-            decay_factor=a.decay_factor,
-        )
+        lr = schedule.from_options(self.args, self.peak_lr, workers)(epoch)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         return lr
@@ -225,15 +220,17 @@ def numpy_batches(dataset, files: list[str], channels_last: bool, device) -> Ite
 
 
 class Data:
-    """Where a worker's batches come from: the synthetic source, or TFRecords via tf.data."""
+    """Where a worker's batches come from: the synthetic source, or TFRecords via tf.data.
 
-    def __init__(self, args, rank: int, size: int, device: torch.device):
+    `steps_per_epoch` counts optimizer steps (training.schedule.steps_per_epoch).
+    """
+
+    def __init__(self, args, rank: int, size: int, local_size: int, device: torch.device):
         self.args, self.device = args, device
-        micro_per_step = args.batch_size * args.grad_accum * size
         if args.data_dir is None:
             self.source = "synthetic"
-            self.steps_per_epoch = args.steps_per_epoch or synthetic.steps_per_epoch(
-                args.synthetic_length, args.batch_size * args.grad_accum, size
+            self.steps_per_epoch = args.steps_per_epoch or schedule.steps_per_epoch(
+                args.synthetic_length, args.batch_size, size, args.grad_accum
             )
             self.train = synthetic_batches(args, rank, size, device)
             self._tf = None
@@ -242,14 +239,14 @@ class Data:
 
         from training import tf_pipeline
 
-        # TensorFlow only reads and decodes here; keep it from taking every core from torch.
+        # TensorFlow's ops here are tf.data's bookkeeping: one thread each keeps them off
+        # torch's cores. Reading and decoding run on the dataset's own pool, this worker's share.
         with contextlib.suppress(RuntimeError):  # already fixed: TF ran before in this process
             tf.config.threading.set_inter_op_parallelism_threads(1)
             tf.config.threading.set_intra_op_parallelism_threads(1)
-        self._tf = tf_pipeline.make_data(args, rank, size)
+        self._tf = tf_pipeline.make_data(args, rank, size, tf_common.cores_per_worker(local_size))
         self.source = self._tf.source
-        per_pass = self._tf.steps_per_epoch * args.batch_size * size
-        self.steps_per_epoch = args.steps_per_epoch or max(1, per_pass // micro_per_step)
+        self.steps_per_epoch = self._tf.steps_per_epoch
         self.train = numpy_batches(self._tf.train, self._tf.files, args.channels_last, device)
 
     def validation(self) -> Iterator[Batch] | None:
@@ -274,7 +271,7 @@ def train(args) -> None:
     set_threads(args.threads, hvd.local_size())
     rank, size = hvd.rank(), hvd.size()
     device = worker_device(hvd.local_rank())
-    data = Data(args, rank, size, device)
+    data = Data(args, rank, size, hvd.local_size(), device)
     trainer = Trainer(args, hvd, device)
     start_epoch, global_step = trainer.restore_and_broadcast(args.checkpoint_dir)
     if rank == 0 and start_epoch:

@@ -24,6 +24,10 @@ class Run:
         """The training loss of every epoch, as rank 0 prints it (Keras and the TF loop)."""
         return [float(x) for x in re.findall(r"\bloss: ([0-9.]+)", self.output)]
 
+    def metric(self, name: str) -> list[float]:
+        """Every value of `name` in rank 0's epoch lines (`name: value`; all three flavours)."""
+        return [float(x) for x in re.findall(rf"\b{name}: ([0-9.e+-]+)", self.output)]
+
 
 def launch(framework, workers, args, launcher="gloo", timeout=240) -> Run:
     cmd = launch_command(framework, workers, launcher, [str(a) for a in args])

@@ -60,7 +60,7 @@ class FakeClock:
 def test_meter_excludes_warmup_and_counts_only_timed_images():
     # 4 steps: the first (warm-up) takes 10 s, the others 1, 2 and 3 s, with a 50 s gap (an
     # epoch boundary) before the last one that must not count.
-    clock = FakeClock([0, 10, 10, 11, 11, 13, 63, 66])
+    clock = FakeClock([0, 10, 10.5, 11.5, 12, 14, 63, 66])
     meter = throughput.ThroughputMeter(images_per_step=64, warmup_steps=1, clock=clock)
     for _ in range(4):
         meter.begin()
@@ -69,17 +69,20 @@ def test_meter_excludes_warmup_and_counts_only_timed_images():
         framework="keras",
         model="resnet50",
         image_size=32,
-        batch_per_worker=32,
+        batch_per_worker=16,
         workers=2,
         precision="fp32",
         data_source="synthetic",
+        grad_accum=2,
     )
     assert r["timed_steps"] == 3 and r["warmup_steps"] == 1
-    assert r["images_timed"] == 3 * 64
+    assert r["images_timed"] == 3 * 64 and r["grad_accum"] == 2
     assert r["images_per_sec"] == pytest.approx(192 / 6)
     assert r["images_per_sec_per_worker"] == pytest.approx(16)
     assert r["median_step_time_s"] == 2
     assert r["wall_time_s"] == 66
+    # From the first timed step's begin to the last one's end, the gaps included.
+    assert r["timed_span_s"] == 55.5
     assert tuple(r) == throughput.FIELDS
 
 
@@ -95,6 +98,7 @@ def test_throughput_lines_round_trip_through_the_parser():
         workers=2,
         precision="bf16",
         data_source="tfrecord",
+        grad_accum=1,
     )
     human, line = throughput.format_lines(r)
     assert human.startswith("Total images/sec: 16.0")
@@ -115,8 +119,9 @@ def test_meter_with_only_warmup_steps_reports_no_rate():
         workers=2,
         precision="fp32",
         data_source="synthetic",
+        grad_accum=1,
     )
-    assert r["images_per_sec"] is None and r["timed_steps"] == 0
+    assert r["images_per_sec"] is None and r["timed_steps"] == 0 and r["timed_span_s"] is None
     assert "n/a" in throughput.format_lines(r)[0]
 
 
@@ -130,6 +135,24 @@ def test_lr_scales_with_global_batch_and_warms_up_like_horovod():
     assert schedule.lr_at(5, **kw) == pytest.approx(peak)
     assert schedule.lr_at(30, **kw) == pytest.approx(peak * 0.1)
     assert schedule.lr_at(85, **kw) == pytest.approx(peak * 0.001)
+
+
+def test_fractional_warmup_ends_mid_epoch_and_decay_follows():
+    kw = dict(peak=1.0, workers=2, warmup_epochs=0.5, decay="step", epochs=3, decay_epochs=(1,))
+    assert schedule.lr_at(0.25, **kw) == pytest.approx(0.75)
+    assert schedule.lr_at(0.5, **kw) == schedule.lr_at(0.75, **kw) == pytest.approx(1.0)
+    assert schedule.lr_at(1.0, **kw) == pytest.approx(0.1)
+    args = options.parse_args("tf", ["--warmup-epochs", "0.5", "--decay-epochs", "1"])
+    lr_at = schedule.from_options(args, peak=1.0, workers=2)
+    assert [lr_at(e) for e in (0.25, 0.75, 1.0)] == pytest.approx([0.75, 1.0, 0.1])
+
+
+def test_an_epoch_is_one_pass_in_optimizer_steps():
+    # 1,281,167 images, 32 per worker, 2 workers: 20,018 steps; with 4 micro-batches a step,
+    # a quarter of them (not 4 passes over the data).
+    assert schedule.steps_per_epoch(synthetic.IMAGENET_TRAIN_IMAGES, 32, 2, 1) == 20_018
+    assert schedule.steps_per_epoch(synthetic.IMAGENET_TRAIN_IMAGES, 32, 2, 4) == 5_004
+    assert schedule.steps_per_epoch(10, 32, 2, 4) == 1
 
 
 def test_cosine_decay_goes_from_peak_to_zero_after_warmup():
@@ -163,6 +186,7 @@ def test_checkpoint_progress_is_atomic_and_pruned(tmp_path):
 def test_options_reject_bad_values_with_clear_messages(capsys):
     args = options.parse_args("keras", ["--batch-size", "4", "--model", "tiny", "--xla"])
     assert (args.batch_size, args.model, args.xla, args.data_dir) == (4, "tiny", True, None)
+    assert options.parse_args("tf", []).grad_accum == 1  # no option, the same meaning
     for argv, message in [
         (["--batch-size", "0"], "--batch-size: must be at least 1, got 0"),
         (["--model", "vgg"], "invalid choice: 'vgg'"),
@@ -175,13 +199,27 @@ def test_options_reject_bad_values_with_clear_messages(capsys):
         assert message in capsys.readouterr().err
 
 
-def test_synthetic_batch_is_deterministic_and_sliced_by_rank():
-    images, labels = synthetic.global_batch(8, 32, 5, seed=3)
+def test_synthetic_samples_are_deterministic_and_sliced_by_rank():
+    images, labels = synthetic.samples(0, 8, 32, 5, seed=3)
     assert images.shape == (8, 32, 32, 3) and images.dtype == np.float32
-    assert labels.min() >= 0 and labels.max() < 5
-    again, _ = synthetic.global_batch(8, 32, 5, seed=3)
+    assert labels.min() >= 0 and labels.max() < 5 and -0.5 <= images.min() < images.max() < 0.5
+    again, _ = synthetic.samples(0, 8, 32, 5, seed=3)
     np.testing.assert_array_equal(images, again)
+    assert not np.array_equal(images, synthetic.samples(0, 8, 32, 5, seed=4)[0])
     r1_images, r1_labels = synthetic.rank_batch(4, 1, 2, 32, 5, seed=3)
     np.testing.assert_array_equal(r1_images, images[4:])
     np.testing.assert_array_equal(r1_labels, labels[4:])
-    assert synthetic.steps_per_epoch(synthetic.IMAGENET_TRAIN_IMAGES, 32, 2) == 20_018
+    with pytest.raises(ValueError, match=r"rank 2 is outside 0\.\.1"):
+        synthetic.rank_batch(4, 2, 2, 32, 5)
+
+
+def test_synthetic_rank_batch_makes_only_its_own_slice():
+    import tracemalloc
+
+    tracemalloc.start()
+    images, _ = synthetic.rank_batch(4, 63, 64, 64, 10)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    slice_bytes = images.nbytes  # 4 images; the global batch would be 64 times that
+    assert peak < 3 * slice_bytes, (peak, slice_bytes)
+    np.testing.assert_array_equal(images, synthetic.samples(252, 4, 64, 10)[0])

@@ -1,8 +1,9 @@
 """Keras and TF-loop training with real Horovod workers (2 processes on this machine).
 
-Each flavour runs twice on the same synthetic data: 2 workers × batch 8 and 1 worker × batch 16.
-Plain SGD, no batch norm (the tiny model) and the global-batch LR scaling make the two runs
-mathematically identical, so their final weights must agree to float rounding.
+Each flavour runs twice on the same synthetic data: 2 workers × batch 8 and 1 worker × batch 16
+(Keras also 1 worker × batch 8 × 2 accumulated micro-batches). Plain SGD, no batch norm (the
+tiny model) and the global-batch LR scaling make the runs mathematically identical, so their
+final weights must agree to float rounding.
 """
 
 import json
@@ -41,6 +42,10 @@ def synthetic(request, tmp_path_factory):
     assert two.returncode == 0, two.output
     one = launch(framework, 1, [*common, "--batch-size", 16, "--dump-weights", root / "one"])
     assert one.returncode == 0, one.output
+    if framework == "keras":
+        accum = [*common, "--batch-size", 8, "--grad-accum", 2, "--dump-weights", root / "accum"]
+        run = launch(framework, 1, accum)
+        assert run.returncode == 0, run.output
     return framework, root, two, one
 
 
@@ -58,8 +63,9 @@ def test_rank0_prints_the_throughput_contract(synthetic):
     assert record["framework"] == framework and record["workers"] == 2
     assert record["data_source"] == "synthetic" and record["batch_per_worker"] == 8
     assert record["timed_steps"] == EPOCHS * STEPS - 2
-    assert record["images_timed"] == record["timed_steps"] * 16
+    assert record["images_timed"] == record["timed_steps"] * 16 and record["grad_accum"] == 1
     assert record["images_per_sec"] > 0
+    assert 0 < record["timed_span_s"] <= record["wall_time_s"]
     assert "Total images/sec: " in two.output
     assert two.output.count('"schema": "azdl.throughput/v1"') == 1  # rank 0 only
 
@@ -71,12 +77,14 @@ def test_all_ranks_hold_identical_weights(synthetic):
 
 
 def test_two_workers_equal_one_worker_with_double_batch(synthetic):
-    _, root, _, _ = synthetic
+    framework, root, _, _ = synthetic
     two, one = _weights(root / "two", 0), _weights(root / "one", 0)
     moved = max(np.abs(a - b).max() for a, b in zip(two, _initial_weights(root), strict=True))
     assert moved > 1e-2  # the weights really changed, so agreement below means something
-    for a, b in zip(two, one, strict=True):
-        np.testing.assert_allclose(a, b, rtol=1e-4, atol=2e-5)
+    others = [one, _weights(root / "accum", 0)] if framework == "keras" else [one]
+    for other in others:
+        for a, b in zip(two, other, strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-4, atol=2e-5)
 
 
 def _initial_weights(root):
@@ -99,7 +107,8 @@ def test_rank0_writes_checkpoints_and_tensorboard(synthetic):
 
 @pytest.mark.parametrize("framework", ["keras", "tf"])
 def test_trains_on_a_tiny_tfrecord_set(framework, tmp_path):
-    data = write_tiny_tfrecords(tmp_path / "data")
+    # One validation shard for 2 workers: rank 1 evaluates nothing, rank 0 all 24 images.
+    data = write_tiny_tfrecords(tmp_path / "data", validation_shards=1)
     # Normalised JPEG pixels are larger than the synthetic ones: a gentler rate (0.25).
     args = [*TINY, *SGD, "--base-lr", 4, "--batch-size", 8, "--epochs", 4, "--data-dir", data]
     run = launch(framework, 2, [*args, "--shuffle-buffer", 64])
@@ -110,7 +119,11 @@ def test_trains_on_a_tiny_tfrecord_set(framework, tmp_path):
     assert record["timed_steps"] == 4 * 3 - 2
     losses = run.losses()
     assert len(losses) == 4 and losses[-1] < 0.7 * losses[0], losses
-    assert "val_accuracy" in run.output
+    accuracies = run.metric("val_accuracy")
+    assert len(accuracies) == 4, run.output
+    # Correct / seen over both workers: a multiple of 1/24 (a mean over ranks would not be).
+    for accuracy in accuracies:
+        assert abs(accuracy * 24 - round(accuracy * 24)) < 0.01, accuracies
 
 
 @pytest.mark.parametrize("framework", ["keras", "tf"])
@@ -121,12 +134,12 @@ def test_every_speed_option_together(framework, tmp_path):
     args = [*TINY, "--batch-size", 4, "--epochs", 1, "--steps-per-epoch", 3]
     args += ["--timing-warmup-steps", 1]
     args += ["--precision", "bf16", "--xla", "--fp16-allreduce", "--horovod-timeline", timeline]
-    if framework == "keras":
-        args += ["--grad-accum", 2]
+    accum = 2 if framework == "keras" else 1
+    args += ["--grad-accum", accum] if framework == "keras" else []
     run = launch(framework, 2, args)
     assert run.returncode == 0, run.output
     (record,) = parse_throughput_lines(run.output)
-    assert record["precision"] == "bf16"
-    steps = 3 * (2 if framework == "keras" else 1)  # Keras counts micro-batches as steps
-    assert record["timed_steps"] == steps - 1
+    assert record["precision"] == "bf16" and record["grad_accum"] == accum
+    assert record["timed_steps"] == 3 - 1  # optimizer steps in every flavour
+    assert record["images_timed"] == 2 * 4 * accum * 2
     assert '"name": "ALLREDUCE"' in timeline.read_text()

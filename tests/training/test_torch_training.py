@@ -68,11 +68,13 @@ def test_rank0_prints_the_throughput_contract(synthetic):
     assert record["workers"] == 2 and record["batch_per_worker"] == 8
     assert record["data_source"] == "synthetic" and record["precision"] == "fp32"
     assert record["timed_steps"] == EPOCHS * STEPS - 2
-    assert record["images_timed"] == record["timed_steps"] * 16
+    assert record["images_timed"] == record["timed_steps"] * 16 and record["grad_accum"] == 1
     assert record["images_per_sec"] > 0
     assert "Total images/sec: " in output
     (accum,) = parse_throughput_lines(runs["accum"].output)
+    assert accum["timed_steps"] == EPOCHS * STEPS - 2  # optimizer steps, not micro-batches
     assert accum["images_timed"] == accum["timed_steps"] * 16  # 8 images × 2 micro-batches
+    assert accum["grad_accum"] == 2
 
 
 def test_all_ranks_hold_identical_weights(synthetic):
@@ -138,7 +140,8 @@ def test_resnet50_under_mpirun_with_every_speed_option(tmp_path):
 
 
 def test_tfrecords_train_and_validate(tmp_path):
-    data = write_tiny_tfrecords(tmp_path / "data")
+    # One validation shard for 2 workers: rank 1 evaluates nothing, rank 0 all 24 images.
+    data = write_tiny_tfrecords(tmp_path / "data", validation_shards=1)
     sgd = ["--lr-decay", "none", "--base-lr", "1", "--timing-warmup-steps", "2"]
     run = launch(
         "torch",
@@ -148,7 +151,11 @@ def test_tfrecords_train_and_validate(tmp_path):
     assert run.returncode == 0, run.output
     losses = run.losses()
     assert len(losses) == 5 and losses[-1] < 0.8 * losses[0], run.output
-    assert run.output.count("val_accuracy: ") == 5
+    accuracies = run.metric("val_accuracy")
+    assert len(accuracies) == 5, run.output
+    # Correct / seen over both workers: a multiple of 1/24.
+    for accuracy in accuracies:
+        assert abs(accuracy * 24 - round(accuracy * 24)) < 0.01, accuracies
     (record,) = parse_throughput_lines(run.output)
     assert record["data_source"] == "tfrecord" and record["workers"] == 2
     # 48 training images / (8 × 2) = 3 steps per epoch, counted from the shards.
@@ -247,7 +254,7 @@ def _data(argv, rank=0, size=1):
     from training.train_torch import Data
 
     args = parse_args("torch", [*TINY, "--batch-size", "4", *map(str, argv)])
-    return Data(args, rank, size, torch.device("cpu"))
+    return Data(args, rank, size, 1, torch.device("cpu"))
 
 
 def test_data_errors_name_the_problem(tmp_path, tiny_data):
@@ -278,3 +285,39 @@ def test_data_errors_name_the_problem(tmp_path, tiny_data):
     with pytest.raises(TrainingError, match="not below --num-classes"):
         for _ in range(4):
             next(too_few_classes.train)
+
+
+def test_tfrecords_decode_on_a_pool_of_their_own(tiny_data):
+    """TensorFlow's op threads are held to one here; decoding gets this worker's cores."""
+    import os
+
+    data = _data(["--data-dir", tiny_data, "--grad-accum", 2])
+    for dataset in (data._tf.train, data._tf.validation):
+        assert dataset.options().threading.private_threadpool_size == os.cpu_count()
+    # 16 training images, 4 per micro-batch, 2 micro-batches a step: 2 optimizer steps a pass.
+    assert data.steps_per_epoch == 2
+
+
+def test_ranks_without_a_validation_shard_evaluate_nothing(tmp_path):
+    data = write_tiny_tfrecords(tmp_path / "data", validation_shards=1, per_shard=8)
+    seen = [
+        sum(len(labels) for _, labels in _data(["--data-dir", data], rank, 2).validation())
+        for rank in (0, 1)
+    ]
+    assert seen == [8, 0]
+
+
+def test_each_worker_takes_a_gpu_it_can_see(monkeypatch):
+    """One GPU per worker by local rank, modulo the GPUs visible: with CUDA_VISIBLE_DEVICES
+    set per worker, every worker sees one GPU, its device 0."""
+    import torch
+
+    from training.train_torch import worker_device
+
+    chosen = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "set_device", chosen.append)
+    for visible, local_rank, index in [(1, 3, 0), (4, 3, 3), (4, 5, 1)]:
+        monkeypatch.setattr(torch.cuda, "device_count", lambda n=visible: n)
+        assert worker_device(local_rank) == torch.device("cuda", index)
+        assert chosen[-1] == index
