@@ -181,7 +181,7 @@ def run_cluster(args: argparse.Namespace, out: Path) -> list[Run]:
     nodes = counts(args.nodes, "--nodes") if args.nodes else default_nodes(outputs.max_nodes)
     user_args = (*CLUSTER_ARGS, *script_args(args))
     requests = [
-        JobRequest(args.framework, n, "synthetic", new_run_id(args.framework, n), user_args)
+        JobRequest(args.framework, n, "synthetic", new_run_id(f"{args.framework}-{n}n"), user_args)
         for n in nodes
     ]
     for request in requests:  # every size is checked before the first job is submitted

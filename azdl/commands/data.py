@@ -1,8 +1,9 @@
-"""`azdl data sample|prepare|stage|copy`: the data path from ImageNet folders to the nodes.
+"""`azdl data sample|prepare|stage|copy|fill-nfs`: the data path from ImageNet folders to the nodes.
 
 `sample`, `prepare` and `copy` run in the training environment (TensorFlow writes the
 TFRecords); their options are defined once in the training modules and registered here too.
-`stage` uploads to blob storage from the operator environment.
+`stage` uploads to blob storage from the operator environment; `fill-nfs` submits the one-node
+job that copies the staged shards into the stack's NFS share.
 """
 
 import argparse
@@ -13,8 +14,10 @@ from pathlib import Path
 from rich.console import Console
 
 from azdl import staging
+from azdl.commands.submit import add_stack_options, new_run_id, send
 from azdl.envs import run_training_module
 from azdl.errors import AzdlError
+from azdl.jobs.spec import build_fill_nfs_job
 from azdl.jobs.stack_outputs import load_outputs
 from training.copy_shards import COPY_OPTIONS
 from training.dataprep.options import PREPARE_OPTIONS, SAMPLE_OPTIONS, add_options, to_argv
@@ -102,9 +105,35 @@ def register(subparsers) -> None:
     )
     s.set_defaults(func=_run_stage)
 
+    f = commands.add_parser(
+        "fill-nfs",
+        help="copy the staged shards from blob storage into the stack's NFS share (a cluster job)",
+        description="Submit a one-node job on the stack's cluster that copies every shard and "
+        "manifest.json of --data-path from the data container (read-only blob mount) to the same "
+        "folder of the NFS share, checked against the manifest's MD5s. Needed once per dataset "
+        "before `azdl submit --storage nfs`: the NFS share can't be written over the storage "
+        "REST API, only from inside the VNet.",
+    )
+    add_stack_options(f)
+    f.add_argument(
+        "--data-path", default="", help="folder of the shards in the container, and in the share"
+    )
+    f.add_argument("--experiment", default="azdl", help="Azure ML experiment (default azdl)")
+    f.add_argument("--name", help="job name (default: azdl-fill-nfs-<time>-<hex>)")
+    f.add_argument("--dry-run", action="store_true", help="print the job; do not contact Azure")
+    f.add_argument("--wait", action="store_true", help="stream the job's logs until it ends")
+    f.set_defaults(func=_run_fill_nfs)
+
 
 def _run_training_side(args: argparse.Namespace) -> int:
     return run_training_module(args.module, to_argv(args, args.options))
+
+
+def _run_fill_nfs(args: argparse.Namespace) -> int:
+    outputs = load_outputs(args.stack, args.outputs)
+    run_id = args.name or new_run_id("fill-nfs")
+    job = build_fill_nfs_job(outputs, args.data_path.strip("/"), run_id, args.experiment)
+    return send(outputs, job, dry_run=args.dry_run, wait=args.wait)
 
 
 def _run_stage(args: argparse.Namespace) -> int:

@@ -97,9 +97,9 @@ def script_args(args: argparse.Namespace) -> tuple[str, ...]:
     return tuple(args.script_args[1:] if args.script_args[:1] == ["--"] else args.script_args)
 
 
-def new_run_id(framework: str, nodes: int) -> str:
+def new_run_id(what: str) -> str:
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-    return f"azdl-{framework}-{nodes}n-{stamp}-{secrets.token_hex(2)}"
+    return f"azdl-{what}-{stamp}-{secrets.token_hex(2)}"
 
 
 def rest_payload(job) -> dict:
@@ -116,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
         framework=args.framework,
         nodes=args.nodes,
         storage=args.storage,
-        run_id=args.name or new_run_id(args.framework, args.nodes),
+        run_id=args.name or new_run_id(f"{args.framework}-{args.nodes}n"),
         training_args=script_args(args),
         data_path=args.data_path.strip("/"),
         experiment=args.experiment,
@@ -125,9 +125,14 @@ def run(args: argparse.Namespace) -> int:
         nccl_debug=args.nccl_debug,
     )
     job = build_job(outputs, request)
-    if args.dry_run:
+    return send(outputs, job, dry_run=args.dry_run, wait=args.wait)
+
+
+def send(outputs, job, *, dry_run: bool, wait: bool) -> int:
+    """Print the job (dry run) or submit it, then optionally stream its logs until it ends."""
+    if dry_run:
         print(
-            f"# azdl submit --dry-run: the job for {outputs.source} in azure-ai-ml's REST form, "
+            f"# azdl --dry-run: the job for {outputs.source} in azure-ai-ml's REST form, "
             "built locally; submitting resolves computeId (the cluster's name here) to its ARM id"
         )
         print(yaml.safe_dump(rest_payload(job), sort_keys=False), end="")
@@ -138,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
     client = ml_client(outputs)
     created = client.jobs.create_or_update(job)
     print(f"submitted {created.name}: {created.studio_url}")
-    if not args.wait:
+    if not wait:
         return 0
     from azure.ai.ml.exceptions import JobException
 

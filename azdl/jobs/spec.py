@@ -200,3 +200,45 @@ def build_job(outputs: StackOutputs, request: JobRequest):
             "azdl.storage": request.storage,
         },
     )
+
+
+def build_fill_nfs_job(
+    outputs: StackOutputs, data_path: str, run_id: str, experiment: str = "azdl"
+):
+    """A one-node, one-process job that copies every shard and the manifest from the data
+    container (read-only blob mount) to the NFS share, checked against the manifest's MD5s.
+
+    The premium NFS share can't be written over the storage REST API, so the only way in is
+    from a machine in the VNet that mounts it: a node of the stack's own cluster.
+    """
+    from azure.ai.ml import Input, command
+    from azure.ai.ml.entities import ManagedIdentityConfiguration
+
+    if outputs.nfs_mount_target is None:
+        raise AzdlError(
+            f"{outputs.source} has no NFS share (nfsMountTarget is null): nothing to fill; "
+            "set storage.nfsShareGiB in the stack and deploy it"
+        )
+    dest = f"{NFS_MOUNT_POINT}/{data_path}".rstrip("/")
+    copy = ["python", "-m", "training.copy_shards", "--all", "--source", "${{inputs.data}}"]
+    return command(
+        name=run_id,
+        display_name=run_id,
+        experiment_name=experiment,
+        description=f"azdl: fill the NFS share's {dest} from the data container",
+        command=shlex.join([*copy, "--dest", dest]),
+        # Any of the stack's images holds training/ (stdlib-only copy step).
+        environment=outputs.environment("keras"),
+        compute=outputs["clusterName"],
+        instance_count=1,
+        inputs={
+            "data": Input(
+                type="uri_folder",
+                path=datastore_uri(outputs["dataDatastore"], data_path),
+                mode="ro_mount",
+            )
+        },
+        docker_args=nfs_docker_args(outputs.nfs_mount_target),
+        identity=ManagedIdentityConfiguration(client_id=outputs["clusterIdentityClientId"]),
+        tags={"azdl.task": "fill-nfs"},
+    )
