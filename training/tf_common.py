@@ -42,8 +42,9 @@ def setup(args):
 
 
 def cores_per_worker(local_size: int) -> int:
-    """This node's cores shared out among its `local_size` workers (at least one)."""
-    return max(1, (os.cpu_count() or 1) // local_size)
+    """The cores this process may run on, shared out among the node's `local_size` workers
+    (at least one)."""
+    return max(1, len(os.sched_getaffinity(0)) // local_size)
 
 
 def correct_predictions(logits, labels):
