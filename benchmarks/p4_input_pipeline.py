@@ -43,7 +43,7 @@ def child(data_dir: str, cores: int, batch: int, batches: int, warmup: int) -> N
         "--shuffle-buffer",
         "512",
     ]
-    data = make_data(build_parser("tf").parse_args(argv), rank=0, size=1)
+    data = make_data(build_parser("tf").parse_args(argv), rank=0, size=1, threads=cores)
     it = iter(data.train)
     for _ in range(warmup):
         next(it)
