@@ -43,7 +43,6 @@ from rich.progress import (
 )
 
 from azdl.errors import AzdlError
-from azdl.jobs.stack_outputs import StackOutputs
 from training.dataprep.manifest import (
     MANIFEST_NAME,
     SHARD_FILE,
@@ -80,13 +79,14 @@ class StageReport:
         return self.bytes_uploaded / 1e6 / self.seconds if self.seconds else 0.0
 
 
-def target_from_outputs(outputs: StackOutputs) -> tuple[str, str]:
-    """(dataAccountUrl, dataContainerName) of a deployed stack."""
+def target_from_outputs(outputs: dict, source: str) -> tuple[str, str]:
+    """(dataAccountUrl, dataContainerName) of a deployed stack: all that staging needs, so a
+    stack whose cluster or images are not deployed yet can already be filled."""
     keys = ("dataAccountUrl", "dataContainerName")
-    missing = [k for k in keys if not outputs.values.get(k)]
+    missing = [k for k in keys if not outputs.get(k)]
     if missing:
         raise AzdlError(
-            f"{outputs.source} has no {', '.join(missing)}; is the stack deployed with this "
+            f"{source} has no {', '.join(missing)}; is the stack deployed with this "
             "version of azdl (`pulumi up`)?"
         )
     return outputs[keys[0]], outputs[keys[1]]

@@ -18,7 +18,7 @@ from azdl.commands.submit import add_stack_options, new_run_id, send
 from azdl.envs import run_training_module
 from azdl.errors import AzdlError
 from azdl.jobs.spec import build_fill_nfs_job
-from azdl.jobs.stack_outputs import load_outputs
+from azdl.jobs.stack_outputs import load_outputs, read_outputs
 from training.copy_shards import COPY_OPTIONS
 from training.dataprep.options import PREPARE_OPTIONS, SAMPLE_OPTIONS, add_options, to_argv
 
@@ -144,8 +144,8 @@ def _run_stage(args: argparse.Namespace) -> int:
     connection_string = os.environ.get(staging.CONNECTION_STRING_ENV)
     account_url, container = args.account_url, args.container
     if args.stack or args.outputs:
-        outputs = load_outputs(args.stack, args.outputs)
-        account_url, stack_container = staging.target_from_outputs(outputs)
+        values, source = read_outputs(args.stack, args.outputs)
+        account_url, stack_container = staging.target_from_outputs(values, source)
         container = container or stack_container
     if connection_string and account_url:
         raise AzdlError(

@@ -67,8 +67,11 @@ def parse_outputs(values: Any, source: str) -> StackOutputs:
     return StackOutputs(source, dict(values), vm_size)
 
 
-def load_outputs(stack: str | None = None, outputs_file: Path | None = None) -> StackOutputs:
-    """Outputs of a saved JSON file, else of `pulumi stack output --json --stack STACK`."""
+def read_outputs(stack: str | None = None, outputs_file: Path | None = None) -> tuple[dict, str]:
+    """(outputs, where they came from): a saved JSON file, else `pulumi stack output --json`.
+
+    Unchecked: each tool checks the outputs it reads (`load_outputs` those of the job tools).
+    """
     if outputs_file is not None:
         path = Path(outputs_file)
         if not path.is_file():
@@ -78,7 +81,15 @@ def load_outputs(stack: str | None = None, outputs_file: Path | None = None) -> 
             values = json.loads(path.read_text())
         except json.JSONDecodeError as exc:
             raise AzdlError(f"--outputs {path}: not JSON ({exc})") from None
-        return parse_outputs(values, str(path))
+        source = str(path)
+    else:
+        values, source = _pulumi_outputs(stack), f"stack {stack!r}"
+    if not isinstance(values, dict):
+        raise AzdlError(f"{source}: expected a JSON object of stack outputs")
+    return values, source
+
+
+def _pulumi_outputs(stack: str | None) -> Any:
     if not stack:
         raise AzdlError("name the stack (--stack dev) or a saved outputs file (--outputs FILE)")
     pulumi = shutil.which("pulumi")
@@ -96,4 +107,9 @@ def load_outputs(stack: str | None = None, outputs_file: Path | None = None) -> 
     )
     if result.returncode != 0:
         raise AzdlError(f"stack {stack!r}: `pulumi stack output` failed: {result.stderr.strip()}")
-    return parse_outputs(json.loads(result.stdout), f"stack {stack!r}")
+    return json.loads(result.stdout)
+
+
+def load_outputs(stack: str | None = None, outputs_file: Path | None = None) -> StackOutputs:
+    """The outputs the job tools need, checked (see `read_outputs` for where they come from)."""
+    return parse_outputs(*read_outputs(stack, outputs_file))

@@ -11,7 +11,6 @@ from azdl.cli import main
 from azdl.commands import data
 from azdl.errors import AzdlError
 from azdl.jobs import stack_outputs
-from azdl.jobs.stack_outputs import parse_outputs
 from training.copy_shards import COPY_OPTIONS
 from training.dataprep.options import PREPARE_OPTIONS, SAMPLE_OPTIONS, add_options, to_argv
 
@@ -93,18 +92,18 @@ def _stack_outputs(**extra) -> dict:
 
 @pytest.mark.parametrize("where", ["--stack", "--outputs"])
 def test_stage_reads_the_target_from_the_stack_as_submit_does(where, tmp_path, monkeypatch):
-    """--stack and --outputs go through the job tools' load_outputs; the container defaults to
-    the stack's, and --container overrides it."""
+    """--stack and --outputs are read as submit reads them; the container defaults to the
+    stack's, and --container overrides it."""
     outputs_file = tmp_path / "outputs.json"
     outputs_file.write_text(json.dumps(_stack_outputs()))
     loaded, targets = [], []
 
-    def load(stack, path):
+    def read(stack, path):
         loaded.append((stack, path))
-        return parse_outputs(_stack_outputs(), "test outputs")
+        return _stack_outputs(), "test outputs"
 
     monkeypatch.delenv(staging.CONNECTION_STRING_ENV, raising=False)
-    monkeypatch.setattr(data, "load_outputs", load)
+    monkeypatch.setattr(data, "read_outputs", read)
     monkeypatch.setattr(
         staging, "container_client", lambda c, url, cs: targets.append((c, url, cs)) or 0
     )
@@ -123,13 +122,14 @@ def test_stack_outputs_name_the_account_and_container(tmp_path, capsys):
     outputs.write_text(json.dumps(_stack_outputs(dataAccountUrl=None)))
     assert main(["data", "stage", str(tmp_path), "--outputs", str(outputs)]) == 2
     assert "has no dataAccountUrl; is the stack deployed" in capsys.readouterr().err
-    outputs.write_text(json.dumps({"dataContainerName": "data"}))
+    outputs.write_text(json.dumps(["not", "an", "object"]))
     assert main(["data", "stage", str(tmp_path), "--outputs", str(outputs)]) == 2
-    assert "lacks the stack outputs" in capsys.readouterr().err  # load_outputs' own check
+    assert "expected a JSON object of stack outputs" in capsys.readouterr().err
+    # Staging needs only the storage outputs: a stack whose cluster and images are not
+    # deployed yet (or an older one) can be filled already.
     url = "https://azdldevdata.blob.core.windows.net/"
-    outputs.write_text(json.dumps(_stack_outputs()))
-    parsed = parse_outputs(json.loads(outputs.read_text()), str(outputs))
-    assert staging.target_from_outputs(parsed) == (url, "training-data")
+    only_storage = {"dataAccountUrl": url, "dataContainerName": "training-data"}
+    assert staging.target_from_outputs(only_storage, "outputs.json") == (url, "training-data")
 
 
 def test_stage_refuses_a_negative_sample(tmp_path, capsys):
