@@ -156,7 +156,7 @@ def cluster_run(client, outputs, request: JobRequest, args, console: Console) ->
     except Exception as exc:  # any failure is reported for this size only
         message = str(exc) if isinstance(exc, AzdlError) else f"{type(exc).__name__}: {exc}"
         if isinstance(exc, WaitTimeout):  # the next size must not share the cluster with it
-            message += f"; {cancel(client, name)}"
+            message += f"; {cancel(client, name, args.poll_seconds)}"
         elif status is not None:
             message = f"job {status}, then reading its logs failed: {message}"
         console.print(f"{name}: error: {message}")
@@ -165,13 +165,20 @@ def cluster_run(client, outputs, request: JobRequest, args, console: Console) ->
     return Run(request.nodes, workers, status, name, record, error)
 
 
-def cancel(client, name: str) -> str:
-    """Ask Azure ML to cancel the job; say whether that request went through."""
+CANCEL_WAIT_S = 600.0
+
+
+def cancel(client, name: str, poll_seconds: float) -> str:
+    """Cancel the job and wait until it has stopped, so that the next size does not share the
+    cluster with it; say how that went (reported with the run)."""
+    from azdl.jobs.workspace import wait
+
     try:
         client.jobs.begin_cancel(name)
+        status = wait(client, name, poll_seconds, timeout_seconds=CANCEL_WAIT_S)
     except Exception as exc:  # reported with the run; the sweep goes on
-        return f"cancelling it failed too ({type(exc).__name__}: {exc})"
-    return "cancel requested"
+        return f"cancelling it failed ({type(exc).__name__}: {exc})"
+    return f"cancelled ({status})"
 
 
 def run_cluster(args: argparse.Namespace, out: Path) -> list[Run]:

@@ -227,14 +227,27 @@ def test_the_report_is_written_after_each_size_so_an_interrupt_keeps_it(
 def test_a_job_past_the_wait_limit_is_cancelled_and_reported(ml_client, outputs_file, tmp_path):
     client = ml_client.return_value
     jobs_ending(client, {1: "Completed", 2: "Queued", 4: "Completed"})
+    status_of, cancelled = client.jobs.get.side_effect, []
+    client.jobs.begin_cancel.side_effect = cancelled.append
+    # A cancelled job is still on the cluster for two more polls, then Canceled.
+    polls_after_cancel = iter(["CancelRequested", "Finalizing"])
+    client.jobs.get.side_effect = lambda name: SimpleNamespace(
+        status=next(polls_after_cancel, "Canceled") if name in cancelled else status_of(name).status
+    )
     out = tmp_path / "bench"
     assert bench(outputs_file, out, "--timeout-minutes", "0.0001") == 1
-    stuck = client.jobs.begin_cancel.call_args.args[0]
-    assert nodes_of(stuck) == 2 and client.jobs.begin_cancel.call_count == 1
+    (stuck,) = cancelled
+    assert nodes_of(stuck) == 2
+    # The 4-node job goes in only once the cancelled one has stopped.
+    last_poll_of_stuck = max(
+        i for i, c in enumerate(client.jobs.mock_calls) if c[0] == "get" and c.args == (stuck,)
+    )
+    four = [i for i, c in enumerate(client.jobs.mock_calls) if c[0] == "create_or_update"][2]
+    assert last_poll_of_stuck < four
     runs = json.loads((out / "results.json").read_text())["runs"]
     assert [r["status"] for r in runs] == ["Completed", "error", "Completed"]
     assert runs[1]["error"].startswith(f"job {stuck} is still Queued after the wait's limit")
-    assert runs[1]["error"].endswith("; cancel requested")
+    assert runs[1]["error"].endswith("; cancelled (Canceled)")
 
 
 def test_the_wait_limit_must_be_positive(outputs_file, tmp_path, capsys):
