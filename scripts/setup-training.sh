@@ -32,14 +32,16 @@ if [ "$(cat "$req_stamp" 2>/dev/null)" != "$want_req" ]; then
     echo "$want_req" > "$req_stamp"
 fi
 
+# Horovod builds with --no-build-isolation, so with the environment's own setuptools and
+# wheel: pinned, and the GPU images pin the same (tests/images checks).
+build_tools="setuptools==84.2.1 wheel==0.48.0"
 # Horovod must be compiled against the exact framework builds in the environment.
 frameworks=$("$venv/bin/python" -m pip freeze | grep -iE '^(tensorflow-cpu|torch)==' | sort)
-want_hvd=$(printf '%s\n' "$frameworks" | cat - training/install/build_horovod.sh \
+want_hvd=$(printf '%s\n' "$frameworks" "$build_tools" | cat - training/install/build_horovod.sh \
            training/install/horovod-0.28.1-torch-cxx17.patch | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$hvd_stamp" 2>/dev/null)" != "$want_hvd" ]; then
-    # Horovod builds with --no-build-isolation, so with the environment's own setuptools and
-    # wheel: pinned, and the GPU images pin the same (tests/images checks).
-    "$venv/bin/python" -m pip install --quiet setuptools==84.2.1 wheel==0.48.0
+    # shellcheck disable=SC2086 # two requirement specifiers
+    "$venv/bin/python" -m pip install --quiet $build_tools
     HOROVOD_WITH_TENSORFLOW=1 HOROVOD_WITH_PYTORCH=1 HOROVOD_WITHOUT_MXNET=1 \
     HOROVOD_WITH_GLOO=1 HOROVOD_WITH_MPI=1 \
     PYTHON="$venv/bin/python" training/install/build_horovod.sh
