@@ -305,8 +305,8 @@ def _gpu_budget(args: StackValidationArgs, report_violation: ReportViolation) ->
     total, lines, unpriced, _unknown = gpu_spend_per_hour(args.resources)
     for size in unpriced:
         report_violation(
-            f"VM size {size} has no price in azdl/review/prices.yaml, so the GPU spend cannot "
-            "be checked against the budget",
+            f"{load_prices().no_vm_price(size)}, so the GPU spend cannot be checked against "
+            "the budget: add its price to azdl/review/prices.yaml",
             None,
         )
     if total > float(budget):

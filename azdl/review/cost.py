@@ -90,8 +90,7 @@ def estimate(doc: dict[str, Any], prices: Prices | None = None) -> Estimate:
                 continue
             price = prices.vm(size) if isinstance(size, str) else None
             if price is None:
-                reason = f"VM size {size} has no price in prices.yaml"
-                est.add_unpriced(item, f"{high} x {size} (no price)", reason)
+                est.add_unpriced(item, f"{high} x {size} (no price)", prices.no_vm_price(size))
                 continue
             detail = f"{high} x {size} at {price:.3f}/node-h, min {low}"
             if priority == "LowPriority":
@@ -181,7 +180,7 @@ def add_epoch_cost(
         "usd": None if price is None else hours * nodes * price,
     }
     if price is None:
-        est.unpriced.append(f"epoch cost: VM size {size} has no price in prices.yaml")
+        est.unpriced.append(f"epoch cost: {prices.no_vm_price(size)}")
     if not mf.is_unknown(high) and nodes > high:
         est.notes.append(
             f"the throughput was measured on {workers} GPUs = {nodes} nodes of {size}, more than "

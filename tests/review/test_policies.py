@@ -320,8 +320,16 @@ def test_gpu_spend_ignores_cpu_clusters_and_reports_unpriced_sizes():
     assert stack_violations([cpu], {"maxGpuSpendPerHourUsd": 0.01}) == []
     unknown = stack_violations([compute(size="Standard_XYZ")], {"maxGpuSpendPerHourUsd": 1000})
     assert unknown == [
-        "VM size Standard_XYZ has no price in azdl/review/prices.yaml, so the GPU spend cannot "
-        "be checked against the budget"
+        "VM size Standard_XYZ has no price in prices.yaml, so the GPU spend cannot be checked "
+        "against the budget: add its price to azdl/review/prices.yaml"
+    ]
+    h200 = stack_violations(
+        [compute(size="Standard_ND96isr_H200_v5")], {"maxGpuSpendPerHourUsd": 1e6}
+    )
+    assert h200 == [
+        "VM size Standard_ND96isr_H200_v5 has no price in prices.yaml (generally available after "
+        "this list's date; no list price recorded), so the GPU spend cannot be checked against "
+        "the budget: add its price to azdl/review/prices.yaml"
     ]
 
 
