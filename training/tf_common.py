@@ -41,10 +41,12 @@ def setup(args):
     return hvd
 
 
-def cores_per_worker(local_size: int) -> int:
-    """The cores this process may run on, shared out among the node's `local_size` workers
-    (at least one)."""
-    return max(1, len(os.sched_getaffinity(0)) // local_size)
+def worker_threads(args, local_size: int) -> int:
+    """CPU threads for this worker's input pipeline (and PyTorch's ops): `--threads`, else the
+    cores this process may run on shared out among the node's `local_size` workers (at least
+    one). A launcher that pins each rank to a socket or core has already shared them out, so the
+    fallback then undercounts; `azdl submit` passes `--threads` (vCPUs per GPU) for that reason."""
+    return args.threads or max(1, len(os.sched_getaffinity(0)) // local_size)
 
 
 def correct_predictions(logits, labels):

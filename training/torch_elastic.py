@@ -39,7 +39,7 @@ def build_parser():
 class ElasticRun:
     def __init__(self, args, hvd):
         self.args, self.hvd = args, hvd
-        set_threads(args.threads, hvd.local_size())
+        set_threads(args, hvd.local_size())
         self.device = worker_device(hvd.local_rank())
         self.trainer = Trainer(args, hvd, self.device)
         self.started_with = hvd.size()
@@ -56,7 +56,7 @@ class ElasticRun:
 
     def on_reset(self) -> None:
         self.resets += 1
-        set_threads(self.args.threads, self.hvd.local_size())
+        set_threads(self.args, self.hvd.local_size())
         self._new_world()
         if self.hvd.rank() == 0:
             print(f"workers changed: now {self.hvd.size()} (reset {self.resets})", flush=True)

@@ -107,7 +107,7 @@ def train(args) -> None:
     if args.xla:
         tf_common.enable_xla_autoclustering()
     rank, size = hvd.rank(), hvd.size()
-    data = tf_pipeline.make_data(args, rank, size, tf_common.cores_per_worker(hvd.local_size()))
+    data = tf_pipeline.make_data(args, rank, size, tf_common.worker_threads(args, hvd.local_size()))
     # A Keras "step" is one micro-batch; the optimizer applies the averaged gradients every
     # `grad_accum` of them, and an epoch (data.steps_per_epoch) counts optimizer steps.
     fit_steps = data.steps_per_epoch * args.grad_accum

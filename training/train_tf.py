@@ -24,7 +24,7 @@ FRAMEWORK = "tf"
 def train(args) -> None:
     tf_common.setup(args)
     rank, size = hvd.rank(), hvd.size()
-    data = tf_pipeline.make_data(args, rank, size, tf_common.cores_per_worker(hvd.local_size()))
+    data = tf_pipeline.make_data(args, rank, size, tf_common.worker_threads(args, hvd.local_size()))
     steps = data.steps_per_epoch
 
     peak = schedule.peak_lr(args.base_lr, args.base_batch, args.batch_size, size)

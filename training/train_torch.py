@@ -75,10 +75,10 @@ def synthetic_batches(args, rank: int, size: int, device) -> Iterator[Batch]:
         yield from micro
 
 
-def set_threads(threads: int, local_size: int) -> None:
+def set_threads(args, local_size: int) -> None:
     """`--threads`, or this node's cores shared out among its workers (torch's own default,
     every core per process, oversubscribes them: 2 workers on 2 cores ran 10× slower)."""
-    torch.set_num_threads(threads or tf_common.cores_per_worker(local_size))
+    torch.set_num_threads(tf_common.worker_threads(args, local_size))
 
 
 class Trainer:
@@ -244,7 +244,9 @@ class Data:
         with contextlib.suppress(RuntimeError):  # already fixed: TF ran before in this process
             tf.config.threading.set_inter_op_parallelism_threads(1)
             tf.config.threading.set_intra_op_parallelism_threads(1)
-        self._tf = tf_pipeline.make_data(args, rank, size, tf_common.cores_per_worker(local_size))
+        self._tf = tf_pipeline.make_data(
+            args, rank, size, tf_common.worker_threads(args, local_size)
+        )
         self.source = self._tf.source
         self.steps_per_epoch = self._tf.steps_per_epoch
         self.train = numpy_batches(self._tf.train, self._tf.files, args.channels_last, device)
@@ -268,7 +270,7 @@ def train(args) -> None:
     if args.horovod_timeline:  # read by hvd.init(); rank 0 writes it
         os.environ["HOROVOD_TIMELINE"] = str(Path(args.horovod_timeline).resolve())
     hvd.init()
-    set_threads(args.threads, hvd.local_size())
+    set_threads(args, hvd.local_size())
     rank, size = hvd.rank(), hvd.size()
     device = worker_device(hvd.local_rank())
     data = Data(args, rank, size, hvd.local_size(), device)

@@ -87,7 +87,7 @@ def validate(outputs: StackOutputs, request: JobRequest) -> None:
             "use mount or copy, or set storage.nfsShareGiB in the stack and deploy it"
         )
     for option in RESERVED_OPTIONS:
-        if any(a == option or a.startswith(option + "=") for a in request.training_args):
+        if _has_option(request.training_args, option):
             raise AzdlError(
                 f"{option} is set by submit (from --storage and the outputs account); "
                 "leave it out of the training options"
@@ -119,8 +119,19 @@ def parse_training_args(framework: str, args: tuple[str, ...]):
         ) from None
 
 
-def training_command(request: JobRequest) -> str:
-    """The shell command every MPI process runs (the copy step coordinates per node itself)."""
+def threads_per_process(outputs: StackOutputs) -> int:
+    """Each process's share of the node's vCPUs. Passed as --threads because mpirun may pin
+    ranks to a socket or core, and a rank cannot tell its share from its own affinity."""
+    return max(1, outputs.vm_size.vcpus // processes_per_node(outputs))
+
+
+def _has_option(args: tuple[str, ...], option: str) -> bool:
+    return any(a == option or a.startswith(option + "=") for a in args)
+
+
+def training_command(request: JobRequest, threads: int) -> str:
+    """The shell command every MPI process runs (the copy step coordinates per node itself);
+    `threads` unless the training options name --threads themselves."""
     steps = []
     data_dir = {
         "synthetic": None,
@@ -132,6 +143,8 @@ def training_command(request: JobRequest) -> str:
         copy = ["python", "-m", "training.copy_shards", "--source", "${{inputs.data}}"]
         steps.append(shlex.join([*copy, "--dest", request.local_dir]))
     train = ["python", "-m", FRAMEWORK_MODULES[request.framework], *request.training_args]
+    if not _has_option(request.training_args, "--threads"):
+        train += ["--threads", str(threads)]
     if data_dir is not None:
         train += ["--data-dir", data_dir]
     train += ["--checkpoint-dir", "${{outputs.checkpoints}}", "--log-dir", "${{outputs.logs}}"]
@@ -181,7 +194,7 @@ def build_job(outputs: StackOutputs, request: JobRequest):
         experiment_name=request.experiment,
         description=f"azdl {request.framework} Horovod job, {request.nodes} node(s), "
         f"{request.storage} data",
-        command=training_command(request),
+        command=training_command(request, threads_per_process(outputs)),
         environment=outputs.environment(request.framework),
         compute=outputs["clusterName"],
         instance_count=request.nodes,

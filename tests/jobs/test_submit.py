@@ -71,6 +71,18 @@ def test_gpu_size_without_infiniband_disables_the_ib_probe(outputs):
     assert job.inputs == {}
     assert "--data-dir" not in job.command
     assert job.command.startswith("python -m training.train_torch ")
+    assert " --threads 24 " in job.command  # NC96ads_A100_v4: 96 vCPUs, 4 GPUs
+
+
+def test_each_process_gets_its_share_of_the_vcpus_unless_the_options_say(outputs):
+    """mpirun may pin a rank to a socket, where its own affinity undercounts its share."""
+    h100 = outputs(vm_size="Standard_ND96isr_H100_v5")  # 96 vCPUs, 8 GPUs
+    assert " --threads 12 " in build_job(h100, JobRequest("keras", 1, "synthetic", "r")).command
+    cpu = outputs(vm_size="Standard_D4s_v3")  # 4 vCPUs, one process
+    assert " --threads 4 " in build_job(cpu, JobRequest("tf", 1, "synthetic", "r")).command
+    for given in (("--threads", "3"), ("--threads=3",)):
+        command = build_job(h100, JobRequest("torch", 1, "synthetic", "r", given)).command
+        assert command.count("--threads") == 1 and "3" in command
 
 
 def test_cpu_size_runs_one_process_per_node_without_nccl_and_rejects_gpu_options(
@@ -131,7 +143,7 @@ def test_copy_mode_copies_each_nodes_shards_to_local_disk_before_training(output
     job = build_job(outputs(), JobRequest("keras", 2, "copy", "run-3", local_dir="/mnt/nvme/d"))
     copy, train = job.command.split(" && ")
     assert copy == "python -m training.copy_shards --source '${{inputs.data}}' --dest /mnt/nvme/d"
-    assert train.startswith("python -m training.train_keras --data-dir /mnt/nvme/d ")
+    assert train.startswith("python -m training.train_keras --threads 12 --data-dir /mnt/nvme/d ")
     assert job.inputs["data"].mode == "ro_mount"
     # no --data-path: the whole data container
     assert job.inputs["data"].path == "azureml://datastores/azdl_training_data/paths/"

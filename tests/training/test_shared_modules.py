@@ -223,3 +223,14 @@ def test_synthetic_rank_batch_makes_only_its_own_slice():
     slice_bytes = images.nbytes  # 4 images; the global batch would be 64 times that
     assert peak < 3 * slice_bytes, (peak, slice_bytes)
     np.testing.assert_array_equal(images, synthetic.samples(252, 4, 64, 10)[0])
+
+
+def test_worker_threads_are_the_option_or_this_workers_share_of_its_cores(monkeypatch):
+    from types import SimpleNamespace
+
+    from training import tf_common
+
+    monkeypatch.setattr(tf_common.os, "sched_getaffinity", lambda pid: set(range(48)))
+    assert tf_common.worker_threads(SimpleNamespace(threads=0), local_size=4) == 12
+    assert tf_common.worker_threads(SimpleNamespace(threads=0), local_size=96) == 1
+    assert tf_common.worker_threads(SimpleNamespace(threads=5), local_size=4) == 5
