@@ -22,8 +22,8 @@ import sys
 from rich.console import Console
 from rich.table import Table
 
-from azdl.commands.train import launch_command
-from azdl.envs import REPO_ROOT, training_env
+from azdl.commands.train import launch_command, local_env
+from azdl.envs import REPO_ROOT
 from training.throughput import parse_throughput_lines
 
 OUT = REPO_ROOT / "out" / "benchmarks"
@@ -46,7 +46,7 @@ def images_per_sec(framework: str, workers: int, extra: list[str], jobs: int, a)
         "--warmup-epochs", "0", "--lr-decay", "none", *extra,
     ]  # fmt: skip
     cmd = launch_command(framework, workers, a.launcher, args)
-    env = training_env({"TF_CPP_MIN_LOG_LEVEL": "2"})
+    env = local_env("2")
     procs = [
         subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, text=True)
         for _ in range(jobs)

@@ -17,8 +17,8 @@ from pathlib import Path
 from rich.console import Console
 
 from azdl.commands.submit import add_stack_options, new_run_id, script_args
-from azdl.commands.train import FRAMEWORK_MODULES, launch_command
-from azdl.envs import REPO_ROOT, training_env
+from azdl.commands.train import FRAMEWORK_MODULES, launch_command, local_env
+from azdl.envs import REPO_ROOT
 from azdl.errors import AzdlError
 from azdl.jobs.report import Run, write_report
 from azdl.jobs.spec import JobRequest, build_job, processes_per_node, validate
@@ -124,8 +124,9 @@ def run_local(framework: str, workers: list[int], args: tuple[str, ...], out: Pa
         log = out / f"workers-{n}.log"
         cmd = launch_command(framework, n, "gloo", [*LOCAL_ARGS, *args])
         with console.status(f"{framework}: {n} local worker(s), log in {log}"), log.open("w") as f:
-            env = training_env({"TF_CPP_MIN_LOG_LEVEL": "1"})  # no TensorFlow INFO lines
-            code = subprocess.call(cmd, env=env, cwd=REPO_ROOT, stdout=f, stderr=subprocess.STDOUT)
+            code = subprocess.call(
+                cmd, env=local_env(), cwd=REPO_ROOT, stdout=f, stderr=subprocess.STDOUT
+            )
         record, error = record_of(log.read_text(errors="replace"))
         status = "Completed" if code == 0 else f"exit {code}"
         console.print(f"{n} worker(s): {status}, images/sec {(record or {}).get('images_per_sec')}")

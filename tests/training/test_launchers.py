@@ -28,7 +28,20 @@ def test_mpi_command_is_plain_mpirun_with_the_environment_exported():
     assert cmd[0].endswith("mpirun") and "horovodrun" not in " ".join(cmd)
     assert cmd[cmd.index("-np") + 1] == "2"
     assert cmd[cmd.index("PYTHONPATH") - 1] == "-x"
+    assert cmd[cmd.index("HOROVOD_CYCLE_TIME") - 1] == "-x"
     assert cmd[-4:] == ["-m", "training.train_tf", "--epochs", "1"]
+
+
+def test_local_workers_get_a_cpu_friendly_horovod_cycle_time_unless_one_is_set(monkeypatch):
+    monkeypatch.delenv("HOROVOD_CYCLE_TIME", raising=False)
+    monkeypatch.delenv("TF_CPP_MIN_LOG_LEVEL", raising=False)
+    env = train.local_env()
+    assert env["HOROVOD_CYCLE_TIME"] == train.LOCAL_CYCLE_TIME_MS == "20"
+    assert env["TF_CPP_MIN_LOG_LEVEL"] == "1"
+    monkeypatch.setenv("HOROVOD_CYCLE_TIME", "5")
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "0")
+    env = train.local_env("2")
+    assert (env["HOROVOD_CYCLE_TIME"], env["TF_CPP_MIN_LOG_LEVEL"]) == ("5", "0")
 
 
 def _parser():
