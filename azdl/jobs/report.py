@@ -59,20 +59,22 @@ def with_efficiency(runs: list[Run]) -> list[dict]:
     return rows
 
 
-def baseline_note(runs: list[Run], unit: str) -> str:
+def baseline_note(runs: list[Run], unit: str, unit_singular: str) -> str:
     """One sentence naming the baseline, and why when it is not the smallest run."""
     base = baseline(runs)
     if base is None:
         return "No run completed with a throughput figure: there is no baseline."
     smallest = min(runs, key=lambda r: (r.workers, r.nodes))
-    note = f"Efficiency is against {describe(base, unit)}"
+    note = f"Efficiency is against {describe(base, unit, unit_singular)}"
     if smallest.workers < base.workers:
-        note += f", the smallest measured run ({describe(smallest, unit)} was not measured)"
+        missing = describe(smallest, unit, unit_singular)
+        note += f", the smallest measured run ({missing} was not measured)"
     return note + "."
 
 
-def describe(run: Run, unit: str) -> str:
-    return f"{run.nodes} node{'s' if run.nodes != 1 else ''}, {run.workers} {unit}"
+def describe(run: Run, unit: str, unit_singular: str) -> str:
+    workers = unit if run.workers != 1 else unit_singular
+    return f"{run.nodes} node{'s' if run.nodes != 1 else ''}, {run.workers} {workers}"
 
 
 def markdown_table(rows: list[dict], unit: str, unit_singular: str) -> str:
@@ -150,7 +152,7 @@ def write_report(
     }
     heading = title.replace("\n", ", ")  # the plot's title may take two lines
     base = baseline(runs)
-    note = baseline_note(runs, unit)
+    note = baseline_note(runs, unit, unit_singular)
     document = {
         "schema": SCHEMA,
         "title": heading,

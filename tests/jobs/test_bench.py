@@ -12,7 +12,7 @@ from azure.core.exceptions import HttpResponseError
 
 from azdl.cli import main
 from azdl.commands.bench import default_nodes, record_of
-from azdl.jobs.report import Run, markdown_table, with_efficiency, write_report
+from azdl.jobs.report import Run, baseline_note, markdown_table, with_efficiency, write_report
 from azdl.jobs.workspace import TERMINAL, WaitTimeout, wait
 
 DATA = Path(__file__).with_name("data")
@@ -99,6 +99,11 @@ def test_cpu_runs_are_counted_per_process():
     runs = [Run(1, 1, "Completed", "job-1", {"images_per_sec": 30.0})]
     header = markdown_table(with_efficiency(runs), "processes", "process").splitlines()[0]
     assert header == "| nodes | processes | images/sec | per process | efficiency | status |"
+
+
+def test_a_single_worker_baseline_is_named_in_the_singular():
+    runs = [Run(1, 1, "Completed", "w1", {"images_per_sec": 30.0}), Run(1, 2, "Completed", "w2")]
+    assert baseline_note(runs, "workers", "worker") == "Efficiency is against 1 node, 1 worker."
 
 
 def test_default_node_counts_double_up_to_the_cluster_maximum():
