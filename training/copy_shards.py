@@ -33,7 +33,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from training.dataprep.manifest import MANIFEST_NAME, SHARD_FILE, ManifestError, load_manifest
+from training.dataprep.manifest import (
+    MANIFEST_NAME,
+    SHARD_FILE,
+    ManifestError,
+    file_md5,
+    load_manifest,
+)
 from training.dataprep.options import Option, add_options
 from training.errors import TrainingError
 from training.shards import SPLITS, list_shards, shards_for_rank
@@ -299,18 +305,10 @@ def _copy(src: Path, dst: Path) -> str:
     return md5.hexdigest()
 
 
-def _md5(path: Path) -> str:
-    md5 = hashlib.md5()
-    with open(path, "rb") as f:
-        while chunk := f.read(_CHUNK):
-            md5.update(chunk)
-    return md5.hexdigest()
-
-
 def _complete(path: Path, size: int, md5: str | None = None) -> bool:
     if not path.is_file() or path.is_symlink() or path.stat().st_size != size:
         return False
-    return md5 is None or _md5(path) == md5
+    return md5 is None or file_md5(path) == md5
 
 
 def _replace_file(src: Path, dst: Path) -> None:
@@ -417,7 +415,7 @@ def run_copy_all(source: Path, dest: Path, log=print) -> None:
         log(f"leaving out {len(unlisted)} shard(s) not in the manifest: {', '.join(unlisted[:5])}")
     dest.mkdir(parents=True, exist_ok=True)
     manifest = dest / MANIFEST_NAME
-    in_place = manifest.is_file() and _md5(manifest) == _md5(source / MANIFEST_NAME)
+    in_place = manifest.is_file() and file_md5(manifest) == file_md5(source / MANIFEST_NAME)
     if not in_place:
         manifest.unlink(missing_ok=True)
     remove_stale(dest, set(digests), log)

@@ -96,6 +96,15 @@ def load_manifest(path: str | Path) -> Manifest:
         raise ManifestError(f"{path} does not follow {SCHEMA}: {exc}") from exc
 
 
+def file_md5(path: str | Path) -> str:
+    """MD5 hex of a file, read in chunks (what the manifest records and copies are checked by)."""
+    md5 = hashlib.md5()
+    with open(path, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            md5.update(chunk)
+    return md5.hexdigest()
+
+
 def file_digests(path: str | Path) -> tuple[int, str, str]:
     """(size, md5 hex, sha256 hex) of a file, read once in chunks."""
     md5, sha256, size = hashlib.md5(), hashlib.sha256(), 0
