@@ -68,18 +68,7 @@ def register(subparsers) -> None:
         f"Azurite emulator only, a connection string in ${staging.CONNECTION_STRING_ENV}.",
     )
     s.add_argument("directory", type=Path, help="folder with the shards and manifest.json")
-    where = s.add_mutually_exclusive_group()
-    where.add_argument(
-        "--stack",
-        help="Pulumi stack to read dataAccountUrl and dataContainerName from (needs the "
-        "Pulumi CLI)",
-    )
-    where.add_argument(
-        "--outputs",
-        type=Path,
-        metavar="FILE",
-        help="saved `pulumi stack output --json --stack STACK` of the stack",
-    )
+    where = add_stack_options(s)  # the stack's dataAccountUrl and dataContainerName, or:
     where.add_argument(
         "--account-url", help="blob endpoint, e.g. https://ACCOUNT.blob.core.windows.net"
     )

@@ -20,8 +20,9 @@ from azdl.jobs.spec import DEFAULT_LOCAL_DIR, STORAGE_MODES, JobRequest, build_j
 from azdl.jobs.stack_outputs import load_outputs
 
 
-def add_stack_options(p: argparse.ArgumentParser) -> None:
-    """--stack / --outputs, shared with `azdl bench`."""
+def add_stack_options(p: argparse.ArgumentParser):
+    """--stack / --outputs, shared with `azdl bench` and `azdl data`; returns their mutually
+    exclusive group, for a command that offers one more way to name the target."""
     where = p.add_mutually_exclusive_group()
     where.add_argument("--stack", help="Pulumi stack to read outputs from (needs the Pulumi CLI)")
     where.add_argument(
@@ -30,6 +31,7 @@ def add_stack_options(p: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="saved `pulumi stack output --json --stack STACK` of the stack",
     )
+    return where
 
 
 def register(subparsers) -> None:
