@@ -4,11 +4,18 @@ The identity is user-assigned so its roles exist before the first node boots: Ac
 registry, Storage Blob Data Reader on the training-data container, Storage Blob Data
 Contributor on the outputs account (the workspace's storage too, where job logs land). Role
 assignments get GUID names derived from scope, principal and role (see role_assignment_name).
-Nodes get no SSH and, unless the stack allows it, no public IP. Private stacks also get the
-small CPU image-build compute that the workspace names.
+Nodes get no SSH and, unless the stack allows it, no public IP.
+
+Private stacks also get the small CPU image-build compute that the workspace names (a workspace
+whose registry is private builds environment images on it and pushes them with the compute's
+identity: how-to-secure-workspace-vnet, how-to-identity-based-service-authentication). It has
+its own identity holding only AcrPush on the stack's registry (push and pull), none of the
+cluster's data roles. Computes without node public IPs are created after `after` (the
+workspace's private endpoint, DNS zone group and VNet links: azdl/review/deploy_order.py).
 """
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
@@ -20,6 +27,7 @@ from infra.config import StackConfig
 # Azure's built-in role definition ids (fixed GUIDs, the same in every tenant).
 ROLES = {
     "AcrPull": "7f951dda-4ed3-4680-a7ca-43fe172d538d",
+    "AcrPush": "8311e382-0749-4cb8-b61a-304f252e45ec",
     "Storage Blob Data Reader": "2a2b9908-6ea1-4ae2-8e65-a410df84e7d1",
     "Storage Blob Data Contributor": "ba92f5b4-2d11-453d-a403-e96b0029c9fe",
 }
@@ -47,72 +55,53 @@ class ClusterArgs:
     registry_id: pulumi.Input[str]
     data_container_id: pulumi.Input[str]
     outputs_account_id: pulumi.Input[str]
+    after: Sequence[pulumi.Resource] = ()  # what the computes are created after
 
 
 class Cluster(pulumi.ComponentResource):
     def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("azdl:infra:Cluster", name, None, opts)
-        cfg, rg = args.config, args.resource_group_name
-        child = pulumi.ResourceOptions(parent=self)
+        cfg = self._cfg = args.config
+        self._rg = args.resource_group_name
 
-        # Keyword arguments: the Args class's `resource_name` collides with the logical name
-        # in the SDK's constructor (the keyword form renames it `resource_name_`).
-        self.identity = managedidentity.UserAssignedIdentity(
-            "identity",
-            child,
-            resource_group_name=rg,
-            resource_name_=cfg.names.cluster_identity,
-            location=cfg.location,
-            tags=cfg.tags,
+        self.identity = self._identity("identity", cfg.names.cluster_identity)
+        self.role_assignments = self._grant(
+            "cluster identity",
+            self.identity,
+            [
+                ("registry-pull", "AcrPull", args.registry_id),
+                ("data-read", "Storage Blob Data Reader", args.data_container_id),
+                ("outputs-write", "Storage Blob Data Contributor", args.outputs_account_id),
+            ],
+            args.subscription_id,
         )
-        grants = [
-            ("registry-pull", "AcrPull", args.registry_id),
-            ("data-read", "Storage Blob Data Reader", args.data_container_id),
-            ("outputs-write", "Storage Blob Data Contributor", args.outputs_account_id),
-        ]
-        # Azure refuses a second assignment of the same role to the same principal at the same
-        # scope, so a replaced assignment (e.g. renamed) must be deleted before its successor.
-        replace_safely = pulumi.ResourceOptions(parent=self, delete_before_replace=True)
-        self.role_assignments = []
-        for purpose, role, scope in grants:
-            definition = pulumi.Output.concat(
-                "/subscriptions/",
-                args.subscription_id,
-                "/providers/Microsoft.Authorization/roleDefinitions/",
-                ROLES[role],
-            )
-            principal = self.identity.principal_id
-            name = pulumi.Output.all(scope, principal, definition).apply(
-                lambda a: role_assignment_name(*a)
-            )
-            self.role_assignments.append(
-                authorization.RoleAssignment(
-                    purpose,
-                    authorization.RoleAssignmentArgs(
-                        role_assignment_name=name,
-                        principal_id=principal,
-                        principal_type="ServicePrincipal",
-                        role_definition_id=definition,
-                        scope=scope,
-                        description=f"azdl {cfg.stack}: cluster identity, {role}",
-                    ),
-                    replace_safely,
-                )
-            )
         self.compute = self._compute(
             "compute",
             args,
+            self.identity,
+            [*self.role_assignments, *args.after],
             cfg.names.cluster,
             cfg.cluster.vm_size,
             cfg.cluster.priority,
             cfg.cluster.min_nodes,
             cfg.cluster.max_nodes,
         )
-        self.image_build = None
+        self.image_build = self.image_build_identity = None
         if cfg.network.private:
+            self.image_build_identity = self._identity(
+                "image-build-identity", cfg.names.image_build_identity
+            )
+            pushes = self._grant(
+                "image-build identity",
+                self.image_build_identity,
+                [("image-build-push", "AcrPush", args.registry_id)],
+                args.subscription_id,
+            )
             self.image_build = self._compute(
                 "image-build",
                 args,
+                self.image_build_identity,
+                [*pushes, *args.after],
                 cfg.names.image_build_compute,
                 cfg.image_build_vm_size,
                 "Dedicated",
@@ -127,10 +116,64 @@ class Cluster(pulumi.ComponentResource):
             }
         )
 
+    def _identity(self, logical: str, name: str) -> managedidentity.UserAssignedIdentity:
+        cfg = self._cfg
+        # Keyword arguments: the Args class's `resource_name` collides with the logical name
+        # in the SDK's constructor (the keyword form renames it `resource_name_`).
+        return managedidentity.UserAssignedIdentity(
+            logical,
+            pulumi.ResourceOptions(parent=self),
+            resource_group_name=self._rg,
+            resource_name_=name,
+            location=cfg.location,
+            tags=cfg.tags,
+        )
+
+    def _grant(
+        self,
+        who: str,
+        identity: managedidentity.UserAssignedIdentity,
+        grants: list[tuple[str, str, pulumi.Input[str]]],
+        subscription_id: pulumi.Input[str],
+    ) -> list[authorization.RoleAssignment]:
+        """Role assignments (logical name, built-in role, scope) for `identity`."""
+        # Azure refuses a second assignment of the same role to the same principal at the same
+        # scope, so a replaced assignment (e.g. renamed) must be deleted before its successor.
+        replace_safely = pulumi.ResourceOptions(parent=self, delete_before_replace=True)
+        assignments = []
+        for purpose, role, scope in grants:
+            definition = pulumi.Output.concat(
+                "/subscriptions/",
+                subscription_id,
+                "/providers/Microsoft.Authorization/roleDefinitions/",
+                ROLES[role],
+            )
+            principal = identity.principal_id
+            name = pulumi.Output.all(scope, principal, definition).apply(
+                lambda a: role_assignment_name(*a)
+            )
+            assignments.append(
+                authorization.RoleAssignment(
+                    purpose,
+                    authorization.RoleAssignmentArgs(
+                        role_assignment_name=name,
+                        principal_id=principal,
+                        principal_type="ServicePrincipal",
+                        role_definition_id=definition,
+                        scope=scope,
+                        description=f"azdl {self._cfg.stack}: {who}, {role}",
+                    ),
+                    replace_safely,
+                )
+            )
+        return assignments
+
     def _compute(
         self,
         logical: str,
         args: ClusterArgs,
+        identity: managedidentity.UserAssignedIdentity,
+        after: list[pulumi.Resource],
         name: str,
         vm_size: VmSize,
         priority: str,
@@ -146,7 +189,7 @@ class Cluster(pulumi.ComponentResource):
                 compute_name=name,
                 location=cfg.location,
                 identity=machinelearningservices.ManagedServiceIdentityArgs(
-                    type="UserAssigned", user_assigned_identities=[self.identity.id]
+                    type="UserAssigned", user_assigned_identities=[identity.id]
                 ),
                 properties=machinelearningservices.AmlComputeArgs(
                     compute_type="AmlCompute",
@@ -170,5 +213,5 @@ class Cluster(pulumi.ComponentResource):
                 ),
                 tags=cfg.tags,
             ),
-            pulumi.ResourceOptions(parent=self, depends_on=self.role_assignments),
+            pulumi.ResourceOptions(parent=self, depends_on=after),
         )

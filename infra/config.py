@@ -9,7 +9,7 @@ allowed. Pure Python (no Pulumi import) so the CLI can validate a stack file che
 import ipaddress
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ MIN_NFS_SHARE_GIB = 100  # smallest premium (provisioned) file share Azure accep
 # Top-level keys (without the `azdl:` namespace). String-valued keys are passed through as
 # they are; every other key holds YAML/JSON structure.
 STRING_KEYS = ("environment", "location", "namePrefix", "imageBuildVmSize")
+STRING_KEYS += ("nameSuffix",)  # pins the global names' suffix (infra/naming.py)
 OBJECT_KEYS = ("tags", "maxGpuSpendPerHourUsd", "network", "storage", "registry", "cluster")
 OBJECT_KEYS += ("images",)  # prebuilt image refs instead of building them (infra/images.py)
 KEYS = STRING_KEYS + OBJECT_KEYS
@@ -66,6 +67,7 @@ class StorageConfig:
     outputs_container: str
     nfs_share_gib: int  # 0: no NFS share (and no NFS account)
     data_protection: str  # one of DATA_PROTECTION
+    outputs_protection: str  # one of DATA_PROTECTION: the outputs account (checkpoints, logs)
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,8 @@ class StackConfig:
     cluster: ClusterConfig
     image_build_vm_size: VmSize
     names: Names
+    subscription_id: str | None  # None: not known yet (names' suffix is a placeholder)
+    name_suffix: str | None  # azdl:nameSuffix, the stack's own suffix for global names
     # framework -> prebuilt image ref (azdl:images.prebuilt); those frameworks are not built
     prebuilt_images: Mapping[str, str]
 
@@ -218,10 +222,13 @@ def _network(raw: Any, environment: str) -> NetworkConfig:
     return NetworkConfig(space, training, endpoints, mode, public, tuple(ranges))
 
 
-def _storage(raw: Any) -> StorageConfig:
+def _storage(raw: Any, environment: str) -> StorageConfig:
     s = _Section(
-        "storage", raw, ("dataContainer", "outputsContainer", "nfsShareGiB", "dataProtection")
-    )
+        "storage",
+        raw,
+        ("dataContainer", "outputsContainer", "nfsShareGiB", "dataProtection",
+         "outputsProtection"),
+    )  # fmt: skip
     containers = {}
     for name, default in (("dataContainer", "training-data"), ("outputsContainer", "outputs")):
         value = s.get(name, str, default)
@@ -235,12 +242,18 @@ def _storage(raw: Any) -> StorageConfig:
     protection = _one_of(
         "storage.dataProtection", s.get("dataProtection", str, "protect"), DATA_PROTECTION
     )
+    # Checkpoints and logs: kept by `pulumi destroy` by default in prod (README, Deploy).
+    outputs = _one_of(
+        "storage.outputsProtection",
+        s.get("outputsProtection", str, "protect" if environment == "prod" else "none"),
+        DATA_PROTECTION,
+    )
     return StorageConfig(
-        containers["dataContainer"], containers["outputsContainer"], nfs, protection
+        containers["dataContainer"], containers["outputsContainer"], nfs, protection, outputs
     )
 
 
-def _cluster(raw: Any, environment: str) -> ClusterConfig:
+def _cluster(raw: Any, environment: str, network: NetworkConfig) -> ClusterConfig:
     s = _Section(
         "cluster",
         raw,
@@ -276,9 +289,19 @@ def _cluster(raw: Any, environment: str) -> ClusterConfig:
     idle = s.get("idleSecondsBeforeScaleDown", int, 300)
     if not 60 <= idle <= 86400:
         raise _fail("cluster.idleSecondsBeforeScaleDown", idle, "60 to 86400 seconds")
-    public_ip = s.get("nodePublicIp", bool, False)
+    public_ip = s.get("nodePublicIp", bool, not network.private)
     if environment == "prod" and public_ip:
         raise _fail("cluster.nodePublicIp", public_ip, "a prod stack must set false")
+    if not public_ip and not network.private:
+        # Azure: "Provided EnableNodePublicIp 'False' requires workspace private endpoint"
+        # (learn.microsoft.com/azure/machine-learning/how-to-secure-training-vnet).
+        raise _fail(
+            "cluster.nodePublicIp",
+            public_ip,
+            "true with network.mode serviceEndpoints: Azure creates a compute without node "
+            "public IPs only in a workspace with a private endpoint (use network.mode "
+            "privateEndpoints for nodes without public IPs)",
+        )
     return ClusterConfig(name, vm_size, PRIORITIES[priority], min_nodes, max_nodes, idle, public_ip)
 
 
@@ -301,7 +324,18 @@ def _tags(raw: Any, environment: str) -> dict[str, str]:
     return dict(raw)
 
 
-def _names(project: str, stack: str, prefix: str, cluster: str) -> Names:
+def _names(
+    project: str, stack: str, prefix: str, cluster: str, subscription: str | None, suffix: Any
+) -> Names:
+    if suffix is not None and not (
+        isinstance(suffix, str) and re.fullmatch(r"[a-z0-9]{4,12}", suffix)
+    ):
+        raise _fail(
+            "nameSuffix",
+            suffix,
+            "4-12 lowercase letters and digits (it ends the storage, registry and Key Vault "
+            "names); leave it unset to derive one from the subscription",
+        )
     if not re.fullmatch(r"[a-z][a-z0-9]*", prefix):
         raise _fail(
             "namePrefix",
@@ -309,15 +343,17 @@ def _names(project: str, stack: str, prefix: str, cluster: str) -> Names:
             "lowercase letters and digits, starting with a letter "
             "(it is part of storage account names)",
         )
-    names = derive_names(project, stack, prefix, cluster)
+    names = derive_names(project, stack, prefix, cluster, subscription, suffix)
     for field, kind in KINDS.items():
         name = getattr(names, field)
         broken = rule_violation(kind, name)
         if broken:
+            with_suffix = f" with azdl:nameSuffix {suffix!r}" if suffix else ""
             raise _fail(
                 "namePrefix",
                 prefix,
-                f"it makes the {kind} name {name!r}, which breaks Azure's rule: {broken}",
+                f"it makes{with_suffix} the {kind} name {name!r}, which breaks Azure's rule: "
+                f"{broken}",
             )
     return names
 
@@ -342,14 +378,44 @@ def _prebuilt_images(raw: Any) -> dict[str, str]:
     return dict(prebuilt)
 
 
-def load_config(values: Mapping[str, Any], *, stack: str, project: str = PROJECT) -> StackConfig:
+# The azure-native provider's own region key: a Pulumi habit, but azdl reads azdl:location.
+PROVIDER_LOCATION_KEY = "azure-native:location"
+
+
+def load_config(
+    values: Mapping[str, Any],
+    *,
+    stack: str,
+    project: str = PROJECT,
+    subscription_id: str | None = None,
+) -> StackConfig:
     """Validate a stack's settings. Keys may carry the `azdl:` namespace (as in stack files);
-    keys of other namespaces (e.g. `azure-native:location`) are ignored."""
+    keys of other namespaces are ignored, except that `azure-native:location` must not stand
+    in for, or contradict, `azdl:location`.
+
+    `subscription_id` is the subscription the stack deploys to (the program reads it from
+    Azure): the global names' suffix derives from it. Without it (validating a stack file
+    offline) the suffix is a placeholder of the same length; see `with_subscription`."""
     own = {}
     for key, value in values.items():
         namespace, _, bare = key.rpartition(":")
         if namespace in ("", project):
             own[bare] = value
+    provider_location = values.get(PROVIDER_LOCATION_KEY)
+    if provider_location is not None and "location" not in own:
+        raise ConfigError(
+            f"{PROJECT}:location is required but missing; the stack sets {PROVIDER_LOCATION_KEY} "
+            f"= {provider_location!r}, the azure-native provider's default region, which azdl "
+            f"does not read: set {PROJECT}:location: {provider_location} instead "
+            f"(`pulumi config set {PROJECT}:location {provider_location}`)"
+        )
+    if provider_location is not None and provider_location != own["location"]:
+        raise _fail(
+            "location",
+            own["location"],
+            f"the same region as {PROVIDER_LOCATION_KEY} ({provider_location!r}), or remove "
+            f"{PROVIDER_LOCATION_KEY}: azdl creates every resource in {PROJECT}:location",
+        )
     for key in sorted(own):
         if key not in KEYS:
             raise _fail(key, own[key], f"unknown key; known: {', '.join(KEYS)}")
@@ -375,8 +441,9 @@ def load_config(values: Mapping[str, Any], *, stack: str, project: str = PROJECT
             "Premium with network.mode privateEndpoints (only Premium registries take "
             "private endpoints)",
         )
-    cluster = _cluster(own["cluster"], environment)
+    cluster = _cluster(own["cluster"], environment, network)
     prefix = _typed("namePrefix", own["namePrefix"], str)
+    suffix = own.get("nameSuffix")
     return StackConfig(
         project=project,
         stack=stack,
@@ -386,16 +453,27 @@ def load_config(values: Mapping[str, Any], *, stack: str, project: str = PROJECT
         tags=_tags(own["tags"], environment),
         max_gpu_spend_per_hour_usd=budget,
         network=network,
-        storage=_storage(own.get("storage", {})),
+        storage=_storage(own.get("storage", {}), environment),
         registry_sku=registry_sku,
         cluster=cluster,
         image_build_vm_size=_vm_size(
             "imageBuildVmSize",
             _typed("imageBuildVmSize", own.get("imageBuildVmSize", "Standard_D4s_v3"), str),
         ),
-        names=_names(project, stack, prefix, cluster.name),
+        names=_names(project, stack, prefix, cluster.name, subscription_id, suffix),
+        subscription_id=subscription_id,
+        name_suffix=suffix,
         prebuilt_images=_prebuilt_images(own.get("images", {})),
     )
+
+
+def with_subscription(cfg: StackConfig, subscription_id: str) -> StackConfig:
+    """`cfg` for the subscription it deploys to: the global names get their final suffix."""
+    names = derive_names(
+        cfg.project, cfg.stack, cfg.name_prefix, cfg.cluster.name, subscription_id,
+        cfg.name_suffix,
+    )  # fmt: skip
+    return replace(cfg, names=names, subscription_id=subscription_id)
 
 
 def stack_name_of(path: Path) -> str:
@@ -415,7 +493,9 @@ def read_stack_file(path: Path) -> dict[str, Any]:
     return dict(config)
 
 
-def load_stack_file(path: Path) -> StackConfig:
-    """Validate `stacks/Pulumi.<stack>.yaml` without Pulumi."""
+def load_stack_file(path: Path, subscription_id: str | None = None) -> StackConfig:
+    """Validate `stacks/Pulumi.<stack>.yaml` without Pulumi (names for `subscription_id`)."""
     path = Path(path)
-    return load_config(read_stack_file(path), stack=stack_name_of(path))
+    return load_config(
+        read_stack_file(path), stack=stack_name_of(path), subscription_id=subscription_id
+    )

@@ -26,7 +26,7 @@ import os
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -113,6 +113,9 @@ class TrainingImagesArgs:
     registry_login_server: pulumi.Input[str]
     # framework -> prebuilt image ref; frameworks named here are registered, not built
     prebuilt: Mapping[str, str] = field(default_factory=dict)
+    # what must exist before a push reaches the registry (a private registry's endpoint,
+    # DNS zone group and VNet link: azdl/review/deploy_order.py)
+    push_after: Sequence[pulumi.Resource] = ()
 
 
 class TrainingImages(pulumi.ComponentResource):
@@ -147,7 +150,7 @@ class TrainingImages(pulumi.ComponentResource):
                 registered = pulumi.Output.concat(
                     args.registry_login_server, "/azdl/", framework, ":", version
                 )
-                image = self._build(framework, version, registered, registries)
+                image = self._build(framework, version, registered, registries, args.push_after)
                 self.images[framework], pushed = image.ref, [image]
             self.environments[framework] = self._environment(
                 framework, version, registered, args, pushed
@@ -161,6 +164,7 @@ class TrainingImages(pulumi.ComponentResource):
         version: str,
         tag: pulumi.Output[str],
         registries: list[docker_build.RegistryArgs],
+        push_after: Sequence[pulumi.Resource],
     ) -> docker_build.Image:
         """Build images/<framework> with training/ as the named context `training` and push it
         as `tag` (<registry>/azdl/<framework>:<content hash>)."""
@@ -194,7 +198,7 @@ class TrainingImages(pulumi.ComponentResource):
                 ],
                 labels={"org.opencontainers.image.version": version},
             ),
-            pulumi.ResourceOptions(parent=self),
+            pulumi.ResourceOptions(parent=self, depends_on=list(push_after)),
         )
         return image
 

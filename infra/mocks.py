@@ -141,7 +141,11 @@ def _stable_guid(*parts: str) -> str:
 
 
 class AzureMocks(pulumi.runtime.Mocks):
-    def __init__(self) -> None:
+    """`subscription_id`: the subscription `getClientConfig` answers with (the deploying
+    identity's); the global names derive from it (infra/naming.py)."""
+
+    def __init__(self, subscription_id: str = SUBSCRIPTION_ID) -> None:
+        self.subscription_id = subscription_id
         self.resources: list[RecordedResource] = []
         self._lock = threading.Lock()
         self._local = threading.local()
@@ -151,7 +155,7 @@ class AzureMocks(pulumi.runtime.Mocks):
             return {
                 "clientId": _stable_guid("client"),
                 "objectId": CLIENT_OBJECT_ID,
-                "subscriptionId": SUBSCRIPTION_ID,
+                "subscriptionId": self.subscription_id,
                 "tenantId": TENANT_ID,
             }, []
         if args.token == "azure-native:authorization:getClientToken":
@@ -171,7 +175,7 @@ class AzureMocks(pulumi.runtime.Mocks):
         name_key, path = ARM.get(short, (None, None))
         if short in ARM:
             state["name"] = inputs.get(name_key) or args.name
-            record.id = arm_id(short, state, path)
+            record.id = arm_id(short, state, path, self.subscription_id)
         state.update(_computed(short, state))
         if short == DOCKER_IMAGE:
             record.id = state["digest"]  # the provider's id for a pushed image
@@ -202,10 +206,15 @@ def _stand_in_jwt() -> str:
     return f"{part({'alg': 'none', 'typ': 'JWT'})}.{part({'tid': TENANT_ID})}.offline"
 
 
-def arm_id(short_type: str, state: Mapping[str, Any], path: str | None) -> str:
+def arm_id(
+    short_type: str,
+    state: Mapping[str, Any],
+    path: str | None,
+    subscription_id: str = SUBSCRIPTION_ID,
+) -> str:
     if short_type == "authorization:RoleAssignment":
         return f"{state['scope']}/providers/Microsoft.Authorization/roleAssignments/{state['name']}"
-    group = f"/subscriptions/{SUBSCRIPTION_ID}/resourceGroups/"
+    group = f"/subscriptions/{subscription_id}/resourceGroups/"
     if path is None:  # the resource group itself
         return group + state["name"]
     return f"{group}{state['resourceGroupName']}/providers/{path.format(**state)}"
@@ -270,7 +279,11 @@ class _RecordingMonitor(MockMonitor):
 
 
 def render(
-    config: Mapping[str, Any], stack: str, project: str = PROJECT, preview: bool = True
+    config: Mapping[str, Any],
+    stack: str,
+    project: str = PROJECT,
+    preview: bool = True,
+    subscription_id: str = SUBSCRIPTION_ID,
 ) -> Rendering:
     """Run the program for `stack` with `config` (keys with or without `azdl:`; values as in a
     stack file) under mocks. Raises `infra.config.ConfigError` for invalid config.
@@ -282,7 +295,7 @@ def render(
     """
     from infra import program  # imported here: it pulls in the azure-native modules
 
-    mocks = AzureMocks()
+    mocks = AzureMocks(subscription_id)
     pulumi.runtime.set_mocks(
         mocks, project=project, stack=stack, preview=preview, monitor=_RecordingMonitor(mocks)
     )

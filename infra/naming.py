@@ -1,9 +1,13 @@
 """Azure names for one stack: a project/stack prefix plus a short stable suffix.
 
-Globally unique names (storage accounts, registry, Key Vault) get a 6-hex-digit suffix hashed
-from project, stack and prefix, so the same stack always gets the same names and two stacks
-never collide. Every derived name is checked against Azure's rule for its kind before the
-program declares anything (see `infra.config`). Pure Python: the CLI can use it without Pulumi.
+Globally unique names (storage accounts, registry, Key Vault) share one world-wide namespace,
+so they get a 6-hex-digit suffix hashed from project, stack, the subscription and the resource
+group, as Azure's own templates derive theirs with `uniqueString(subscription().id,
+resourceGroup().id)`: the same stack in the same subscription always gets the same names (plans
+stay diffable), the same stack file deployed in another subscription gets other names, and two
+stacks never collide. A stack may pin its own suffix instead (`azdl:nameSuffix`). Every derived
+name is checked against Azure's rule for its kind before the program declares anything (see
+`infra.config`). Pure Python: the CLI can use it without Pulumi.
 """
 
 import hashlib
@@ -54,6 +58,7 @@ class Names:
     app_insights: str
     workspace: str
     cluster_identity: str
+    image_build_identity: str
     data_account: str
     outputs_account: str
     nfs_account: str
@@ -81,9 +86,16 @@ KINDS = {
 }
 
 
-def stable_suffix(project: str, stack: str, prefix: str) -> str:
-    """Six hex digits that depend only on project, stack and prefix."""
-    return hashlib.sha256(f"{project}/{stack}/{prefix}".encode()).hexdigest()[:6]
+# Stands in for the suffix while the subscription is not known (config validation without
+# Azure): same length, so every name rule is checked as it will be at deploy time.
+PENDING_SUFFIX = "000000"
+
+
+def stable_suffix(project: str, stack: str, subscription_id: str, resource_group: str) -> str:
+    """Six hex digits that depend on project, stack, subscription and resource group (ids are
+    case-insensitive in Azure, so those two are lowercased)."""
+    seed = f"{project}/{stack}/{subscription_id.lower()}/{resource_group.lower()}"
+    return hashlib.sha256(seed.encode()).hexdigest()[:6]
 
 
 # The CPU compute private stacks create for the workspace's image builds (a fixed name, so
@@ -91,16 +103,32 @@ def stable_suffix(project: str, stack: str, prefix: str) -> str:
 IMAGE_BUILD_COMPUTE = "image-build"
 
 
-def derive_names(project: str, stack: str, prefix: str, cluster: str) -> Names:
-    sfx = stable_suffix(project, stack, prefix)
+def derive_names(
+    project: str,
+    stack: str,
+    prefix: str,
+    cluster: str,
+    subscription_id: str | None,
+    pinned_suffix: str | None = None,
+) -> Names:
+    """Every name of the stack. The global names' suffix is `pinned_suffix` when the stack pins
+    one, else hashed with the subscription (PENDING_SUFFIX while that is not known)."""
+    resource_group = f"{prefix}-rg"
+    if pinned_suffix:
+        sfx = pinned_suffix
+    elif subscription_id:
+        sfx = stable_suffix(project, stack, subscription_id, resource_group)
+    else:
+        sfx = PENDING_SUFFIX
     return Names(
-        resource_group=f"{prefix}-rg",
+        resource_group=resource_group,
         data_resource_group=f"{prefix}-data-rg",
         virtual_network=f"{prefix}-vnet",
         log_analytics=f"{prefix}-logs",
         app_insights=f"{prefix}-appi",
         workspace=f"{prefix}-mlw",
         cluster_identity=f"{prefix}-cluster-id",
+        image_build_identity=f"{prefix}-image-build-id",
         data_account=f"{prefix}data{sfx}",
         outputs_account=f"{prefix}out{sfx}",
         nfs_account=f"{prefix}nfs{sfx}",

@@ -167,7 +167,13 @@ class Network(pulumi.ComponentResource):
                 network_security_group=network.NetworkSecurityGroupArgs(id=self.nsg.id),
                 nat_gateway=nat_gateway,
                 service_endpoints=service_endpoints,
-                default_outbound_access=False,
+                # A private subnet (no default outbound access) needs an explicit outbound
+                # method: here the NAT gateway. Nodes with public IPs sit behind the load
+                # balancer Azure ML creates for them, and Azure documents no outbound rule
+                # on it (how-to-secure-training-vnet; default-outbound-access), so such a
+                # subnet keeps default outbound access, set explicitly because newer network
+                # API versions default to private subnets (docs/deploy.md).
+                default_outbound_access=cfg.cluster.node_public_ip,
             ),
             child,
         )

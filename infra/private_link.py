@@ -46,6 +46,7 @@ class PrivateLink(pulumi.ComponentResource):
         cfg, rg = args.config, args.resource_group_name
         child = pulumi.ResourceOptions(parent=self)
         self.zones: dict[str, privatedns.PrivateZone] = {}
+        self.links: dict[str, privatedns.VirtualNetworkLink] = {}
         for zone_name in sorted({z for e in args.endpoints for z in ZONES[e.group_id]}):
             zone = privatedns.PrivateZone(
                 zone_name,
@@ -57,7 +58,7 @@ class PrivateLink(pulumi.ComponentResource):
                 ),
                 child,
             )
-            privatedns.VirtualNetworkLink(
+            self.links[zone_name] = privatedns.VirtualNetworkLink(
                 f"{zone_name}-link",
                 privatedns.VirtualNetworkLinkArgs(
                     resource_group_name=rg,
@@ -73,6 +74,8 @@ class PrivateLink(pulumi.ComponentResource):
             self.zones[zone_name] = zone
 
         self.endpoints: dict[str, network.PrivateEndpoint] = {}
+        self.zone_groups: dict[str, network.PrivateDnsZoneGroup] = {}
+        self._zones_of: dict[str, list[str]] = {}
         for e in args.endpoints:
             endpoint = network.PrivateEndpoint(
                 f"{e.name}-pe",
@@ -90,7 +93,7 @@ class PrivateLink(pulumi.ComponentResource):
                 ),
                 child,
             )
-            network.PrivateDnsZoneGroup(
+            self.zone_groups[e.name] = network.PrivateDnsZoneGroup(
                 f"{e.name}-dns",
                 network.PrivateDnsZoneGroupArgs(
                     resource_group_name=rg,
@@ -106,4 +109,12 @@ class PrivateLink(pulumi.ComponentResource):
                 child,
             )
             self.endpoints[e.name] = endpoint
+            self._zones_of[e.name] = ZONES[e.group_id]
         self.register_outputs({"privateEndpoints": sorted(self.endpoints)})
+
+    def private_path(self, endpoint: str) -> list[pulumi.Resource]:
+        """What must exist before anything in the VNet reaches the endpoint's service by name:
+        the endpoint, its DNS zone group and the VNet links of its zones (the deploy-order
+        rules in azdl/review/deploy_order.py check that callers depend on all of them)."""
+        links = [self.links[z] for z in self._zones_of[endpoint] if z in self.links]
+        return [self.endpoints[endpoint], self.zone_groups[endpoint], *links]

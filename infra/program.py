@@ -12,7 +12,13 @@ import pulumi.runtime.config as pulumi_runtime_config
 from pulumi_azure_native import authorization, resources
 
 from infra.cluster import Cluster, ClusterArgs
-from infra.config import STRING_KEYS, StackConfig, load_config
+from infra.config import (
+    PROVIDER_LOCATION_KEY,
+    STRING_KEYS,
+    StackConfig,
+    load_config,
+    with_subscription,
+)
 from infra.images import TrainingImages, TrainingImagesArgs
 from infra.network import Network, NetworkArgs
 from infra.private_link import Endpoint, PrivateLink, PrivateLinkArgs
@@ -37,7 +43,12 @@ def read_config() -> StackConfig:
             values[key] = raw if key in STRING_KEYS else json.loads(raw)
         except ValueError:
             values[key] = raw  # a plain string where structure is expected: validation says so
-    return load_config(values, stack=pulumi.get_stack(), project=project)
+    if PROVIDER_LOCATION_KEY in present:  # checked against azdl:location (a common mix-up)
+        values[PROVIDER_LOCATION_KEY] = pulumi_runtime_config.get_config(PROVIDER_LOCATION_KEY)
+    cfg = load_config(values, stack=pulumi.get_stack(), project=project)
+    # Global names derive from the subscription (infra/naming.py), asked only once the config
+    # is valid; the deploying identity's own subscription is the one the stack deploys to.
+    return with_subscription(cfg, authorization.get_client_config().subscription_id)
 
 
 def declare(cfg: StackConfig) -> dict[str, Any]:
@@ -80,19 +91,12 @@ def declare(cfg: StackConfig) -> dict[str, Any]:
             ),
         ),
     )
-    cluster = Cluster(
-        "cluster",
-        ClusterArgs(
-            cfg,
-            group.name,
-            client.subscription_id,
-            workspace.workspace.name,
-            net.training_subnet.id,
-            registry.registry.id,
-            store.data_container.id,
-            store.outputs_account.id,
-        ),
-    )
+    # Deploy order (rules in azdl/review/deploy_order.py, enforced by the policy pack): a
+    # compute without node public IPs is created only once the workspace's private endpoint
+    # resolves in the VNet, and images are pushed to a private registry only once its name
+    # resolves to its private endpoint. Public stacks have no such path to wait for.
+    workspace_path: list[pulumi.Resource] = []
+    registry_path: list[pulumi.Resource] = []
     if cfg.network.private:
         endpoints = [
             Endpoint("workspace", workspace.workspace.id, "amlworkspace"),
@@ -104,10 +108,27 @@ def declare(cfg: StackConfig) -> dict[str, Any]:
         ]
         if store.nfs_account is not None:
             endpoints.append(Endpoint("nfs-file", store.nfs_account.id, "file"))
-        PrivateLink(
+        private_link = PrivateLink(
             "private-link",
             PrivateLinkArgs(cfg, group.name, net.vnet.id, net.endpoint_subnet.id, endpoints),
         )
+        workspace_path = private_link.private_path("workspace")
+        registry_path = private_link.private_path("registry")
+
+    cluster = Cluster(
+        "cluster",
+        ClusterArgs(
+            cfg,
+            group.name,
+            client.subscription_id,
+            workspace.workspace.name,
+            net.training_subnet.id,
+            registry.registry.id,
+            store.data_container.id,
+            store.outputs_account.id,
+            after=workspace_path,
+        ),
+    )
 
     size = cfg.cluster.vm_size
     outputs: dict[str, Any] = {
@@ -146,6 +167,7 @@ def declare(cfg: StackConfig) -> dict[str, Any]:
             client.tenant_id,
             registry.login_server,
             cfg.prebuilt_images,
+            push_after=registry_path,
         ),
     )
     outputs["images"] = images.images

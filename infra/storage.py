@@ -100,8 +100,17 @@ class Storage(pulumi.ComponentResource):
             ),
             keep,
         )
+        # Checkpoints and logs: kept as storage.outputsProtection says (protect in prod).
+        keep_outputs = pulumi.ResourceOptions.merge(
+            child, data_protection(cfg.storage.outputs_protection)
+        )
         self.outputs_account = account(
-            "outputs", args.resource_group_name, names.outputs_account, "StorageV2", "Standard_LRS"
+            "outputs",
+            args.resource_group_name,
+            names.outputs_account,
+            "StorageV2",
+            "Standard_LRS",
+            keep_outputs,
         )
         self.outputs_container = storage.BlobContainer(
             "outputs-container",
@@ -111,7 +120,7 @@ class Storage(pulumi.ComponentResource):
                 container_name=cfg.storage.outputs_container,
                 public_access="None",
             ),
-            child,
+            keep_outputs,
         )
         self.data_url = self.data_account.primary_endpoints.blob
         self.data_container_url = pulumi.Output.concat(self.data_url, self.data_container.name)

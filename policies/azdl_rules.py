@@ -36,6 +36,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:  # Pulumi runs the pack with only this folder on the path
     sys.path.insert(0, str(REPO_ROOT))
 
+from azdl.review import deploy_order  # noqa: E402
 from azdl.review.prices import load_prices  # noqa: E402
 from infra.catalogue import VM_SIZES  # noqa: E402
 
@@ -326,6 +327,26 @@ def _gpu_spend_known(args: StackValidationArgs, report_violation: ReportViolatio
         )
 
 
+def _deploy_order_policy(rule: deploy_order.Rule) -> StackValidationPolicy:
+    """A stack policy for one deploy-order rule (`azdl/review/deploy_order.py`): CrossGuard
+    hands a stack validation every resource with its dependencies, the graph Pulumi deploys by.
+    """
+
+    def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+        graph = deploy_order.graph_from_policy_resources(args.resources)
+        for violation in rule.check(graph):
+            report_violation(violation.message, violation.resource)
+
+    return StackValidationPolicy(
+        name=rule.name,
+        description=f"{rule.description} Source: {rule.docs[0]}",
+        validate=validate,
+        enforcement_level=EnforcementLevel.MANDATORY,
+        severity=Severity.CRITICAL,
+        remediation_steps=rule.remediation,
+    )
+
+
 # ---- the policies --------------------------------------------------------------------------
 
 
@@ -446,4 +467,5 @@ POLICIES = [
         remediation_steps="set the cluster's vmSize and scaleSettings.maxNodeCount from stack "
         "config, not from another resource's outputs",
     ),
+    *(_deploy_order_policy(rule) for rule in deploy_order.RULES),
 ]

@@ -3,7 +3,9 @@
 The very `ResourceValidationPolicy` / `StackValidationPolicy` objects that `pulumi preview
 --policy-pack policies` runs get the manifest's resources as pulumi-policy's own argument
 types; unknown values go in as the engine's unknown sentinels behind pulumi-policy's
-unknown-checking proxy, exactly as during a preview.
+unknown-checking proxy, exactly as during a preview. Stack policies get every resource with its
+parent, dependencies and provider, as the engine's AnalyzeStack hands them over, so the
+deploy-order policies see the same graph offline as under `pulumi preview`.
 """
 
 import contextlib
@@ -15,6 +17,7 @@ from typing import Any
 
 from pulumi_policy import (
     PolicyCustomTimeouts,
+    PolicyProviderResource,
     PolicyResource,
     PolicyResourceOptions,
     ResourceValidationArgs,
@@ -84,6 +87,34 @@ def policy_config(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {"gpu-spend-within-budget": {} if budget is None else {BUDGET_KEY: budget}}
 
 
+def stack_resources(doc: dict[str, Any], views: list[tuple[dict, Any]]) -> list[PolicyResource]:
+    """The plan's resources as the engine hands them to a stack validation: each with its
+    parent, dependencies and property dependencies as resource objects, and (as the engine
+    gives every custom resource) a provider."""
+    by_urn: dict[str, PolicyResource] = {}
+    for res, props in views:
+        urn = _urn(doc, res["key"])
+        package = res["type"].split(":", 1)[0]
+        provider = None
+        if res.get("custom", True):
+            provider_urn = _urn(doc, f"pulumi:providers:{package}::default")
+            provider = PolicyProviderResource(
+                f"pulumi:providers:{package}", {}, provider_urn, "default"
+            )
+        by_urn[urn] = PolicyResource(
+            res["type"], props, urn, res["name"], _options(doc, res), provider, None, [], {}
+        )
+    for res, _props in views:
+        resource = by_urn[_urn(doc, res["key"])]
+        if res.get("parent"):
+            resource.parent = by_urn.get(_urn(doc, res["parent"]))
+        resource.dependencies = [
+            by_urn[_urn(doc, k)] for k in res.get("dependsOn", []) if _urn(doc, k) in by_urn
+        ]
+        # dependsOn is what the SDK sent: explicit and property dependencies together.
+    return list(by_urn.values())
+
+
 def check(doc: dict[str, Any]) -> list[Finding]:
     """Every violation of every policy for the plan `doc`, in a stable order."""
     rules = load_rules()
@@ -93,20 +124,7 @@ def check(doc: dict[str, Any]) -> list[Finding]:
     for res in doc["resources"]:
         props = unknown_checking_proxy(_engine_value(res["inputs"]))
         views.append((res, props))
-    resources = [
-        PolicyResource(
-            res["type"],
-            props,
-            _urn(doc, res["key"]),
-            res["name"],
-            _options(doc, res),
-            None,
-            None,
-            [],
-            {},
-        )
-        for res, props in views
-    ]
+    resources = stack_resources(doc, views)
     for policy in rules.POLICIES:
         mandatory = policy.enforcement_level.value == "mandatory"
         policy_conf = config.get(policy.name, {})
@@ -116,7 +134,10 @@ def check(doc: dict[str, Any]) -> list[Finding]:
 
         if not isinstance(policy, ResourceValidationPolicy):
             args = StackValidationArgs(resources, policy_conf)
-            policy.validate(args, lambda message, urn=None, r=report: r(message, None))
+            keys = {_urn(doc, r["key"]): r["key"] for r in doc["resources"]}
+            policy.validate(
+                args, lambda message, urn=None, r=report, k=keys: r(message, k.get(urn or ""))
+            )
             continue
         for res, props in views:
             urn, opts = _urn(doc, res["key"]), _options(doc, res)

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from infra.config import load_stack_file
-from infra.mocks import render_stack_file
+from infra.mocks import SUBSCRIPTION_ID, render_stack_file
 
 STACK_FILES = sorted((Path(__file__).resolve().parents[2] / "stacks").glob("Pulumi.*.yaml"))
 
@@ -22,4 +22,4 @@ def rendering(stack_file):
 
 @pytest.fixture(scope="session")
 def cfg(stack_file):
-    return load_stack_file(stack_file)
+    return load_stack_file(stack_file, SUBSCRIPTION_ID)  # the subscription the mocks answer

@@ -57,7 +57,9 @@ def prod(**changes):
 def test_the_minimal_config_is_valid_and_fills_secure_defaults():
     cfg = load_config(VALID, stack="dev")
     assert cfg.cluster.min_nodes == 0  # scale to zero
-    assert cfg.cluster.node_public_ip is False
+    # Without a workspace private endpoint Azure refuses nodes without public IPs.
+    assert cfg.cluster.node_public_ip is True
+    assert cfg.storage.outputs_protection == "none"
     assert cfg.cluster.priority == "Dedicated"
     assert cfg.storage.data_protection == "protect"
     assert cfg.network.public_network_access is True  # firewalled: VNet only
@@ -220,7 +222,79 @@ def test_prod_refuses_the_image_build_computes_name_for_the_cluster():
 def test_a_valid_prod_config_passes():
     config = prod(**{"network.mode": "privateEndpoints", "network.publicNetworkAccess": False,
                      "registry": {"sku": "Premium"}})  # fmt: skip
-    assert load_config(config, stack="prod").network.private
+    cfg = load_config(config, stack="prod")
+    assert cfg.network.private
+    assert cfg.cluster.node_public_ip is False
+    assert cfg.storage.outputs_protection == "protect"  # checkpoints and logs kept in prod
+
+
+def test_nodes_without_public_ips_need_a_workspace_private_endpoint():
+    message = error_for(with_changes(**{"cluster.nodePublicIp": False}))
+    assert "azdl:cluster.nodePublicIp = False is invalid" in message
+    assert "only in a workspace with a private endpoint" in message
+
+
+@pytest.mark.parametrize("protection", ["protect", "retain", "none"])
+def test_outputs_protection_is_a_setting(protection):
+    config = prod(
+        **{
+            "network.mode": "privateEndpoints",
+            "network.publicNetworkAccess": False,
+            "registry": {"sku": "Premium"},
+            "storage": {"outputsProtection": protection},
+        }
+    )
+    assert load_config(config, stack="prod").storage.outputs_protection == protection
+    message = error_for(with_changes(storage={"outputsProtection": "keep"}))
+    assert "azdl:storage.outputsProtection = 'keep' is invalid: allowed: protect, retain, none" in (
+        message
+    )
+
+
+def test_the_providers_location_key_points_to_azdl_location():
+    config = with_changes(location=None)
+    config["azure-native:location"] = "westeurope"
+    message = error_for(config)
+    assert "azdl:location is required but missing" in message
+    assert "sets azure-native:location = 'westeurope'" in message
+    assert "set azdl:location: westeurope instead" in message
+    config = copy.deepcopy(VALID)
+    config["azure-native:location"] = "northeurope"
+    message = error_for(config)
+    assert "azdl:location = 'westeurope' is invalid" in message
+    assert "the same region as azure-native:location ('northeurope')" in message
+    config["azure-native:location"] = "westeurope"
+    assert load_config(config, stack="dev").location == "westeurope"
+
+
+def test_global_names_depend_on_the_subscription_unless_the_stack_pins_a_suffix():
+    a = load_config(VALID, stack="dev", subscription_id="00000000-0000-0000-0000-00000000000a")
+    b = load_config(VALID, stack="dev", subscription_id="00000000-0000-0000-0000-00000000000b")
+    for field in ("data_account", "outputs_account", "nfs_account", "registry", "key_vault"):
+        assert getattr(a.names, field) != getattr(b.names, field), field
+    for field in ("resource_group", "workspace", "virtual_network", "cluster"):
+        assert getattr(a.names, field) == getattr(b.names, field), field
+    pinned = with_changes(nameSuffix="team42")
+    assert load_config(pinned, stack="dev", subscription_id="x").names.registry == (
+        "azdltestacrteam42"
+    )
+
+
+@pytest.mark.parametrize(
+    "suffix, expected",
+    [
+        ("AB12", "azdl:nameSuffix = 'AB12' is invalid: 4-12 lowercase letters and digits"),
+        (1234, "azdl:nameSuffix = 1234 is invalid"),
+        (
+            "abcdefghijkl",
+            "azdl:namePrefix = 'azdltesting' is invalid: it makes with "
+            "azdl:nameSuffix 'abcdefghijkl' the storage account name "
+            "'azdltestingdataabcdefghijkl'",
+        ),
+    ],
+)
+def test_a_pinned_suffix_is_validated(suffix, expected):
+    assert expected in error_for(with_changes(nameSuffix=suffix, namePrefix="azdltesting"))
 
 
 def test_shipped_stack_files_are_valid(stack_file):

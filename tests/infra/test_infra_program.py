@@ -261,8 +261,7 @@ def test_data_resources_survive_destroy_as_the_stack_says(rendering, cfg):
     mode = cfg.storage.data_protection
     for r in kept:
         assert (r.protect, r.retain_on_delete) == (mode == "protect", mode == "retain"), r.name
-    outputs = one(rendering, "storage:StorageAccount", "outputs")
-    assert (outputs.protect, outputs.retain_on_delete) == (False, False)
+    # The outputs account has its own setting (test_outputs_account_and_container_follow_…).
 
 
 # ---- registry and workspace ------------------------------------------------------------------
@@ -395,6 +394,76 @@ def test_cluster_identity_has_least_privilege_roles_on_the_right_scopes(renderin
     assert len({a.inputs["roleAssignmentName"] for a in assignments}) == len(assignments)
 
 
+def test_image_build_compute_has_its_own_identity_with_only_acr_push(rendering, cfg):
+    """The workspace builds environment images on it and pushes them to its registry with the
+    compute's identity: AcrPush (push and pull), and none of the cluster's data roles."""
+    if not cfg.network.private:
+        assert rendering.of_type(AZ + "managedidentity:UserAssignedIdentity") == [
+            one(rendering, "managedidentity:UserAssignedIdentity", "identity")
+        ]
+        return
+    builder = one(rendering, "managedidentity:UserAssignedIdentity", "image-build-identity")
+    assert builder.inputs["resourceName"] == cfg.names.image_build_identity
+    compute = one(rendering, "machinelearningservices:Compute", "image-build").inputs
+    assert compute["identity"] == {"type": "UserAssigned", "userAssignedIdentities": [builder.id]}
+    grants = [
+        a for a in rendering.of_type(AZ + "authorization:RoleAssignment")
+        if a.inputs["principalId"] == builder.state["principalId"]
+    ]  # fmt: skip
+    registry = one(rendering, "containerregistry:Registry", "registry").id
+    prefix = f"/subscriptions/{SUBSCRIPTION_ID}/providers/Microsoft.Authorization/roleDefinitions/"
+    assert [(a.inputs["roleDefinitionId"], a.inputs["scope"]) for a in grants] == [
+        (prefix + ROLES["AcrPush"], registry)
+    ]
+    assert grants[0].delete_before_replace
+
+
+def test_outputs_account_and_container_follow_outputs_protection(rendering, cfg):
+    expected = {"protect": (True, False), "retain": (False, True), "none": (False, False)}
+    for short, name in (("storage:StorageAccount", "outputs"),
+                        ("storage:BlobContainer", "outputs-container")):  # fmt: skip
+        r = one(rendering, short, name)
+        assert (r.protect, r.retain_on_delete) == expected[cfg.storage.outputs_protection], name
+    if cfg.environment == "prod":
+        assert cfg.storage.outputs_protection == "protect"
+
+
+def test_training_subnet_keeps_default_outbound_only_for_nodes_with_public_ips(rendering, cfg):
+    subnet = one(rendering, "network:Subnet", "training-subnet").inputs
+    assert subnet["defaultOutboundAccess"] is cfg.cluster.node_public_ip
+    if not cfg.cluster.node_public_ip:  # a private subnet: outbound through the NAT gateway
+        assert subnet["natGateway"]["id"] == one(rendering, "network:NatGateway", "nat").id
+
+
+GLOBAL_NAMES = {
+    ("storage:StorageAccount", "data"): "accountName",
+    ("storage:StorageAccount", "outputs"): "accountName",
+    ("containerregistry:Registry", "registry"): "registryName",
+    ("keyvault:Vault", "key-vault"): "vaultName",
+}
+
+
+def global_names(rendering) -> dict:
+    return {k: one(rendering, *k).inputs[field] for k, field in GLOBAL_NAMES.items()}
+
+
+def test_global_names_differ_between_subscriptions(rendering, stack_file):
+    """The same stack file rendered for another subscription asks Azure for other global
+    names (for the same subscription it asks for the same ones: test_rendering_is_deterministic).
+    One stack suffices: the names come from the same code for every stack."""
+    if stack_file.name != "Pulumi.dev.yaml":
+        pytest.skip("checked on the dev stack")
+    from infra.config import read_stack_file, stack_name_of
+    from infra.mocks import render
+
+    config, stack = read_stack_file(stack_file), stack_name_of(stack_file)
+    other = render(config, stack, subscription_id="11111111-2222-3333-4444-555555555555")
+    mine, theirs = global_names(rendering), global_names(other)
+    assert all(mine[k] != theirs[k] for k in GLOBAL_NAMES), (mine, theirs)
+    group = ("resources:ResourceGroup", "resource-group")
+    assert one(other, *group).inputs == one(rendering, *group).inputs  # not a global name
+
+
 def test_role_assignment_names_are_deterministic_guids_of_scope_principal_and_role():
     scope = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.ContainerRegistry/registries/r"
     reader = (
@@ -478,7 +547,8 @@ def test_rendering_is_deterministic(rendering, stack_file):
 
 @pytest.fixture(scope="module")
 def variant():
-    """The dev stack with data retained, no NFS share and nodes without public IPs."""
+    """The dev stack with data retained, no NFS share, private endpoints and nodes without
+    public IPs."""
     from infra.config import read_stack_file
     from infra.mocks import render
 
@@ -488,7 +558,15 @@ def variant():
         "nfsShareGiB": 0,
         "dataProtection": "retain",
     }
+    # Nodes without public IPs need the workspace's private endpoint: private networking.
     config["azdl:cluster"] = {**config["azdl:cluster"], "nodePublicIp": False}
+    config["azdl:network"] = {
+        **config["azdl:network"],
+        "mode": "privateEndpoints",
+        "publicNetworkAccess": False,
+        "allowedIpRanges": [],
+    }
+    config["azdl:registry"] = {"sku": "Premium"}
     return render(config, stack="dev")
 
 

@@ -59,11 +59,24 @@ def test_unknown_size_error_lists_the_known_sizes():
 # ---- naming -----------------------------------------------------------------------------------
 
 
-def test_suffix_is_stable_and_differs_between_stacks():
-    assert stable_suffix("azdl", "dev", "azdl") == stable_suffix("azdl", "dev", "azdl")
-    assert stable_suffix("azdl", "dev", "azdl") != stable_suffix("azdl", "prod", "azdl")
-    names = derive_names("azdl", "dev", "azdldev", "gpu-cluster")
-    assert names.data_account.startswith("azdldevdata") and len(names.data_account) == 17
+SUB_A = "00000000-0000-0000-0000-00000000000a"
+SUB_B = "00000000-0000-0000-0000-00000000000b"
+
+
+def test_suffix_is_stable_and_differs_between_stacks_subscriptions_and_groups():
+    def sfx(stack="dev", sub=SUB_A, rg="azdldev-rg"):
+        return stable_suffix("azdl", stack, sub, rg)
+
+    assert sfx() == sfx() == sfx(sub=SUB_A.upper(), rg="AZDLDEV-RG")  # ARM ids ignore case
+    assert len({sfx(), sfx(stack="prod"), sfx(sub=SUB_B), sfx(rg="other-rg")}) == 4
+    names = derive_names("azdl", "dev", "azdldev", "gpu-cluster", SUB_A)
+    assert names.data_account == f"azdldevdata{sfx()}" and len(names.data_account) == 17
+    assert names.key_vault == f"azdldev-kv-{sfx()}" and names.registry == f"azdldevacr{sfx()}"
+    pinned = derive_names("azdl", "dev", "azdldev", "gpu-cluster", SUB_B, "team42")
+    assert (pinned.data_account, pinned.outputs_account) == (
+        "azdldevdatateam42",
+        "azdldevoutteam42",
+    )
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,9 @@ from azdl.envs import REPO_ROOT
 pytestmark = pytest.mark.slow  # starts the pack's server (a few seconds)
 STORAGE = "azure-native:storage:StorageAccount"
 COMPUTE = "azure-native:machinelearningservices:Compute"
+WORKSPACE = "azure-native:machinelearningservices:Workspace"
+ENDPOINT = "azure-native:network:PrivateEndpoint"
+ZONE_GROUP = "azure-native:network:PrivateDnsZoneGroup"
 
 
 def _struct(value: dict) -> struct_pb2.Struct:
@@ -44,7 +47,7 @@ def analyzer():
 def test_pack_announces_every_policy_with_its_enforcement_level(analyzer):
     info = analyzer.GetAnalyzerInfo(empty_pb2.Empty(), timeout=60)
     assert info.name == "azdl"
-    assert len(info.policies) == 12
+    assert len(info.policies) == 14
     level = {p.name: analyzer_pb2.EnforcementLevel.Name(p.enforcementLevel) for p in info.policies}
     assert level.pop("gpu-spend-known") == "ADVISORY"
     assert set(level.values()) == {"MANDATORY"}
@@ -93,3 +96,52 @@ def test_pack_checks_gpu_spend_against_the_configured_budget(analyzer):
     [diagnostic] = response.diagnostics
     assert diagnostic.policyName == "gpu-spend-within-budget"
     assert "maximum GPU spend 393.28 USD/h exceeds the budget 100.00 USD/h" in diagnostic.message
+
+
+def test_pack_checks_deploy_order_on_the_dependencies_the_engine_hands_it(analyzer):
+    """AnalyzeStack as the engine sends it (every resource with its provider, parent and
+    dependencies): a compute without node public IPs that does not wait for the workspace's
+    private endpoint's DNS zone group is refused, naming both; once it waits, it passes."""
+
+    def urn(type_, name):
+        return f"urn:pulumi:prod::azdl::{type_}::{name}"
+
+    provider = analyzer_pb2.AnalyzerProviderResource(
+        type="pulumi:providers:azure-native", name="default",
+        urn=urn("pulumi:providers:azure-native", "default"))  # fmt: skip
+    ws, pe = urn(WORKSPACE, "ws"), urn(ENDPOINT, "ws-pe")
+    dns, cluster = urn(ZONE_GROUP, "ws-dns"), urn(COMPUTE, "compute")
+
+    def res(type_, name, props, deps):
+        return analyzer_pb2.AnalyzerResource(
+            type=type_,
+            name=name,
+            urn=urn(type_, name),
+            properties=_struct(props),
+            options=analyzer_pb2.AnalyzerResourceOptions(),
+            provider=provider,
+            dependencies=deps,
+        )
+
+    node = {"enableNodePublicIp": False, "vmSize": "Standard_D4s_v3",
+            "scaleSettings": {"maxNodeCount": 1}}  # fmt: skip
+    connection = {"groupIds": ["amlworkspace"]}
+
+    def stack(compute_deps):
+        return analyzer_pb2.AnalyzeStackRequest(resources=[
+            res(WORKSPACE, "ws", {"workspaceName": "ws"}, []),
+            res(ENDPOINT, "ws-pe", {"privateLinkServiceConnections": [connection]}, [ws]),
+            res(ZONE_GROUP, "ws-dns", {}, [pe]),
+            res(COMPUTE, "compute",
+                {"properties": {"computeType": "AmlCompute", "properties": node}}, compute_deps),
+        ])  # fmt: skip
+
+    response = analyzer.AnalyzeStack(stack([ws, pe]), timeout=60)
+    [diagnostic] = [d for d in response.diagnostics if d.policyName.startswith("compute-after")]
+    assert diagnostic.policyName == "compute-after-workspace-private-endpoint"
+    assert diagnostic.urn == cluster
+    assert "Compute 'compute'" in diagnostic.message
+    assert "does not depend on PrivateDnsZoneGroup 'ws-dns'" in diagnostic.message
+    assert "Fix: make the compute depend on" in diagnostic.message
+    response = analyzer.AnalyzeStack(stack([ws, dns]), timeout=60)
+    assert [d for d in response.diagnostics if d.policyName.startswith("compute-after")] == []

@@ -1,0 +1,396 @@
+"""Deploy-order rules: Azure's documented deploy-time preconditions, checked on a plan's graph.
+
+Pulumi creates a resource only after everything it depends on exists, and runs everything else
+in parallel. Some Azure resources are refused, or come up unusable, when another resource does
+not exist yet, and nothing in a preview or in the SDK's mocks notices. Each `Rule` here names
+such a precondition, the documentation it comes from, and the fix; `Rule.check(graph)` finds the
+resources it applies to and reports each precondition that is not among their transitive
+dependencies.
+
+The graph is the one Pulumi's engine orders a deployment by: a resource's dependencies
+(explicit `depends_on` and every resource whose outputs feed its inputs), transitively. A
+dependency on a component resource stands for its descendants, as the Pulumi SDKs expand it:
+custom children and, recursively, the children of component children, never the children of a
+custom resource.
+
+One module, two callers: the policy pack (`policies/azdl_rules.py`, stack policies that
+CrossGuard hands every resource with its dependencies, so `pulumi preview --policy-pack
+policies` and `azdl policy` enforce them) and the tests, which run them on rendered plans.
+Resources are matched by type and by dependency, not by name or id (ids are unknown in a
+preview), so the rules hold for an adopter's own program as well as for ours.
+"""
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pulumi_policy.proxy import UnknownValueError
+
+COMPUTE = "azure-native:machinelearningservices:Compute"
+WORKSPACE = "azure-native:machinelearningservices:Workspace"
+REGISTRY = "azure-native:containerregistry:Registry"
+PRIVATE_ENDPOINT = "azure-native:network:PrivateEndpoint"
+ZONE_GROUP = "azure-native:network:PrivateDnsZoneGroup"
+ZONE = "azure-native:privatedns:PrivateZone"
+VNET_LINK = "azure-native:privatedns:VirtualNetworkLink"
+# Image resources that push to a registry: pulumi-docker-build (`push`) and pulumi-docker
+# (`skipPush`).
+DOCKER_BUILD_IMAGE = "docker-build:index:Image"
+DOCKER_IMAGE = "docker:index:Image"
+
+UNKNOWN = object()  # a value known only after deployment
+
+
+def value(props: Any, *path: str | int) -> Any:
+    """`props[path...]`, None where absent, UNKNOWN where not known until deployment (both a
+    manifest's `{"$unknown": [...]}` and pulumi-policy's unknown-checking proxy)."""
+    current = props
+    for step in path:
+        container = Sequence if isinstance(step, int) else Mapping
+        if not isinstance(current, container) or isinstance(current, str):
+            return None
+        try:
+            current = current[step]
+        except UnknownValueError:
+            return UNKNOWN
+        except (IndexError, KeyError):
+            return None
+        if isinstance(current, Mapping) and set(current) == {"$unknown"}:
+            return UNKNOWN
+    return current
+
+
+def items(props: Any, *path: str) -> list[Any]:
+    """The list at `path`, [] where absent or unknown."""
+    found = value(props, *path)
+    if found is UNKNOWN or not isinstance(found, Sequence) or isinstance(found, str):
+        return []
+    return [value(found, i) for i in range(len(found))]
+
+
+@dataclass(frozen=True)
+class Node:
+    """A resource as the dependency rules see it."""
+
+    id: str  # URN (CrossGuard) or manifest key
+    type: str
+    name: str
+    custom: bool
+    parent: str | None
+    deps: tuple[str, ...]  # direct: explicit and property dependencies
+    props: Any = field(compare=False, repr=False)
+
+
+class Graph:
+    """The deploy-order graph of one stack."""
+
+    def __init__(self, nodes: Iterable[Node]):
+        self.nodes = {n.id: n for n in nodes}
+        self._children: dict[str, list[str]] = {}
+        for n in self.nodes.values():
+            if n.parent:
+                self._children.setdefault(n.parent, []).append(n.id)
+        self._before: dict[str, frozenset[str]] = {}
+
+    def of_type(self, *types: str) -> list[Node]:
+        return sorted((n for n in self.nodes.values() if n.type in types), key=lambda n: n.id)
+
+    def expand(self, dep: str) -> set[str]:
+        """A dependency as the engine waits for it: a custom resource itself, a component as
+        its descendants (custom children, and recursively the children of component children)."""
+        node = self.nodes.get(dep)
+        if node is None or node.custom:
+            return {dep}
+        found: set[str] = set()
+        pending = list(self._children.get(dep, []))
+        while pending:
+            child = self.nodes[pending.pop()]
+            if child.custom:
+                found.add(child.id)
+            else:
+                pending.extend(self._children.get(child.id, []))
+        return found
+
+    def direct(self, node: Node) -> set[str]:
+        return {d for dep in node.deps for d in self.expand(dep)}
+
+    def before(self, node: Node) -> frozenset[str]:
+        """Everything that must exist before `node` is created (transitive)."""
+        if node.id in self._before:
+            return self._before[node.id]
+        seen: set[str] = set()
+        pending = list(self.direct(node))
+        while pending:
+            dep = pending.pop()
+            if dep in seen:
+                continue
+            seen.add(dep)
+            if dep in self.nodes:
+                pending.extend(self.direct(self.nodes[dep]) - seen)
+        self._before[node.id] = frozenset(seen)
+        return self._before[node.id]
+
+    def dependents(self, target: Node, *types: str) -> list[Node]:
+        """Resources of `types` that take `target` directly (e.g. the endpoints of a registry)."""
+        return [n for n in self.of_type(*types) if target.id in self.direct(n)]
+
+
+def graph_from_manifest(doc: Mapping[str, Any]) -> Graph:
+    """The graph of a plan manifest (`azdl.plan/v1`)."""
+    return Graph(
+        Node(
+            r["key"],
+            r["type"],
+            r["name"],
+            bool(r.get("custom", True)),
+            r.get("parent"),
+            tuple(r.get("dependsOn", [])),
+            r.get("inputs", {}),
+        )
+        for r in doc["resources"]
+    )
+
+
+def graph_from_policy_resources(resources: Iterable[Any]) -> Graph:
+    """The graph of the resources CrossGuard hands a stack validation (`PolicyResource`s).
+
+    The engine gives every custom resource a provider and no component one, which is how a
+    component is told apart here."""
+    nodes = []
+    for r in resources:
+        deps = {d.urn for d in r.dependencies}
+        for refs in r.property_dependencies.values():
+            deps.update(d.urn for d in refs)
+        parent = r.parent.urn if r.parent is not None else None
+        nodes.append(
+            Node(
+                r.urn,
+                r.resource_type,
+                r.name,
+                r.provider is not None,
+                parent,
+                tuple(sorted(deps)),
+                r.props,
+            )
+        )
+    return Graph(nodes)
+
+
+# ---- the private path to a service: endpoint, DNS zone group, the zones' VNet links ---------
+
+
+def zone_name_of(zone_id: Any) -> str | None:
+    """`…/privateDnsZones/privatelink.azurecr.io` -> `privatelink.azurecr.io`."""
+    if isinstance(zone_id, str) and "/privatednszones/" in zone_id.lower():
+        return zone_id.rstrip("/").rsplit("/", 1)[-1].lower()
+    return None
+
+
+@dataclass
+class PrivatePath:
+    """What a caller inside the VNet needs before it can reach `target` privately."""
+
+    endpoints: list[Node]
+    zone_groups: list[Node]
+    links: list[Node]
+    zones_without_link: list[str]  # zones declared in this stack that no VNet link names
+
+    @property
+    def resources(self) -> list[Node]:
+        return [*self.endpoints, *self.zone_groups, *self.links]
+
+
+def private_path(graph: Graph, target: Node, group_id: str) -> PrivatePath:
+    """The private endpoints that connect `target` (sub-resource `group_id`), their DNS zone
+    groups, and the VNet links of the zones those groups register in."""
+    endpoints = []
+    for pe in graph.dependents(target, PRIVATE_ENDPOINT):
+        connections = items(pe.props, "privateLinkServiceConnections")
+        connections += items(pe.props, "manualPrivateLinkServiceConnections")
+        groups = {g for c in connections for g in items(c, "groupIds")}
+        if group_id in groups or not groups:  # unknown group ids: assume it is the one
+            endpoints.append(pe)
+    zone_groups = [g for pe in endpoints for g in graph.dependents(pe, ZONE_GROUP)]
+    zone_names: set[str] = set()
+    declared: dict[str, Node] = {}
+    for group in zone_groups:
+        for config in items(group.props, "privateDnsZoneConfigs"):
+            name = zone_name_of(value(config, "privateDnsZoneId"))
+            if name:
+                zone_names.add(name)
+        for dep in graph.direct(group):
+            zone = graph.nodes.get(dep)
+            if zone is not None and zone.type == ZONE:
+                name = value(zone.props, "privateZoneName")
+                name = name.lower() if isinstance(name, str) else zone.id
+                zone_names.add(name)
+                declared[name] = zone
+    links, zones_without_link = [], []
+    for name in sorted(zone_names):
+        zone = declared.get(name)
+        found = [
+            link
+            for link in graph.of_type(VNET_LINK)
+            if (zone is not None and zone.id in graph.direct(link))
+            or str(value(link.props, "privateZoneName")).lower() == name
+        ]
+        links.extend(found)
+        if zone is not None and not found:
+            zones_without_link.append(name)
+    return PrivatePath(endpoints, zone_groups, links, zones_without_link)
+
+
+# ---- the rules ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Violation:
+    resource: str  # node id (URN or manifest key) of the resource created too early
+    message: str
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str  # also the policy's name in the pack
+    description: str
+    docs: tuple[str, ...]  # where Azure documents the precondition
+    remediation: str
+    find: Callable[[Graph], Iterator[tuple[Node, str]]]
+
+    def check(self, graph: Graph) -> list[Violation]:
+        return [
+            Violation(node.id, f"{problem}. Fix: {self.remediation} (see {', '.join(self.docs)})")
+            for node, problem in self.find(graph)
+        ]
+
+
+def label(node: Node) -> str:
+    return f"{node.type.rsplit(':', 1)[-1]} '{node.name}'"
+
+
+def _missing(graph: Graph, node: Node, path: PrivatePath) -> list[str]:
+    before = graph.before(node)
+    missing = [label(n) for n in path.resources if n.id not in before]
+    missing += [f"a VNet link of the zone {z}" for z in path.zones_without_link]
+    return missing
+
+
+def _workspace_of(graph: Graph, compute: Node) -> Node | None:
+    direct = graph.direct(compute)
+    for ws in graph.of_type(WORKSPACE):
+        if ws.id in direct:
+            return ws
+    name = value(compute.props, "workspaceName")
+    for ws in graph.of_type(WORKSPACE):
+        if isinstance(name, str) and value(ws.props, "workspaceName") == name:
+            return ws
+    return None
+
+
+def _no_public_ip_computes(graph: Graph) -> Iterator[tuple[Node, str]]:
+    for compute in graph.of_type(COMPUTE):
+        if value(compute.props, "properties", "properties", "enableNodePublicIp") is not False:
+            continue  # public IPs (or unknown until deploy): no precondition to check
+        workspace = _workspace_of(graph, compute)
+        if workspace is None:
+            continue  # a workspace outside this stack: its endpoint is outside it too
+        path = private_path(graph, workspace, "amlworkspace")
+        if not path.endpoints:
+            yield (
+                compute,
+                (
+                    f"{label(compute)} has no node public IP (enableNodePublicIp false), but "
+                    f"{label(workspace)} has no private endpoint (group amlworkspace) in this "
+                    "stack: Azure refuses the compute ('requires workspace private endpoint')"
+                ),
+            )
+            continue
+        missing = _missing(graph, compute, path)
+        if missing:
+            yield (
+                compute,
+                (
+                    f"{label(compute)} has no node public IP, so Azure creates it only once "
+                    f"{label(workspace)}'s private endpoint resolves in the VNet, but it does not "
+                    f"depend on {', '.join(missing)}: Pulumi may create it first"
+                ),
+            )
+
+
+def _pushes(image: Node) -> bool:
+    if image.type == DOCKER_BUILD_IMAGE:
+        return value(image.props, "push") is True
+    return value(image.props, "skipPush") is not True
+
+
+def _image_pushes(graph: Graph) -> Iterator[tuple[Node, str]]:
+    for image in graph.of_type(DOCKER_BUILD_IMAGE, DOCKER_IMAGE):
+        if not _pushes(image):
+            continue
+        before = graph.before(image)
+        for registry in graph.of_type(REGISTRY):
+            if registry.id not in before:
+                continue  # pushes to another registry
+            if value(registry.props, "publicNetworkAccess") != "Disabled":
+                continue  # public endpoint (or unknown until deploy)
+            path = private_path(graph, registry, "registry")
+            if not path.endpoints:
+                yield (
+                    image,
+                    (
+                        f"{label(image)} pushes to {label(registry)}, which has public network "
+                        "access disabled and no private endpoint (group registry) in this stack, "
+                        "so nothing can push to it"
+                    ),
+                )
+                continue
+            missing = _missing(graph, image, path)
+            if missing:
+                yield (
+                    image,
+                    (
+                        f"{label(image)} pushes to {label(registry)}, which has public network "
+                        "access disabled, but does not depend on "
+                        f"{', '.join(missing)}: until they exist the registry's name resolves to "
+                        "its public endpoint, which refuses the push"
+                    ),
+                )
+
+
+RULES = (
+    Rule(
+        name="compute-after-workspace-private-endpoint",
+        description="A compute with no node public IP is created after the workspace's "
+        "private endpoint, its DNS zone group and the zones' VNet links.",
+        docs=(
+            "https://learn.microsoft.com/azure/machine-learning/how-to-secure-training-vnet",
+            "https://github.com/Azure/azure-quickstart-templates/blob/master/quickstarts/"
+            "microsoft.machinelearningservices/machine-learning-end-to-end-secure/modules/"
+            "machinelearning.bicep",
+        ),
+        remediation="make the compute depend on the workspace's private endpoint (group "
+        "amlworkspace), its PrivateDnsZoneGroup and the VirtualNetworkLinks of its zones "
+        "(depends_on), as Microsoft's secure quickstart makes its computes depend on the "
+        "workspace's networking module",
+        find=_no_public_ip_computes,
+    ),
+    Rule(
+        name="image-push-after-registry-private-endpoint",
+        description="An image pushed to a registry without public network access is pushed "
+        "after the registry's private endpoint, its DNS zone group and the privatelink.azurecr.io "
+        "VNet link.",
+        docs=(
+            "https://learn.microsoft.com/azure/container-registry/container-registry-private-link",
+            "https://learn.microsoft.com/azure/private-link/private-endpoint-dns",
+        ),
+        remediation="make the image depend on the registry's private endpoint (group registry), "
+        "its PrivateDnsZoneGroup and the privatelink.azurecr.io VirtualNetworkLink (depends_on), "
+        "and push from a runner that resolves that zone",
+        find=_image_pushes,
+    ),
+)
+
+
+def check(graph: Graph) -> list[Violation]:
+    """Every violation of every rule, in a stable order."""
+    return [v for rule in RULES for v in rule.check(graph)]
