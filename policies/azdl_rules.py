@@ -9,6 +9,8 @@ policies need no stack context. A value unknown until deployment is skipped, nev
 (the advisory `gpu-spend-known` names the clusters the budget check had to skip).
 The GPU budget comes from the policy config `maxGpuSpendPerHourUsd` (the offline runner takes
 it from the stack config; for `pulumi preview` see `azdl policy --pack-config`).
+The deploy-order stack policies (Azure's documented deploy-time preconditions, checked on the
+resources' dependencies) are the rules of `azdl/review/deploy_order.py`, one policy each.
 """
 
 import ipaddress

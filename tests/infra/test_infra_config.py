@@ -339,6 +339,14 @@ def test_invalid_config_stops_the_program_before_any_resource():
     assert mocks.resources == []
 
 
+def test_the_providers_location_key_is_read_by_the_program_to_point_to_azdl_location():
+    """Pulumi hands the program azure-native:location too; the program checks it."""
+    config = with_changes(location=None)
+    config["azure-native:location"] = "westeurope"
+    with pytest.raises(ConfigError, match="set azdl:location: westeurope instead"):
+        render(config, stack="dev")
+
+
 def test_a_misspelt_key_stops_the_program_too():
     """Pulumi itself ignores unknown keys; the program must not."""
     with pytest.raises(ConfigError, match=r"azdl:cluster = 'not-json' is invalid: an object"):
