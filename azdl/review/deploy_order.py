@@ -135,6 +135,21 @@ class Graph:
         return [n for n in self.of_type(*types) if target.id in self.direct(n)]
 
 
+def waves(graph: Graph) -> list[list[Node]]:
+    """The custom resources by wave: a resource's wave is the length of the longest dependency
+    chain below it, so Pulumi cannot start it before every resource of the earlier waves it
+    depends on exists (docs/deploy.md, "First pulumi up, in order")."""
+    level: dict[str, int] = {}
+    nodes = [n for n in graph.nodes.values() if n.custom]
+    for node in sorted(nodes, key=lambda n: len(graph.before(n))):
+        deps = [level[d] for d in graph.direct(node) if d in level]
+        level[node.id] = 1 + max(deps, default=-1)
+    found: list[list[Node]] = [[] for _ in range(1 + max(level.values(), default=-1))]
+    for node in nodes:
+        found[level[node.id]].append(node)
+    return [sorted(wave, key=lambda n: (n.type, n.name)) for wave in found]
+
+
 def graph_from_manifest(doc: Mapping[str, Any]) -> Graph:
     """The graph of a plan manifest (`azdl.plan/v1`)."""
     return Graph(

@@ -66,6 +66,24 @@ def test_the_rules_bite_on_prod_every_no_public_ip_compute_and_every_push(shippe
         assert {n.id for n in registry_path.resources} <= graph.before(image)
 
 
+@pytest.mark.slow
+def test_waves_order_prod_as_docs_deploy_md_states(shipped_plans):
+    graph = do.graph_from_manifest(shipped_plans["prod"])
+    found = do.waves(graph)
+    wave = {(n.type.rsplit(":", 1)[-1], n.name): i for i, w in enumerate(found) for n in w}
+    for i, w in enumerate(found):  # nothing depends on its own or a later wave
+        for node in w:
+            assert all(wave_of < i for wave_of in (
+                wave[(graph.nodes[d].type.rsplit(":", 1)[-1], graph.nodes[d].name)]
+                for d in graph.direct(node) if d in graph.nodes and graph.nodes[d].custom
+            )), node.name  # fmt: skip
+    assert {n.type.rsplit(":", 1)[-1] for n in found[0]} == {"ResourceGroup"}
+    last_dns = max(v for (t, _), v in wave.items() if t == "PrivateDnsZoneGroup")
+    for key in [("Compute", "compute"), ("Compute", "image-build"), ("Image", "tensorflow")]:
+        assert wave[key] > last_dns and wave[key] > wave[("Workspace", "workspace")], key
+    assert wave[("EnvironmentVersion", "pytorch-environment-version")] > wave[("Image", "pytorch")]
+
+
 # What a no-public-IP compute and an image push each wait for in prod; removing one of these
 # edges leaves nothing else that leads there (the endpoint itself stays reachable through its
 # DNS zone group, see the next test).
