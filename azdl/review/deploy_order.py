@@ -207,12 +207,12 @@ class PrivatePath:
 
     endpoints: list[Node]
     zone_groups: list[Node]
-    links: list[Node]
+    links: dict[str, list[Node]]  # zone name -> its VNet links in this stack
     zones_without_link: list[str]  # zones declared in this stack that no VNet link names
 
     @property
     def resources(self) -> list[Node]:
-        return [*self.endpoints, *self.zone_groups, *self.links]
+        return [*self.endpoints, *self.zone_groups, *(n for ls in self.links.values() for n in ls)]
 
 
 def private_path(graph: Graph, target: Node, group_id: str) -> PrivatePath:
@@ -240,7 +240,8 @@ def private_path(graph: Graph, target: Node, group_id: str) -> PrivatePath:
                 name = name.lower() if isinstance(name, str) else zone.id
                 zone_names.add(name)
                 declared[name] = zone
-    links, zones_without_link = [], []
+    links: dict[str, list[Node]] = {}
+    zones_without_link = []
     for name in sorted(zone_names):
         zone = declared.get(name)
         found = [
@@ -249,8 +250,9 @@ def private_path(graph: Graph, target: Node, group_id: str) -> PrivatePath:
             if (zone is not None and zone.id in graph.direct(link))
             or str(value(link.props, "privateZoneName")).lower() == name
         ]
-        links.extend(found)
-        if zone is not None and not found:
+        if found:
+            links[name] = found
+        elif zone is not None:
             zones_without_link.append(name)
     return PrivatePath(endpoints, zone_groups, links, zones_without_link)
 
@@ -284,8 +286,14 @@ def label(node: Node) -> str:
 
 
 def _missing(graph: Graph, node: Node, path: PrivatePath) -> list[str]:
+    """What `node` does not wait for: every endpoint and DNS zone group, and for each zone one
+    of its VNet links (a zone resolves in the VNets linked to it; extra links, e.g. for a peered
+    hub, need not come first)."""
     before = graph.before(node)
-    missing = [label(n) for n in path.resources if n.id not in before]
+    missing = [label(n) for n in [*path.endpoints, *path.zone_groups] if n.id not in before]
+    for links in path.links.values():
+        if not any(link.id in before for link in links):
+            missing.append(" or ".join(label(link) for link in links))
     missing += [f"a VNet link of the zone {z}" for z in path.zones_without_link]
     return missing
 
@@ -326,8 +334,8 @@ def _no_public_ip_computes(graph: Graph) -> Iterator[tuple[Node, str]]:
                 compute,
                 (
                     f"{label(compute)} has no node public IP, so Azure creates it only once "
-                    f"{label(workspace)}'s private endpoint resolves in the VNet, but it does not "
-                    f"depend on {', '.join(missing)}: Pulumi may create it first"
+                    f"the private endpoint of {label(workspace)} resolves in the VNet, but it "
+                    f"does not depend on {', '.join(missing)}: Pulumi may create it first"
                 ),
             )
 

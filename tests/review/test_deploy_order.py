@@ -185,6 +185,19 @@ def test_a_compute_before_the_zone_group_fails_with_the_documented_reason():
     assert "how-to-secure-training-vnet" in v.message
 
 
+def test_one_vnet_link_per_zone_is_enough():
+    """Extra links (a peered hub's) need not come first: the zone resolves in the VNet once
+    one link exists."""
+    doc = private_workspace_plan([GROUP_KEY, LINK_KEY])
+    hub = resource(AZ + "privatedns:VirtualNetworkLink", "hub-link", {},
+                   dependsOn=[AZ + "privatedns:PrivateZone::zone"])  # fmt: skip
+    doc["resources"].append(hub)
+    assert violations(doc) == []
+    by_key(doc, AZ + "machinelearningservices:Compute::compute")["dependsOn"].remove(LINK_KEY)
+    [v] = violations(doc)
+    assert "VirtualNetworkLink 'hub-link' or VirtualNetworkLink 'zone-link'" in v.message
+
+
 def test_a_zone_declared_without_any_vnet_link_is_reported():
     [v] = violations(private_workspace_plan([GROUP_KEY], with_link=False))
     assert "a VNet link of the zone privatelink.api.azureml.ms" in v.message
