@@ -291,7 +291,8 @@ def render(
     `preview=True` runs it as `pulumi preview` does: images are not built, so no registry
     token is exchanged and nothing leaves this machine. `preview=False` runs it as `pulumi up`
     does, where the program exchanges the deployer's token at the registry: the caller must
-    stand in for that endpoint (tests patch `urllib.request.urlopen`).
+    stand in for that endpoint (tests patch `urllib.request.urlopen`). `subscription_id` is the
+    subscription Azure answers with; the global names derive from it.
     """
     from infra import program  # imported here: it pulls in the azure-native modules
 
