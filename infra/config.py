@@ -348,11 +348,11 @@ def _names(
         name = getattr(names, field)
         broken = rule_violation(kind, name)
         if broken:
-            with_suffix = f" with azdl:nameSuffix {suffix!r}" if suffix else ""
+            with_suffix = f"with azdl:nameSuffix {suffix!r}, " if suffix else ""
             raise _fail(
                 "namePrefix",
                 prefix,
-                f"it makes{with_suffix} the {kind} name {name!r}, which breaks Azure's rule: "
+                f"{with_suffix}it makes the {kind} name {name!r}, which breaks Azure's rule: "
                 f"{broken}",
             )
     return names

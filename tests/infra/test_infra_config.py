@@ -287,9 +287,8 @@ def test_global_names_depend_on_the_subscription_unless_the_stack_pins_a_suffix(
         (1234, "azdl:nameSuffix = 1234 is invalid"),
         (
             "abcdefghijkl",
-            "azdl:namePrefix = 'azdltesting' is invalid: it makes with "
-            "azdl:nameSuffix 'abcdefghijkl' the storage account name "
-            "'azdltestingdataabcdefghijkl'",
+            "azdl:namePrefix = 'azdltesting' is invalid: with azdl:nameSuffix 'abcdefghijkl', "
+            "it makes the storage account name 'azdltestingdataabcdefghijkl'",
         ),
     ],
 )
