@@ -242,7 +242,7 @@ def _storage(raw: Any, environment: str) -> StorageConfig:
     protection = _one_of(
         "storage.dataProtection", s.get("dataProtection", str, "protect"), DATA_PROTECTION
     )
-    # Checkpoints and logs: kept by `pulumi destroy` by default in prod (README, Deploy).
+    # Checkpoints and logs: kept by `pulumi destroy` by default in prod (docs/deploy.md).
     outputs = _one_of(
         "storage.outputsProtection",
         s.get("outputsProtection", str, "protect" if environment == "prod" else "none"),
