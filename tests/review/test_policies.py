@@ -23,6 +23,14 @@ rules = load_rules()
 POLICY = {p.name: p for p in rules.POLICIES}
 PROD = dict(TAGS, environment="prod")
 
+AML_INBOUND = {"name": "aml", "direction": "Inbound", "access": "Allow", "priority": 110,
+               "sourceAddressPrefix": "AzureMachineLearning"}
+OUT_AML = {"name": "aml-out", "direction": "Outbound", "access": "Allow", "priority": 100,
+           "protocol": "Tcp", "destinationAddressPrefix": "AzureMachineLearning"}
+DENY_OUT = {"name": "deny-out", "direction": "Outbound", "access": "Deny", "priority": 4096,
+            "protocol": "*", "destinationAddressPrefix": "*", "destinationPortRange": "*"}
+
+
 
 def options(protect: bool = False) -> PolicyResourceOptions:
     return PolicyResourceOptions(protect, [], None, [], PolicyCustomTimeouts(0, 0, 0), [])
@@ -68,7 +76,7 @@ def stack_violations(
 
 
 def test_every_policy_has_severity_remediation_and_all_but_one_are_mandatory():
-    assert len(POLICY) == 12
+    assert len(POLICY) == 13
     for policy in rules.POLICIES:
         assert policy.severity is not None, policy.name
         assert policy.remediation_steps and "\n" not in policy.remediation_steps, policy.name
@@ -114,6 +122,25 @@ def test_every_policy_has_severity_remediation_and_all_but_one_are_mandatory():
             storage(publicNetworkAccess="Enabled", tags=PROD),
             "storage account 'data' (prod): publicNetworkAccess is Enabled",
         ),
+        # The workspace's storage in Azure ML's GA configuration (how-to-secure-workspace-vnet):
+        # public access Enabled, but the firewall admits no public address or VNet.
+        (
+            "storage-private-in-prod",
+            storage("outputs", kind="StorageV2", tags=PROD,
+                    networkRuleSet={"defaultAction": "Deny", "bypass": "AzureServices",
+                                    "resourceAccessRules": [{"tenantId": "t", "resourceId": "w"}]}),
+            storage("outputs", kind="StorageV2", tags=PROD,
+                    networkRuleSet={"defaultAction": "Deny", "ipRules": [{"iPAddressOrRange": "203.0.113.7"}]}),
+            "storage account 'outputs' (prod): publicNetworkAccess is Enabled and its firewall "
+            "admits internet addresses (ipRules)",
+        ),  # fmt: skip
+        (
+            "storage-private-in-prod",
+            storage("outputs", kind="StorageV2", tags=PROD, publicNetworkAccess="Disabled"),
+            storage("outputs", kind="StorageV2", tags=PROD, networkRuleSet={"defaultAction": "Allow"}),
+            "storage account 'outputs' (prod): publicNetworkAccess is Enabled and its firewall's "
+            "defaultAction is Allow",
+        ),  # fmt: skip
         (
             "nfs-not-internet-reachable",
             storage("nfs", kind="FileStorage"),
@@ -222,6 +249,24 @@ def test_every_policy_has_severity_remediation_and_all_but_one_are_mandatory():
             ),
             "NSG rule 'r' allows inbound traffic from '8.8.8.0/24'",
         ),
+        # A prod compute subnet's NSG must end its outbound with a deny-all (Azure's default
+        # AllowInternetOutBound otherwise lets everything out).
+        (
+            "nsg-outbound-restricted-in-prod",
+            resource("azure-native:network:NetworkSecurityGroup", "nsg", {"tags": PROD,
+                     "securityRules": [AML_INBOUND, OUT_AML, DENY_OUT]}),
+            resource("azure-native:network:NetworkSecurityGroup", "nsg", {"tags": PROD,
+                     "securityRules": [AML_INBOUND, OUT_AML]}),
+            "NSG 'nsg' (prod) has no deny-all outbound rule",
+        ),
+        (
+            "nsg-outbound-restricted-in-prod",
+            resource("azure-native:network:NetworkSecurityGroup", "nsg", {"tags": PROD,
+                     "securityRules": [AML_INBOUND, OUT_AML, DENY_OUT]}),
+            resource("azure-native:network:NetworkSecurityGroup", "nsg", {"tags": PROD,
+                     "securityRules": [AML_INBOUND, OUT_AML | {"priority": 4097}, DENY_OUT]}),
+            "NSG 'nsg' (prod): outbound rules aml-out come after the deny-all (priority 4096)",
+        ),
         (
             "role-assignments-least-privilege",
             resource(
@@ -285,6 +330,9 @@ def test_prod_only_policies_leave_dev_alone():
     assert violations("storage-private-in-prod", storage(publicNetworkAccess="Enabled")) == []
     assert violations("compute-no-public-access-in-prod", compute(enableNodePublicIp=True)) == []
     assert violations("data-accounts-protected-in-prod", storage(), protect=False) == []
+    open_dev = resource("azure-native:network:NetworkSecurityGroup", "nsg",
+                        {"tags": dict(TAGS), "securityRules": [AML_INBOUND]})  # fmt: skip
+    assert violations("nsg-outbound-restricted-in-prod", open_dev) == []
 
 
 def test_prod_data_accounts_must_be_protected():
@@ -359,7 +407,7 @@ def test_policy_command_exit_codes_and_pack_config(tmp_path, capsys):
     good.write_text(manifest.dumps(plan(storage(), compute())))
     bad.write_text(manifest.dumps(plan(storage(minimumTlsVersion="TLS1_1"))))
     assert main(["policy", str(good)]) == 0
-    assert "stack dev: all 12 policies pass" in capsys.readouterr().out
+    assert "stack dev: all 13 policies pass" in capsys.readouterr().out
     assert main(["policy", str(good), str(bad)]) == 1
     out = capsys.readouterr().out
     assert "storage-minimum-tls-1-2" in out and "minimumTlsVersion is TLS1_1" in out
