@@ -252,7 +252,7 @@ def _firewall_ip_rule(key: str, entry: Any) -> str:
     text = _typed(key, entry, str)
     allowed = (
         "a public IPv4 address (e.g. your operator machine's, written without a prefix: "
-        "203.0.113.7) or a public range of /30 or larger (203.0.113.0/24); Azure firewalls "
+        "40.74.10.7) or a public range of /30 or larger (40.74.10.0/24); Azure firewalls "
         "take no private ranges and no /31 or /32"
     )
     try:
