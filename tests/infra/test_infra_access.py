@@ -449,3 +449,28 @@ def test_landing_zone_uses_its_network_and_central_zones(landing_zone):
     assert links == {(zone, vnet) for zone in created for vnet in (LZ_VNET, hub)}
     assert len({link.inputs["virtualNetworkLinkName"]
                 for link in r.of_type(AZ + "privatedns:VirtualNetworkLink")}) == 2  # fmt: skip
+
+
+def commented_examples(path: Path) -> dict:
+    """The `# azdl:<key>:` example blocks of a stack file, uncommented and parsed."""
+    import yaml
+
+    lines, examples, block = path.read_text().splitlines(), {}, None
+    for line in lines:
+        if re.fullmatch(r"  # azdl:\w+:", line):
+            block = [line.replace("  # ", "", 1)]
+            examples[line.strip("# :")] = block
+        elif block is not None and line.startswith("  #   "):
+            block.append(line.replace("  # ", "  ", 1))
+        else:
+            block = None
+    return {k: yaml.safe_load("\n".join(v))[k] for k, v in examples.items()}
+
+
+@pytest.mark.parametrize("name", ["dev", "prod"])
+def test_the_stack_files_commented_examples_are_valid(name):
+    examples = commented_examples(STACKS / f"Pulumi.{name}.yaml")
+    assert "azdl:operators" in examples and ("azdl:access" in examples) == (name == "prod")
+    config = {**read_stack_file(STACKS / f"Pulumi.{name}.yaml"), **examples}
+    cfg = load_config(config, stack=name)
+    assert cfg.operators and (cfg.jump_host is not None) == ("azdl:access" in examples)
