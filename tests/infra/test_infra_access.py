@@ -474,3 +474,33 @@ def test_the_stack_files_commented_examples_are_valid(name):
     config = {**read_stack_file(STACKS / f"Pulumi.{name}.yaml"), **examples}
     cfg = load_config(config, stack=name)
     assert cfg.operators and (cfg.jump_host is not None) == ("azdl:access" in examples)
+
+
+def doc_table(marker: str) -> list[list[str]]:
+    """The rows of the Markdown table after `<!-- marker ... -->` in docs/access.md."""
+    text = (STACKS.parent / "docs" / "access.md").read_text()
+    lines = text.split(f"<!-- {marker}", 1)[1].splitlines()[1:]
+    rows = []
+    for line in lines[2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip().strip("`") for cell in line.strip("|").split("|")])
+    return rows
+
+
+def test_the_docs_roles_table_is_what_the_program_grants():
+    from infra.access import OPERATOR_GRANTS
+
+    rows = {(role, guid) for role, guid, *_ in doc_table("roles-table")}
+    assert rows == {(role, OPERATOR_ROLES[role]) for _, role, _ in OPERATOR_GRANTS}
+
+
+def test_the_docs_outbound_table_is_what_the_nsg_gets():
+    from infra.network import OUTBOUND_SERVICE_RULES
+
+    rows = doc_table("outbound-table")
+    documented = [(name, tag.replace("<region>", "{region}"), protocol,
+                   [p for p in ports.split(" (")[0].split(", ")])
+                  for name, tag, protocol, ports, _ in rows[:-2]]  # fmt: skip
+    assert documented == [(n, t, p, list(ports)) for n, t, p, ports in OUTBOUND_SERVICE_RULES]
+    assert [row[0] for row in rows[-2:]] == ["AllowVirtualNetworkOutbound", "DenyAllOutbound (4096)"]
