@@ -9,7 +9,8 @@ allowed. Pure Python (no Pulumi import) so the CLI can validate a stack file che
 import ipaddress
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from pathlib import Path
 from typing import Any
 
@@ -50,15 +51,15 @@ ENDPOINT_DNS_ZONES = {
 PRIVATE_DNS_ZONES = tuple(sorted({z for zones in ENDPOINT_DNS_ZONES.values() for z in zones}))
 _GUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 _GROUP = rf"/subscriptions/{_GUID}/resourceGroups/[-\w.()]{{1,90}}/providers/"
+_VNET = r"Microsoft\.Network/virtualNetworks/[-\w.]{2,64}"
 ARM_ID_PATTERNS = {  # kind -> (pattern, an example) for resource ids a stack may name
     "subnet": (
-        re.compile(_GROUP + r"Microsoft\.Network/virtualNetworks/[-\w.]{2,64}/subnets/[-\w.]{1,80}",
-                   re.IGNORECASE),  # fmt: skip
+        re.compile(_GROUP + _VNET + r"/subnets/[-\w.]{1,80}", re.IGNORECASE),
         "/subscriptions/<guid>/resourceGroups/<rg>/providers/Microsoft.Network/"
         "virtualNetworks/<vnet>/subnets/<subnet>",
     ),
     "virtual network": (
-        re.compile(_GROUP + r"Microsoft\.Network/virtualNetworks/[-\w.]{2,64}", re.IGNORECASE),
+        re.compile(_GROUP + _VNET, re.IGNORECASE),
         "/subscriptions/<guid>/resourceGroups/<rg>/providers/Microsoft.Network/"
         "virtualNetworks/<vnet>",
     ),
@@ -74,7 +75,7 @@ ARM_ID_PATTERNS = {  # kind -> (pattern, an example) for resource ids a stack ma
 STRING_KEYS = ("environment", "location", "namePrefix", "imageBuildVmSize")
 OBJECT_KEYS = ("tags", "maxGpuSpendPerHourUsd", "network", "storage", "registry", "cluster")
 OBJECT_KEYS += ("images",)  # prebuilt image refs instead of building them (infra/images.py)
-OBJECT_KEYS += ("operators", "access")  # who operates the stack, and how they get in (docs/access.md)
+OBJECT_KEYS += ("operators", "access")  # who operates a stack, how they get in: docs/access.md
 KEYS = STRING_KEYS + OBJECT_KEYS
 REQUIRED_KEYS = ("environment", "location", "namePrefix", "tags", "maxGpuSpendPerHourUsd")
 REQUIRED_KEYS += ("network", "cluster")
@@ -112,7 +113,7 @@ class NetworkConfig:
     outbound: str = "restricted"  # one of OUTBOUND_MODES; unused with `existing`
     existing: ExistingSubnets | None = None
     # zone name -> id of an existing (central) private DNS zone the stack uses, not creates
-    private_dns_zone_ids: Mapping[str, str] = field(default_factory=dict)
+    private_dns_zone_ids: Mapping[str, str] = dataclass_field(default_factory=dict)
     # VNets (e.g. a peered hub) linked to the zones the stack creates, besides its own
     dns_zone_vnet_links: tuple[str, ...] = ()
 
@@ -309,7 +310,7 @@ def _existing_subnets(raw: Any, s: _Section) -> ExistingSubnets:
     """`network.existing`: bring-your-own subnets (the Azure Verified Module for Azure ML
     workspaces, Azure/terraform-azurerm-avm-res-machinelearningservices-workspace, likewise takes
     a subnet resource id per private endpoint instead of creating a network)."""
-    for name in ADDRESS_PLAN_KEYS + ("outbound",):
+    for name in (*ADDRESS_PLAN_KEYS, "outbound"):
         if name in s.raw:
             raise _fail(
                 f"network.{name}",
@@ -485,10 +486,11 @@ def _operators(raw: Any) -> tuple[Operator, ...]:
 
 # Azure's reserved admin user names for Linux VMs (the OSProfile adminUsername rule).
 RESERVED_ADMIN_NAMES = frozenset(
-    "administrator admin user user1 test user2 test1 user3 admin1 1 123 a actuser adm admin2 "
-    "aspnet backup console david guest john owner root server sql support support_388945a0 sys "
-    "test2 test3 user4 user5".split()
-)
+    ("administrator", "admin", "user", "user1", "test", "user2", "test1", "user3", "admin1", "1",
+     "123", "a", "actuser", "adm", "admin2", "aspnet", "backup", "console", "david", "guest",
+     "john", "owner", "root", "server", "sql", "support", "support_388945a0", "sys", "test2",
+     "test3", "user4", "user5")
+)  # fmt: skip
 SSH_KEY_TYPES = ("ssh-rsa", "ssh-ed25519")  # what Azure Linux VMs accept
 
 
@@ -528,7 +530,9 @@ def _jump_host(raw: Any, network: NetworkConfig) -> JumpHostConfig:
             )
         for other_name, other in taken.items():
             if subnet.overlaps(other):
-                raise _fail(name, str(subnet), f"a range that does not overlap {other_name} {other}")
+                raise _fail(
+                    name, str(subnet), f"a range that does not overlap {other_name} {other}"
+                )
         taken[name] = subnet
     vm_size = s.get("vmSize", str, "Standard_B2s")
     if not re.fullmatch(r"Standard_[A-Za-z0-9_]+", vm_size):
@@ -549,7 +553,8 @@ def _jump_host(raw: Any, network: NetworkConfig) -> JumpHostConfig:
             "the PUBLIC key (the .pub file); a private key must never be in a stack file",
         )
     parts = ssh_key.split()
-    if len(parts) < 2 or parts[0] not in SSH_KEY_TYPES or not re.fullmatch(r"[A-Za-z0-9+/=]+", parts[1]):
+    base64_body = len(parts) >= 2 and re.fullmatch(r"[A-Za-z0-9+/=]+", parts[1])
+    if len(parts) < 2 or parts[0] not in SSH_KEY_TYPES or not base64_body:
         raise _fail(
             f"{key}.sshPublicKey",
             ssh_key[:40] + ("…" if len(ssh_key) > 40 else ""),

@@ -96,6 +96,11 @@ def with_network(name: str, **network) -> dict:
     return config
 
 
+def jump(**changes) -> dict:
+    """The prod stack with JUMP_HOST's settings changed."""
+    return stack("prod", access={"jumpHost": {**JUMP_HOST["jumpHost"], **changes}})
+
+
 def error_for(config: dict, stack_name: str) -> str:
     with pytest.raises(ConfigError) as info:
         load_config(config, stack=stack_name)
@@ -165,20 +170,20 @@ BAD = [
     (with_network("dev", dnsZoneVnetLinks=[HUB.format(sub=SUBSCRIPTION_ID)]), "dev",
      ["azdl:network.dnsZoneVnetLinks", "only with network.mode privateEndpoints"]),
     # the jump host
-    (stack("prod", access={"jumpHost": {**JUMP_HOST["jumpHost"], "bastionSubnet": "10.50.17.0/27"}}),
+    (jump(bastionSubnet="10.50.17.0/27"),
      "prod", ["azdl:access.jumpHost.bastionSubnet", "'10.50.17.0/27'", "at least /26"]),
-    (stack("prod", access={"jumpHost": {**JUMP_HOST["jumpHost"], "jumpHostSubnet": "10.50.0.0/29"}}),
+    (jump(jumpHostSubnet="10.50.0.0/29"),
      "prod", ["azdl:access.jumpHost.jumpHostSubnet", "does not overlap network.trainingSubnet"]),
-    (stack("prod", access={"jumpHost": {**JUMP_HOST["jumpHost"], "bastionSubnet": "10.60.0.0/26"}}),
+    (jump(bastionSubnet="10.60.0.0/26"),
      "prod", ["azdl:access.jumpHost.bastionSubnet", "inside network.addressSpace 10.50.0.0/16"]),
     (stack("prod", access={"jumpHost": {**JUMP_HOST["jumpHost"], "sshPublicKey":
                                         "-----BEGIN OPENSSH PRIVATE KEY----- b3BlbnNzaC1r"}}),
      "prod", ["azdl:access.jumpHost.sshPublicKey", "PUBLIC key", "<a private key: not shown>"]),
-    (stack("prod", access={"jumpHost": {**JUMP_HOST["jumpHost"], "sshPublicKey": "hunter2"}}),
+    (jump(sshPublicKey="hunter2"),
      "prod", ["azdl:access.jumpHost.sshPublicKey", "ssh-rsa or ssh-ed25519"]),
-    (stack("prod", access={"jumpHost": {**JUMP_HOST["jumpHost"], "adminUsername": "admin"}}),
+    (jump(adminUsername="admin"),
      "prod", ["azdl:access.jumpHost.adminUsername", "'admin'", "does not reserve"]),
-    (stack("prod", access={"jumpHost": {**JUMP_HOST["jumpHost"], "bastionSku": "Developer"}}),
+    (jump(bastionSku="Developer"),
      "prod", ["azdl:access.jumpHost.bastionSku", "'Developer'", "Basic, Standard"]),
     (stack("prod", access={"jumpHost": {"bastionSubnet": "10.50.17.0/26",
                                         "jumpHostSubnet": "10.50.18.0/29"}}),
@@ -503,4 +508,7 @@ def test_the_docs_outbound_table_is_what_the_nsg_gets():
                    [p for p in ports.split(" (")[0].split(", ")])
                   for name, tag, protocol, ports, _ in rows[:-2]]  # fmt: skip
     assert documented == [(n, t, p, list(ports)) for n, t, p, ports in OUTBOUND_SERVICE_RULES]
-    assert [row[0] for row in rows[-2:]] == ["AllowVirtualNetworkOutbound", "DenyAllOutbound (4096)"]
+    assert [row[0] for row in rows[-2:]] == [
+        "AllowVirtualNetworkOutbound",
+        "DenyAllOutbound (4096)",
+    ]

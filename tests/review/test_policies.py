@@ -23,13 +23,30 @@ rules = load_rules()
 POLICY = {p.name: p for p in rules.POLICIES}
 PROD = dict(TAGS, environment="prod")
 
-AML_INBOUND = {"name": "aml", "direction": "Inbound", "access": "Allow", "priority": 110,
-               "sourceAddressPrefix": "AzureMachineLearning"}
-OUT_AML = {"name": "aml-out", "direction": "Outbound", "access": "Allow", "priority": 100,
-           "protocol": "Tcp", "destinationAddressPrefix": "AzureMachineLearning"}
-DENY_OUT = {"name": "deny-out", "direction": "Outbound", "access": "Deny", "priority": 4096,
-            "protocol": "*", "destinationAddressPrefix": "*", "destinationPortRange": "*"}
-
+AML_INBOUND = {
+    "name": "aml",
+    "direction": "Inbound",
+    "access": "Allow",
+    "priority": 110,
+    "sourceAddressPrefix": "AzureMachineLearning",
+}
+OUT_AML = {
+    "name": "aml-out",
+    "direction": "Outbound",
+    "access": "Allow",
+    "priority": 100,
+    "protocol": "Tcp",
+    "destinationAddressPrefix": "AzureMachineLearning",
+}
+DENY_OUT = {
+    "name": "deny-out",
+    "direction": "Outbound",
+    "access": "Deny",
+    "priority": 4096,
+    "protocol": "*",
+    "destinationAddressPrefix": "*",
+    "destinationPortRange": "*",
+}
 
 
 def options(protect: bool = False) -> PolicyResourceOptions:
@@ -126,21 +143,37 @@ def test_every_policy_has_severity_remediation_and_all_but_one_are_mandatory():
         # public access Enabled, but the firewall admits no public address or VNet.
         (
             "storage-private-in-prod",
-            storage("outputs", kind="StorageV2", tags=PROD,
-                    networkRuleSet={"defaultAction": "Deny", "bypass": "AzureServices",
-                                    "resourceAccessRules": [{"tenantId": "t", "resourceId": "w"}]}),
-            storage("outputs", kind="StorageV2", tags=PROD,
-                    networkRuleSet={"defaultAction": "Deny", "ipRules": [{"iPAddressOrRange": "203.0.113.7"}]}),
+            storage(
+                "outputs",
+                kind="StorageV2",
+                tags=PROD,
+                networkRuleSet={
+                    "defaultAction": "Deny",
+                    "bypass": "AzureServices",
+                    "resourceAccessRules": [{"tenantId": "t", "resourceId": "w"}],
+                },
+            ),
+            storage(
+                "outputs",
+                kind="StorageV2",
+                tags=PROD,
+                networkRuleSet={
+                    "defaultAction": "Deny",
+                    "ipRules": [{"iPAddressOrRange": "203.0.113.7"}],
+                },
+            ),
             "storage account 'outputs' (prod): publicNetworkAccess is Enabled and its firewall "
             "admits internet addresses (ipRules)",
-        ),  # fmt: skip
+        ),
         (
             "storage-private-in-prod",
             storage("outputs", kind="StorageV2", tags=PROD, publicNetworkAccess="Disabled"),
-            storage("outputs", kind="StorageV2", tags=PROD, networkRuleSet={"defaultAction": "Allow"}),
+            storage(
+                "outputs", kind="StorageV2", tags=PROD, networkRuleSet={"defaultAction": "Allow"}
+            ),
             "storage account 'outputs' (prod): publicNetworkAccess is Enabled and its firewall's "
             "defaultAction is Allow",
-        ),  # fmt: skip
+        ),
         (
             "nfs-not-internet-reachable",
             storage("nfs", kind="FileStorage"),
@@ -253,18 +286,33 @@ def test_every_policy_has_severity_remediation_and_all_but_one_are_mandatory():
         # AllowInternetOutBound otherwise lets everything out).
         (
             "nsg-outbound-restricted-in-prod",
-            resource("azure-native:network:NetworkSecurityGroup", "nsg", {"tags": PROD,
-                     "securityRules": [AML_INBOUND, OUT_AML, DENY_OUT]}),
-            resource("azure-native:network:NetworkSecurityGroup", "nsg", {"tags": PROD,
-                     "securityRules": [AML_INBOUND, OUT_AML]}),
+            resource(
+                "azure-native:network:NetworkSecurityGroup",
+                "nsg",
+                {"tags": PROD, "securityRules": [AML_INBOUND, OUT_AML, DENY_OUT]},
+            ),
+            resource(
+                "azure-native:network:NetworkSecurityGroup",
+                "nsg",
+                {"tags": PROD, "securityRules": [AML_INBOUND, OUT_AML]},
+            ),
             "NSG 'nsg' (prod) has no deny-all outbound rule",
         ),
         (
             "nsg-outbound-restricted-in-prod",
-            resource("azure-native:network:NetworkSecurityGroup", "nsg", {"tags": PROD,
-                     "securityRules": [AML_INBOUND, OUT_AML, DENY_OUT]}),
-            resource("azure-native:network:NetworkSecurityGroup", "nsg", {"tags": PROD,
-                     "securityRules": [AML_INBOUND, OUT_AML | {"priority": 4097}, DENY_OUT]}),
+            resource(
+                "azure-native:network:NetworkSecurityGroup",
+                "nsg",
+                {"tags": PROD, "securityRules": [AML_INBOUND, OUT_AML, DENY_OUT]},
+            ),
+            resource(
+                "azure-native:network:NetworkSecurityGroup",
+                "nsg",
+                {
+                    "tags": PROD,
+                    "securityRules": [AML_INBOUND, OUT_AML | {"priority": 4097}, DENY_OUT],
+                },
+            ),
             "NSG 'nsg' (prod): outbound rules aml-out come after the deny-all (priority 4096)",
         ),
         (
