@@ -47,13 +47,16 @@ class PrivateLink(pulumi.ComponentResource):
         # zone name -> its id (created here, or the landing zone's)
         self.zone_ids: dict[str, pulumi.Input[str]] = {}
         self.zones: dict[str, privatedns.PrivateZone] = {}
-        own_link = (cfg.names.virtual_network, args.vnet_id)
+        self.links: dict[str, privatedns.VirtualNetworkLink] = {}  # zone -> the own VNet's link
+        self.extra_links: list[privatedns.VirtualNetworkLink] = []  # network.dnsZoneVnetLinks
         # Two linked VNets may share a name (in different groups): the id's hash tells them apart.
-        extra_links = [
+        extra_vnets = [
             (f"{vnet.rsplit('/', 1)[-1]}-{hashlib.sha256(vnet.lower().encode()).hexdigest()[:6]}",
              vnet)
             for vnet in cfg.network.dns_zone_vnet_links
         ]  # fmt: skip
+        existing = cfg.network.existing
+        own_vnet = existing.vnet_id.rsplit("/", 1)[-1] if existing else cfg.names.virtual_network
         for zone_name in sorted({z for e in args.endpoints for z in ZONES[e.group_id]}):
             if zone_name in cfg.network.private_dns_zone_ids:
                 self.zone_ids[zone_name] = cfg.network.private_dns_zone_ids[zone_name]
@@ -68,19 +71,26 @@ class PrivateLink(pulumi.ComponentResource):
                 ),
                 child,
             )
-            for i, (vnet_name, vnet_id) in enumerate([own_link, *extra_links]):
-                privatedns.VirtualNetworkLink(
-                    f"{zone_name}-link" if i == 0 else f"{zone_name}-link-{vnet_name}",
+
+            def link(logical: str, link_name: str, vnet_id: pulumi.Input[str], zone=zone):
+                return privatedns.VirtualNetworkLink(
+                    logical,
                     privatedns.VirtualNetworkLinkArgs(
                         resource_group_name=rg,
                         private_zone_name=zone.name,
-                        virtual_network_link_name=f"{vnet_name}-link",
+                        virtual_network_link_name=link_name,
                         location="global",
                         virtual_network=privatedns.SubResourceArgs(id=vnet_id),
                         registration_enabled=False,
                         tags=cfg.tags,
                     ),
                     child,
+                )
+
+            self.links[zone_name] = link(f"{zone_name}-link", f"{own_vnet}-link", args.vnet_id)
+            for vnet_name, vnet_id in extra_vnets:
+                self.extra_links.append(
+                    link(f"{zone_name}-link-{vnet_name}", f"{vnet_name}-link", vnet_id)
                 )
             self.zones[zone_name] = zone
             self.zone_ids[zone_name] = zone.id
