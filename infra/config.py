@@ -32,11 +32,13 @@ MIN_NFS_SHARE_GIB = 100  # smallest premium (provisioned) file share Azure accep
 # deny-all (infra/network.py); open = no outbound rules, so Azure's default allows everything.
 OUTBOUND_MODES = ("restricted", "open")
 # storage.workspaceStorage, the networking of the workspace's default (outputs) account:
-# firewall = Azure ML's generally available configuration for a private workspace (private
-# endpoints + firewall default deny, a resource-instance rule for the workspace, trusted
-# services, shared-key access on); strict = no public network access and no shared keys, which
-# Azure ML documents as preview and not for production (how-to-disable-local-auth-storage).
-WORKSPACE_STORAGE_MODES = ("firewall", "strict")
+# firewall = Azure ML's documented configuration for a private workspace (private endpoints +
+# firewall default deny, a resource-instance rule for the workspace, trusted services,
+# shared-key access on); private = public network access disabled, shared keys on (what the
+# Azure Verified Module's private BYO-VNet example deploys, for landing zones whose policy
+# forbids public endpoints); strict = public access and shared keys off, which Azure ML
+# documents as preview and not for production (how-to-disable-local-auth-storage).
+WORKSPACE_STORAGE_MODES = ("firewall", "private", "strict")
 PRINCIPAL_TYPES = ("User", "Group")  # what an operator's Entra object id names
 BASTION_SKUS = ("Basic", "Standard")  # Standard: native-client (az network bastion ssh) tunnels
 # Sub-resource (private-endpoint group id) -> the private DNS zones its endpoint registers in
@@ -420,7 +422,7 @@ def _network(raw: Any, environment: str) -> NetworkConfig:
     )  # fmt: skip
 
 
-def _storage(raw: Any) -> StorageConfig:
+def _storage(raw: Any, private: bool) -> StorageConfig:
     s = _Section(
         "storage",
         raw,
@@ -444,6 +446,13 @@ def _storage(raw: Any) -> StorageConfig:
         s.get("workspaceStorage", str, "firewall"),
         WORKSPACE_STORAGE_MODES,
     )
+    if workspace_storage == "private" and not private:
+        raise _fail(
+            "storage.workspaceStorage",
+            workspace_storage,
+            "firewall or strict with network.mode serviceEndpoints (private disables the "
+            "public endpoint, and only privateEndpoints gives the workspace another way in)",
+        )
     return StorageConfig(
         containers["dataContainer"],
         containers["outputsContainer"],
@@ -717,7 +726,7 @@ def load_config(values: Mapping[str, Any], *, stack: str, project: str = PROJECT
         tags=_tags(own["tags"], environment),
         max_gpu_spend_per_hour_usd=budget,
         network=network,
-        storage=_storage(own.get("storage", {})),
+        storage=_storage(own.get("storage", {}), network.private),
         registry_sku=registry_sku,
         cluster=cluster,
         image_build_vm_size=_vm_size(

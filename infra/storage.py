@@ -6,13 +6,15 @@ deletion takes its blobs with it, so protecting the account alone would not keep
 ImageNet. Shared-key access is off on the data accounts: jobs and operators use identities.
 
 The outputs account is the workspace's default storage, and `storage.workspaceStorage` says how
-it is networked. `firewall` (the default) is Azure ML's generally available configuration for a
-private workspace: private endpoints, the account firewall denying by default, a
-resource-instance rule admitting the workspace, trusted Azure services bypassing it, shared-key
-access on ("Secure Azure storage accounts" in
-https://learn.microsoft.com/azure/machine-learning/how-to-secure-workspace-vnet). `strict` turns
-public network access and shared keys off, which Azure ML documents as preview, "not recommended
-for production workloads" (https://learn.microsoft.com/azure/machine-learning/
+it is networked. `firewall` (the default) is Azure ML's documented configuration for a private
+workspace: private endpoints, the account firewall denying by default, a resource-instance rule
+admitting the workspace, trusted Azure services bypassing it, shared-key access on ("Secure
+Azure storage accounts" in https://learn.microsoft.com/azure/machine-learning/
+how-to-secure-workspace-vnet). `private` disables public network access but keeps shared keys
+(as the Azure Verified Module's private BYO-VNet example does:
+Azure/terraform-azurerm-avm-res-machinelearningservices-workspace, examples/private_byo_vnet).
+`strict` turns public network access and shared keys off, which Azure ML documents as preview,
+"not recommended for production workloads" (https://learn.microsoft.com/azure/machine-learning/
 how-to-disable-local-auth-storage).
 """
 
@@ -60,7 +62,7 @@ class Storage(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         keep = pulumi.ResourceOptions.merge(child, data_protection(cfg.storage.data_protection))
 
-        strict = cfg.storage.workspace_storage == "strict"
+        mode = cfg.storage.workspace_storage
 
         def account(
             logical,
@@ -75,7 +77,7 @@ class Storage(pulumi.ComponentResource):
             # Private stacks: no public network access, except the workspace's storage in its
             # GA configuration, whose firewall (default deny) admits only the workspace's
             # resource instance and trusted services besides the private endpoints.
-            closed = net.private and not (workspace_storage and not strict)
+            closed = net.private and not (workspace_storage and mode == "firewall")
             instance_rules = (
                 [storage.ResourceAccessRuleArgs(tenant_id=args.tenant_id,
                                                 resource_id=args.workspace_id)]
@@ -94,7 +96,7 @@ class Storage(pulumi.ComponentResource):
                     enable_https_traffic_only=https_only,
                     allow_blob_public_access=False,
                     # Azure ML's workspace storage needs shared keys for GA (see above).
-                    allow_shared_key_access=workspace_storage and not strict,
+                    allow_shared_key_access=workspace_storage and mode != "strict",
                     allow_cross_tenant_replication=False,
                     public_network_access="Disabled" if closed else "Enabled",
                     network_rule_set=storage.NetworkRuleSetArgs(

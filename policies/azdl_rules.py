@@ -453,7 +453,7 @@ POLICIES = [
         Severity.CRITICAL,
         "use network.mode privateEndpoints in the prod stack (data accounts: "
         "public_network_access='Disabled'; the workspace's storage: firewall default_action "
-        "'Deny' with no ip_rules or virtual_network_rules, or storage.workspaceStorage: strict)",
+        "'Deny' with no ip_rules or virtual_network_rules, or storage.workspaceStorage: private)",
         _prod_public_network,
     ),
     _resource_policy(

@@ -137,8 +137,10 @@ BAD = [
     (with_network("prod", outbound="open"), "prod",
      ["azdl:network.outbound", "'open'", "prod stack must set restricted"]),
     # workspace storage
+    (stack("dev", storage={"workspaceStorage": "closed"}), "dev",
+     ["azdl:storage.workspaceStorage", "'closed'", "firewall, private, strict"]),
     (stack("dev", storage={"workspaceStorage": "private"}), "dev",
-     ["azdl:storage.workspaceStorage", "'private'", "firewall, strict"]),
+     ["azdl:storage.workspaceStorage", "'private'", "with network.mode serviceEndpoints"]),
     # bring-your-own network
     (with_network("prod", existing={"trainingSubnetId": "training"}), "prod",
      ["azdl:network.addressSpace", "not set with network.existing"]),
@@ -257,7 +259,10 @@ def prod_with_jump_host():
 
 @pytest.fixture(scope="module")
 def landing_zone():
-    return render(stack("prod", network=LANDING_ZONE_NETWORK, operators=OPERATORS[:1]), "prod")
+    storage = {**read_stack_file(STACKS / "Pulumi.prod.yaml")["azdl:storage"],
+               "workspaceStorage": "private"}  # fmt: skip
+    config = stack("prod", network=LANDING_ZONE_NETWORK, operators=OPERATORS[:1], storage=storage)
+    return render(config, "prod")
 
 
 def one(rendering, short_type, name):
@@ -378,6 +383,12 @@ def test_workspace_storage_strict_is_an_explicit_opt_in(prod_with_jump_host):
     outputs = one(prod_with_jump_host, "storage:StorageAccount", "outputs").inputs
     assert outputs["publicNetworkAccess"] == "Disabled"
     assert outputs["allowSharedKeyAccess"] is False
+
+
+def test_workspace_storage_private_closes_the_public_endpoint_and_keeps_shared_keys(landing_zone):
+    outputs = one(landing_zone, "storage:StorageAccount", "outputs").inputs
+    assert outputs["publicNetworkAccess"] == "Disabled"
+    assert outputs["allowSharedKeyAccess"] is True
 
 
 def outbound(rules):

@@ -215,9 +215,10 @@ def test_storage_accounts_kinds_and_security(rendering, cfg):
         # The workspace's storage (outputs) in its GA configuration: tests/infra/
         # test_infra_access.py. The data accounts never need shared keys or public access.
         workspace_ga = name == "outputs" and cfg.storage.workspace_storage == "firewall"
+        shared_keys = name == "outputs" and cfg.storage.workspace_storage != "strict"
         assert a["minimumTlsVersion"] == "TLS1_2", name
         assert a["allowBlobPublicAccess"] is False, name
-        assert a["allowSharedKeyAccess"] is workspace_ga, name
+        assert a["allowSharedKeyAccess"] is shared_keys, name
         assert a["enableHttpsTrafficOnly"] is (name != "nfs"), name  # NFS requires it off
         rules = a["networkRuleSet"]
         assert rules["defaultAction"] == "Deny", name
