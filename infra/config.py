@@ -518,6 +518,13 @@ def _jump_host(raw: Any, network: NetworkConfig) -> JumpHostConfig:
             "not with network.existing: a landing zone reaches the stack from its hub (a "
             "bastion or VPN gateway there, with network.dnsZoneVnetLinks); docs/access.md",
         )
+    if not network.private:
+        raise _fail(
+            key,
+            raw,
+            "only with network.mode privateEndpoints (with serviceEndpoints the services are "
+            "public behind their firewalls: add operators' addresses to network.allowedIpRanges)",
+        )
     bastion = _cidr(f"{key}.bastionSubnet", s.get("bastionSubnet", str))
     host = _cidr(f"{key}.jumpHostSubnet", s.get("jumpHostSubnet", str))
     if bastion.prefixlen > 26:

@@ -191,6 +191,8 @@ BAD = [
                                         "jumpHostSubnet": "10.50.18.0/29"}}),
      "prod", ["azdl:access.jumpHost.sshPublicKey is required"]),
     (stack("prod", access={"jumphost": {}}), "prod", ["azdl:access.jumphost", "unknown key"]),
+    (stack("dev", access=JUMP_HOST), "dev",
+     ["azdl:access.jumpHost", "only with network.mode privateEndpoints", "allowedIpRanges"]),
     (stack("prod", network=LANDING_ZONE_NETWORK, access=JUMP_HOST), "prod",
      ["azdl:access.jumpHost", "not with network.existing"]),
 ]  # fmt: skip
@@ -207,7 +209,9 @@ def test_bad_access_and_network_settings_name_key_value_and_what_is_allowed(
 
 def test_bad_settings_stop_the_program_before_any_resource():
     """Through the program's own entry path (read_config, then declare) under mocks."""
-    for config, stack_name, expected in (BAD[1], BAD[13], BAD[-2]):
+    keys = ("azdl:operators[0].objectId", "azdl:network.outbound", "azdl:access.jumpHost")
+    picked = [next(case for case in BAD if case[2][0] == key) for key in keys]
+    for config, stack_name, expected in picked:
         mocks = AzureMocks()
         pulumi.runtime.set_mocks(mocks, project="azdl", stack=stack_name, preview=True)
         pulumi.runtime.set_all_config(
