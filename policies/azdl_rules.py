@@ -46,6 +46,8 @@ COMPUTE = "azure-native:machinelearningservices:Compute"
 NSG = "azure-native:network:NetworkSecurityGroup"
 NSG_RULE = "azure-native:network:SecurityRule"
 ROLE_ASSIGNMENT = "azure-native:authorization:RoleAssignment"
+VM = "azure-native:compute:VirtualMachine"
+NIC = "azure-native:network:NetworkInterface"
 
 REQUIRED_TAGS = ("environment", "project", "owner", "costCenter")
 GOOD_TLS = ("TLS1_2", "TLS1_3")
@@ -286,6 +288,29 @@ def _prod_nsg_outbound(args: ResourceValidationArgs) -> Iterator[str]:
         )
 
 
+def _vm_login(args: ResourceValidationArgs) -> Iterator[str]:
+    """VMs (the jump host) take no password, and in prod no public IP: operators come in
+    through Bastion with their Entra identity (docs/access.md)."""
+    if args.resource_type == VM:
+        if get(args.props, "osProfile", "adminPassword") not in (None, UNKNOWN):
+            yield f"virtual machine '{args.name}' has an admin password in its osProfile"
+        linux = get(args.props, "osProfile", "linuxConfiguration")
+        if linux not in (None, UNKNOWN):
+            disabled = get(linux, "disablePasswordAuthentication")
+            if disabled is not True and disabled is not UNKNOWN:
+                yield (
+                    f"virtual machine '{args.name}': disablePasswordAuthentication is "
+                    f"{'not set (false)' if disabled is None else disabled}; SSH accepts passwords"
+                )
+    elif args.resource_type == NIC and is_prod(args.props):
+        configs = get(args.props, "ipConfigurations", default=[])
+        if configs is UNKNOWN:
+            return
+        for i in range(len(configs)):
+            if get(configs, i, "publicIPAddress") is not None:
+                yield f"network interface '{args.name}' (prod) has a public IP address"
+
+
 def _role_breadth(args: ResourceValidationArgs) -> Iterator[str]:
     if args.resource_type != ROLE_ASSIGNMENT:
         return
@@ -493,6 +518,14 @@ POLICIES = [
         "set network.outbound: restricted in the prod stack (infra/network.py adds Azure ML's "
         "outbound rules and a deny-all at priority 4096)",
         _prod_nsg_outbound,
+    ),
+    _resource_policy(
+        "vm-no-password-no-public-ip",
+        "Virtual machines (the jump host) take no password logins, and in prod no public IP.",
+        Severity.HIGH,
+        "set linux_configuration.disable_password_authentication=True with an SSH public key, "
+        "leave admin_password unset, and reach the VM through Azure Bastion (access.jumpHost)",
+        _vm_login,
     ),
     _resource_policy(
         "role-assignments-least-privilege",

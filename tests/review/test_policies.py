@@ -23,6 +23,9 @@ rules = load_rules()
 POLICY = {p.name: p for p in rules.POLICIES}
 PROD = dict(TAGS, environment="prod")
 
+VM = "azure-native:compute:VirtualMachine"
+NIC = "azure-native:network:NetworkInterface"
+LINUX_KEY_ONLY = {"linuxConfiguration": {"disablePasswordAuthentication": True}}
 AML_INBOUND = {
     "name": "aml",
     "direction": "Inbound",
@@ -93,7 +96,7 @@ def stack_violations(
 
 
 def test_every_policy_has_severity_remediation_and_all_but_one_are_mandatory():
-    assert len(POLICY) == 13
+    assert len(POLICY) == 14
     for policy in rules.POLICIES:
         assert policy.severity is not None, policy.name
         assert policy.remediation_steps and "\n" not in policy.remediation_steps, policy.name
@@ -315,6 +318,40 @@ def test_every_policy_has_severity_remediation_and_all_but_one_are_mandatory():
             ),
             "NSG 'nsg' (prod): outbound rules aml-out come after the deny-all (priority 4096)",
         ),
+        # The jump host: no password logins, no public IP in prod (docs/access.md).
+        (
+            "vm-no-password-no-public-ip",
+            resource(VM, "jump-host", {"osProfile": LINUX_KEY_ONLY, "tags": PROD}),
+            resource(
+                VM,
+                "jump-host",
+                {"osProfile": {**LINUX_KEY_ONLY, "adminPassword": "hunter2"}, "tags": PROD},
+            ),
+            "virtual machine 'jump-host' has an admin password in its osProfile",
+        ),
+        (
+            "vm-no-password-no-public-ip",
+            resource(VM, "jump-host", {"osProfile": LINUX_KEY_ONLY}),
+            resource(
+                VM,
+                "jump-host",
+                {"osProfile": {"linuxConfiguration": {"disablePasswordAuthentication": False}}},
+            ),
+            "virtual machine 'jump-host': disablePasswordAuthentication is False",
+        ),
+        (
+            "vm-no-password-no-public-ip",
+            resource(NIC, "nic", {"ipConfigurations": [{"name": "ip"}], "tags": PROD}),
+            resource(
+                NIC,
+                "nic",
+                {
+                    "ipConfigurations": [{"name": "ip", "publicIPAddress": {"id": "pip"}}],
+                    "tags": PROD,
+                },
+            ),
+            "network interface 'nic' (prod) has a public IP address",
+        ),
         (
             "role-assignments-least-privilege",
             resource(
@@ -455,7 +492,7 @@ def test_policy_command_exit_codes_and_pack_config(tmp_path, capsys):
     good.write_text(manifest.dumps(plan(storage(), compute())))
     bad.write_text(manifest.dumps(plan(storage(minimumTlsVersion="TLS1_1"))))
     assert main(["policy", str(good)]) == 0
-    assert "stack dev: all 13 policies pass" in capsys.readouterr().out
+    assert "stack dev: all 14 policies pass" in capsys.readouterr().out
     assert main(["policy", str(good), str(bad)]) == 1
     out = capsys.readouterr().out
     assert "storage-minimum-tls-1-2" in out and "minimumTlsVersion is TLS1_1" in out
