@@ -3,6 +3,7 @@ workspace storage's networking: config validation (clear errors naming the key, 
 resource) and the rendered plans, checked against what Azure documents."""
 
 import copy
+import functools
 import json
 import re
 from pathlib import Path
@@ -253,20 +254,32 @@ def test_role_ids_are_azures_documented_built_in_roles():
 # ---- plans ---------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def prod_with_jump_host():
+# Module-level caches, not module-scoped fixtures: pytest's ordering around the parametrized
+# session fixtures would set a module fixture up twice (each render takes seconds).
+@functools.cache
+def _prod_with_jump_host():
     config = stack("prod", operators=OPERATORS, access=JUMP_HOST,
                    storage={**read_stack_file(STACKS / "Pulumi.prod.yaml")["azdl:storage"],
                             "workspaceStorage": "strict"})  # fmt: skip
     return render(config, "prod")
 
 
-@pytest.fixture(scope="module")
-def landing_zone():
+@functools.cache
+def _landing_zone():
     storage = {**read_stack_file(STACKS / "Pulumi.prod.yaml")["azdl:storage"],
                "workspaceStorage": "private"}  # fmt: skip
     config = stack("prod", network=LANDING_ZONE_NETWORK, operators=OPERATORS[:1], storage=storage)
     return render(config, "prod")
+
+
+@pytest.fixture
+def prod_with_jump_host():
+    return _prod_with_jump_host()
+
+
+@pytest.fixture
+def landing_zone():
+    return _landing_zone()
 
 
 def one(rendering, short_type, name):
