@@ -10,6 +10,7 @@ import ipaddress
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from dataclasses import field as dataclass_field
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,49 @@ IMAGE_FRAMEWORKS = ("tensorflow", "pytorch")  # images/<framework>/Dockerfile
 PRIORITIES = {"dedicated": "Dedicated", "lowPriority": "LowPriority"}
 REQUIRED_TAGS = ("environment", "project", "owner", "costCenter")
 MIN_NFS_SHARE_GIB = 100  # smallest premium (provisioned) file share Azure accepts
+# network.outbound: restricted = the complete outbound list Azure ML compute needs, then a
+# deny-all (infra/network.py); open = no outbound rules, so Azure's default allows everything.
+OUTBOUND_MODES = ("restricted", "open")
+# storage.workspaceStorage, the networking of the workspace's default (outputs) account:
+# firewall = Azure ML's documented configuration for a private workspace (private endpoints +
+# firewall default deny, a resource-instance rule for the workspace, trusted services,
+# shared-key access on); private = public network access disabled, shared keys on (what the
+# Azure Verified Module's private BYO-VNet example deploys, for landing zones whose policy
+# forbids public endpoints); strict = public access and shared keys off, which Azure ML
+# documents as preview and not for production (how-to-disable-local-auth-storage).
+WORKSPACE_STORAGE_MODES = ("firewall", "private", "strict")
+PRINCIPAL_TYPES = ("User", "Group")  # what an operator's Entra object id names
+BASTION_SKUS = ("Basic", "Standard")  # Standard: native-client (az network bastion ssh) tunnels
+# Sub-resource (private-endpoint group id) -> the private DNS zones its endpoint registers in
+# (Azure's "private endpoint DNS zone values" table; infra/private_link.py creates or reuses them).
+ENDPOINT_DNS_ZONES = {
+    "amlworkspace": ("privatelink.api.azureml.ms", "privatelink.notebooks.azure.net"),
+    "blob": ("privatelink.blob.core.windows.net",),
+    "file": ("privatelink.file.core.windows.net",),
+    "vault": ("privatelink.vaultcore.azure.net",),
+    "registry": ("privatelink.azurecr.io",),
+}
+PRIVATE_DNS_ZONES = tuple(sorted({z for zones in ENDPOINT_DNS_ZONES.values() for z in zones}))
+_GUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+_GROUP = rf"/subscriptions/{_GUID}/resourceGroups/[-\w.()]{{1,90}}/providers/"
+_VNET = r"Microsoft\.Network/virtualNetworks/[-\w.]{2,64}"
+ARM_ID_PATTERNS = {  # kind -> (pattern, an example) for resource ids a stack may name
+    "subnet": (
+        re.compile(_GROUP + _VNET + r"/subnets/[-\w.]{1,80}", re.IGNORECASE),
+        "/subscriptions/<guid>/resourceGroups/<rg>/providers/Microsoft.Network/"
+        "virtualNetworks/<vnet>/subnets/<subnet>",
+    ),
+    "virtual network": (
+        re.compile(_GROUP + _VNET, re.IGNORECASE),
+        "/subscriptions/<guid>/resourceGroups/<rg>/providers/Microsoft.Network/"
+        "virtualNetworks/<vnet>",
+    ),
+    "private DNS zone": (
+        re.compile(_GROUP + r"Microsoft\.Network/privateDnsZones/[-\w.]+", re.IGNORECASE),
+        "/subscriptions/<guid>/resourceGroups/<rg>/providers/Microsoft.Network/"
+        "privateDnsZones/<zone>",
+    ),
+}
 
 # Top-level keys (without the `azdl:` namespace). String-valued keys are passed through as
 # they are; every other key holds YAML/JSON structure.
@@ -34,6 +78,7 @@ STRING_KEYS = ("environment", "location", "namePrefix", "imageBuildVmSize")
 STRING_KEYS += ("nameSuffix",)  # pins the global names' suffix (infra/naming.py)
 OBJECT_KEYS = ("tags", "maxGpuSpendPerHourUsd", "network", "storage", "registry", "cluster")
 OBJECT_KEYS += ("images",)  # prebuilt image refs instead of building them (infra/images.py)
+OBJECT_KEYS += ("operators", "access")  # who operates a stack, how they get in: docs/access.md
 KEYS = STRING_KEYS + OBJECT_KEYS
 REQUIRED_KEYS = ("environment", "location", "namePrefix", "tags", "maxGpuSpendPerHourUsd")
 REQUIRED_KEYS += ("network", "cluster")
@@ -48,17 +93,57 @@ def _fail(key: str, value: Any, allowed: str) -> ConfigError:
 
 
 @dataclass(frozen=True)
+class ExistingSubnets:
+    """`network.existing`: a landing zone's subnets, used instead of a VNet of the stack's own."""
+
+    training_subnet_id: str
+    endpoint_subnet_id: str
+
+    @property
+    def vnet_id(self) -> str:
+        return self.training_subnet_id.rsplit("/subnets/", 1)[0]
+
+
+@dataclass(frozen=True)
 class NetworkConfig:
-    address_space: ipaddress.IPv4Network
-    training_subnet: ipaddress.IPv4Network
-    endpoint_subnet: ipaddress.IPv4Network
+    # None with `existing` (the landing zone owns the address plan)
+    address_space: ipaddress.IPv4Network | None
+    training_subnet: ipaddress.IPv4Network | None
+    endpoint_subnet: ipaddress.IPv4Network | None
     mode: str  # one of NETWORK_MODES
     public_network_access: bool
     allowed_ip_ranges: tuple[str, ...]
+    outbound: str = "restricted"  # one of OUTBOUND_MODES; unused with `existing`
+    existing: ExistingSubnets | None = None
+    # zone name -> id of an existing (central) private DNS zone the stack uses, not creates
+    private_dns_zone_ids: Mapping[str, str] = dataclass_field(default_factory=dict)
+    # VNets (e.g. a peered hub) linked to the zones the stack creates, besides its own
+    dns_zone_vnet_links: tuple[str, ...] = ()
 
     @property
     def private(self) -> bool:
         return self.mode == "privateEndpoints"
+
+
+@dataclass(frozen=True)
+class Operator:
+    """A person or group that runs `azdl data stage`, `azdl submit` and `azdl bench`."""
+
+    object_id: str  # Microsoft Entra object id
+    principal_type: str  # one of PRINCIPAL_TYPES
+    name: str  # for people reading the plan; Azure does not check it
+
+
+@dataclass(frozen=True)
+class JumpHostConfig:
+    """`access.jumpHost`: Azure Bastion plus a small Linux VM inside the stack's VNet."""
+
+    bastion_subnet: ipaddress.IPv4Network
+    jump_host_subnet: ipaddress.IPv4Network
+    vm_size: str
+    admin_username: str
+    ssh_public_key: str
+    bastion_sku: str  # one of BASTION_SKUS
 
 
 @dataclass(frozen=True)
@@ -68,6 +153,7 @@ class StorageConfig:
     nfs_share_gib: int  # 0: no NFS share (and no NFS account)
     data_protection: str  # one of DATA_PROTECTION
     outputs_protection: str  # one of DATA_PROTECTION: the outputs account (checkpoints, logs)
+    workspace_storage: str = "firewall"  # one of WORKSPACE_STORAGE_MODES
 
 
 @dataclass(frozen=True)
@@ -100,6 +186,8 @@ class StackConfig:
     name_suffix: str | None  # azdl:nameSuffix, the stack's own suffix for global names
     # framework -> prebuilt image ref (azdl:images.prebuilt); those frameworks are not built
     prebuilt_images: Mapping[str, str]
+    operators: tuple[Operator, ...] = ()
+    jump_host: JumpHostConfig | None = None
 
 
 class _Section:
@@ -156,19 +244,49 @@ def _cidr(key: str, value: Any) -> ipaddress.IPv4Network:
         raise _fail(key, value, f"an IPv4 CIDR block such as 10.40.0.0/16 ({exc})") from None
 
 
-def _network(raw: Any, environment: str) -> NetworkConfig:
-    s = _Section(
-        "network",
-        raw,
-        (
-            "addressSpace",
-            "trainingSubnet",
-            "privateEndpointSubnet",
-            "mode",
-            "publicNetworkAccess",
-            "allowedIpRanges",
-        ),
+def _arm_id(key: str, value: Any, kind: str) -> str:
+    pattern, example = ARM_ID_PATTERNS[kind]
+    if not isinstance(value, str) or not pattern.fullmatch(value):
+        raise _fail(key, value, f"a {kind} resource id, {example}")
+    return value
+
+
+def _firewall_ip_rule(key: str, entry: Any) -> str:
+    """One entry of a storage / Key Vault firewall: a public IPv4 address, or a public range of
+    /30 or larger. Azure Storage takes no /31 or /32 ranges ("configure these ranges using
+    individual IP address rules"; learn.microsoft.com/azure/storage/common/
+    storage-network-security#grant-access-from-an-internet-ip-range) nor private ranges."""
+    text = _typed(key, entry, str)
+    allowed = (
+        "a public IPv4 address (e.g. your operator machine's, written without a prefix: "
+        "40.74.10.7) or a public range of /30 or larger (40.74.10.0/24); Azure firewalls "
+        "take no private ranges and no /31 or /32"
     )
+    try:
+        net = ipaddress.IPv4Network(text) if "/" in text else ipaddress.IPv4Address(text)
+    except ValueError:
+        raise _fail(key, entry, allowed) from None
+    if not net.is_global or (isinstance(net, ipaddress.IPv4Network) and net.prefixlen > 30):
+        raise _fail(key, entry, allowed)
+    return text
+
+
+NETWORK_KEYS = (
+    "addressSpace",
+    "trainingSubnet",
+    "privateEndpointSubnet",
+    "mode",
+    "publicNetworkAccess",
+    "allowedIpRanges",
+    "outbound",
+    "existing",
+    "privateDnsZoneIds",
+    "dnsZoneVnetLinks",
+)
+ADDRESS_PLAN_KEYS = ("addressSpace", "trainingSubnet", "privateEndpointSubnet")
+
+
+def _address_plan(s: _Section):
     space = _cidr("network.addressSpace", s.get("addressSpace", str))
     if not space.is_private:
         raise _fail("network.addressSpace", str(space), "a private range (RFC 1918)")
@@ -191,6 +309,83 @@ def _network(raw: Any, environment: str) -> NetworkConfig:
             str(endpoints),
             f"a range that does not overlap network.trainingSubnet {training}",
         )
+    return space, training, endpoints
+
+
+def _existing_subnets(raw: Any, s: _Section) -> ExistingSubnets:
+    """`network.existing`: bring-your-own subnets (the Azure Verified Module for Azure ML
+    workspaces, Azure/terraform-azurerm-avm-res-machinelearningservices-workspace, likewise takes
+    a subnet resource id per private endpoint instead of creating a network)."""
+    for name in (*ADDRESS_PLAN_KEYS, "outbound"):
+        if name in s.raw:
+            raise _fail(
+                f"network.{name}",
+                s.raw[name],
+                "not set with network.existing: the landing zone owns the existing VNet's "
+                "address plan and its subnets' NSG (docs/access.md lists the rules it needs)",
+            )
+    e = _Section("network.existing", raw, ("trainingSubnetId", "privateEndpointSubnetId"))
+    training = _arm_id(
+        "network.existing.trainingSubnetId", e.get("trainingSubnetId", str), "subnet"
+    )
+    endpoints = _arm_id(
+        "network.existing.privateEndpointSubnetId", e.get("privateEndpointSubnetId", str), "subnet"
+    )
+    subnets = ExistingSubnets(training, endpoints)
+    if endpoints.rsplit("/subnets/", 1)[0].lower() != subnets.vnet_id.lower():
+        raise _fail(
+            "network.existing.privateEndpointSubnetId",
+            endpoints,
+            f"a subnet of the training subnet's VNet ({subnets.vnet_id}): the stack links its "
+            "private DNS zones to that one VNet",
+        )
+    if endpoints.lower() == training.lower():
+        raise _fail(
+            "network.existing.privateEndpointSubnetId",
+            endpoints,
+            "a different subnet than network.existing.trainingSubnetId",
+        )
+    return subnets
+
+
+def _private_dns(s: _Section, private: bool, own_vnet: str | None):
+    zone_ids = s.get("privateDnsZoneIds", dict, {})
+    links = s.get("dnsZoneVnetLinks", list, [])
+    if (zone_ids or links) and not private:
+        key = "network.privateDnsZoneIds" if zone_ids else "network.dnsZoneVnetLinks"
+        raise _fail(key, zone_ids or links, "only with network.mode privateEndpoints")
+    for zone, zone_id in zone_ids.items():
+        key = f"network.privateDnsZoneIds.{zone}"
+        _one_of(key, zone, PRIVATE_DNS_ZONES)
+        _arm_id(key, zone_id, "private DNS zone")
+        if zone_id.rsplit("/", 1)[-1].lower() != zone:
+            raise _fail(key, zone_id, f"the id of a private DNS zone named {zone}")
+    seen = {own_vnet.lower()} if own_vnet else set()
+    for i, vnet in enumerate(links):
+        key = f"network.dnsZoneVnetLinks[{i}]"
+        _arm_id(key, vnet, "virtual network")
+        if vnet.lower() in seen:
+            raise _fail(key, vnet, "a VNet not linked already (each VNet once; not the "
+                        "stack's own VNet, which is always linked)")  # fmt: skip
+        seen.add(vnet.lower())
+    if links and set(zone_ids) == set(PRIVATE_DNS_ZONES):
+        raise _fail(
+            "network.dnsZoneVnetLinks",
+            links,
+            "empty when every zone is an existing one (network.privateDnsZoneIds): link the "
+            "landing zone's central zones to its VNets there",
+        )
+    return dict(zone_ids), tuple(links)
+
+
+def _network(raw: Any, environment: str) -> NetworkConfig:
+    s = _Section("network", raw, NETWORK_KEYS)
+    existing = None
+    if "existing" in s.raw:
+        existing = _existing_subnets(s.raw["existing"], s)
+        space = training = endpoints = None
+    else:
+        space, training, endpoints = _address_plan(s)
     mode = _one_of("network.mode", s.get("mode", str), NETWORK_MODES)
     public = s.get("publicNetworkAccess", bool, mode == "serviceEndpoints")
     if environment == "prod" and mode != "privateEndpoints":
@@ -206,28 +401,37 @@ def _network(raw: Any, environment: str) -> NetworkConfig:
             "true with mode serviceEndpoints (the firewall then admits the VNet and "
             "allowedIpRanges only); use mode privateEndpoints for no public access",
         )
-    ranges = s.get("allowedIpRanges", list, [])
-    for i, entry in enumerate(ranges):
-        key = f"network.allowedIpRanges[{i}]"
-        net = _cidr(key, entry)
-        if not net.is_global or net.prefixlen > 30:
-            raise _fail(
-                key,
-                entry,
-                "a public IPv4 address or a range of /30 or larger "
-                "(Azure firewalls take no private ranges, /31 or /32)",
-            )
+    ranges = [
+        _firewall_ip_rule(f"network.allowedIpRanges[{i}]", entry)
+        for i, entry in enumerate(s.get("allowedIpRanges", list, []))
+    ]
     if ranges and mode == "privateEndpoints":
-        raise _fail("network.allowedIpRanges", ranges, "empty with mode privateEndpoints")
-    return NetworkConfig(space, training, endpoints, mode, public, tuple(ranges))
+        raise _fail(
+            "network.allowedIpRanges",
+            ranges,
+            "empty with mode privateEndpoints (operators reach a private stack from inside "
+            "the VNet: access.jumpHost, a peered hub or VPN; docs/access.md)",
+        )
+    outbound = _one_of("network.outbound", s.get("outbound", str, "restricted"), OUTBOUND_MODES)
+    if environment == "prod" and outbound != "restricted":
+        raise _fail(
+            "network.outbound",
+            outbound,
+            "a prod stack must set restricted (Azure ML's outbound list, then deny all)",
+        )
+    zone_ids, links = _private_dns(s, mode == "privateEndpoints", existing and existing.vnet_id)
+    return NetworkConfig(
+        space, training, endpoints, mode, public, tuple(ranges), outbound, existing, zone_ids,
+        links,
+    )  # fmt: skip
 
 
-def _storage(raw: Any, environment: str) -> StorageConfig:
+def _storage(raw: Any, environment: str, private: bool) -> StorageConfig:
     s = _Section(
         "storage",
         raw,
         ("dataContainer", "outputsContainer", "nfsShareGiB", "dataProtection",
-         "outputsProtection"),
+         "outputsProtection", "workspaceStorage"),
     )  # fmt: skip
     containers = {}
     for name, default in (("dataContainer", "training-data"), ("outputsContainer", "outputs")):
@@ -248,9 +452,151 @@ def _storage(raw: Any, environment: str) -> StorageConfig:
         s.get("outputsProtection", str, "protect" if environment == "prod" else "none"),
         DATA_PROTECTION,
     )
-    return StorageConfig(
-        containers["dataContainer"], containers["outputsContainer"], nfs, protection, outputs
+    workspace_storage = _one_of(
+        "storage.workspaceStorage",
+        s.get("workspaceStorage", str, "firewall"),
+        WORKSPACE_STORAGE_MODES,
     )
+    if workspace_storage == "private" and not private:
+        raise _fail(
+            "storage.workspaceStorage",
+            workspace_storage,
+            "firewall or strict with network.mode serviceEndpoints (private disables the "
+            "public endpoint, and only privateEndpoints gives the workspace another way in)",
+        )
+    return StorageConfig(
+        containers["dataContainer"],
+        containers["outputsContainer"],
+        nfs,
+        protection,
+        outputs,
+        workspace_storage,
+    )
+
+
+def _operators(raw: Any) -> tuple[Operator, ...]:
+    """`azdl:operators`: Entra users or groups that get the roles the operator commands need
+    (infra/access.py)."""
+    if not isinstance(raw, list):
+        raise _fail(
+            "operators",
+            raw,
+            "a list of {objectId: <Entra object id>, principalType: User|Group, name: <label>}",
+        )
+    operators, seen = [], set()
+    for i, entry in enumerate(raw):
+        s = _Section(f"operators[{i}]", entry, ("objectId", "principalType", "name"))
+        object_id = s.get("objectId", str)
+        if not re.fullmatch(_GUID, object_id):
+            raise _fail(
+                f"operators[{i}].objectId",
+                object_id,
+                "a Microsoft Entra object id, a GUID such as 00000000-0000-0000-0000-000000000000 "
+                "(az ad user show --id <upn> --query id; az ad group show -g <name> --query id)",
+            )
+        if object_id.lower() in seen:
+            raise _fail(f"operators[{i}].objectId", object_id, "each operator once")
+        seen.add(object_id.lower())
+        principal_type = _one_of(
+            f"operators[{i}].principalType", s.get("principalType", str), PRINCIPAL_TYPES
+        )
+        name = s.get("name", str, "")
+        operators.append(Operator(object_id.lower(), principal_type, name))
+    return tuple(operators)
+
+
+# Azure's reserved admin user names for Linux VMs (the OSProfile adminUsername rule).
+RESERVED_ADMIN_NAMES = frozenset(
+    ("administrator", "admin", "user", "user1", "test", "user2", "test1", "user3", "admin1", "1",
+     "123", "a", "actuser", "adm", "admin2", "aspnet", "backup", "console", "david", "guest",
+     "john", "owner", "root", "server", "sql", "support", "support_388945a0", "sys", "test2",
+     "test3", "user4", "user5")
+)  # fmt: skip
+SSH_KEY_TYPES = ("ssh-rsa", "ssh-ed25519")  # what Azure Linux VMs accept
+
+
+def _jump_host(raw: Any, network: NetworkConfig) -> JumpHostConfig:
+    key = "access.jumpHost"
+    s = _Section(
+        key,
+        raw,
+        ("bastionSubnet", "jumpHostSubnet", "vmSize", "adminUsername", "sshPublicKey",
+         "bastionSku"),
+    )  # fmt: skip
+    if network.existing is not None:
+        raise _fail(
+            key,
+            raw,
+            "not with network.existing: a landing zone reaches the stack from its hub (a "
+            "bastion or VPN gateway there, with network.dnsZoneVnetLinks); docs/access.md",
+        )
+    if not network.private:
+        raise _fail(
+            key,
+            raw,
+            "only with network.mode privateEndpoints (with serviceEndpoints the services are "
+            "public behind their firewalls: add operators' addresses to network.allowedIpRanges)",
+        )
+    bastion = _cidr(f"{key}.bastionSubnet", s.get("bastionSubnet", str))
+    host = _cidr(f"{key}.jumpHostSubnet", s.get("jumpHostSubnet", str))
+    if bastion.prefixlen > 26:
+        raise _fail(
+            f"{key}.bastionSubnet",
+            str(bastion),
+            "a /26 or larger (Azure Bastion's AzureBastionSubnet must be at least /26)",
+        )
+    if host.prefixlen > 29:
+        raise _fail(f"{key}.jumpHostSubnet", str(host), "a /29 or larger")
+    taken = {
+        "network.trainingSubnet": network.training_subnet,
+        "network.privateEndpointSubnet": network.endpoint_subnet,
+    }
+    for name, subnet in ((f"{key}.bastionSubnet", bastion), (f"{key}.jumpHostSubnet", host)):
+        if not subnet.subnet_of(network.address_space):
+            raise _fail(
+                name, str(subnet), f"a subnet inside network.addressSpace {network.address_space}"
+            )
+        for other_name, other in taken.items():
+            if subnet.overlaps(other):
+                raise _fail(
+                    name, str(subnet), f"a range that does not overlap {other_name} {other}"
+                )
+        taken[name] = subnet
+    vm_size = s.get("vmSize", str, "Standard_B2s")
+    if not re.fullmatch(r"Standard_[A-Za-z0-9_]+", vm_size):
+        raise _fail(f"{key}.vmSize", vm_size, "an Azure VM size such as Standard_B2s")
+    admin = s.get("adminUsername", str, "azdladmin")
+    if not re.fullmatch(r"[a-z_][a-z0-9_-]{0,31}", admin) or admin in RESERVED_ADMIN_NAMES:
+        raise _fail(
+            f"{key}.adminUsername",
+            admin,
+            "a Linux user name (lowercase letters, digits, '_' or '-', at most 32) that Azure "
+            "does not reserve (not admin, root, administrator, user, ...)",
+        )
+    ssh_key = s.get("sshPublicKey", str).strip()
+    if "PRIVATE KEY" in ssh_key:
+        raise _fail(
+            f"{key}.sshPublicKey",
+            "<a private key: not shown>",
+            "the PUBLIC key (the .pub file); a private key must never be in a stack file",
+        )
+    parts = ssh_key.split()
+    base64_body = len(parts) >= 2 and re.fullmatch(r"[A-Za-z0-9+/=]+", parts[1])
+    if len(parts) < 2 or parts[0] not in SSH_KEY_TYPES or not base64_body:
+        raise _fail(
+            f"{key}.sshPublicKey",
+            ssh_key[:40] + ("…" if len(ssh_key) > 40 else ""),
+            f"an OpenSSH public key line starting with {' or '.join(SSH_KEY_TYPES)}",
+        )
+    sku = _one_of(f"{key}.bastionSku", s.get("bastionSku", str, "Standard"), BASTION_SKUS)
+    return JumpHostConfig(bastion, host, vm_size, admin, ssh_key, sku)
+
+
+def _access(raw: Any, network: NetworkConfig) -> JumpHostConfig | None:
+    s = _Section("access", raw, ("jumpHost",))
+    if "jumpHost" not in s.raw:
+        return None
+    return _jump_host(s.raw["jumpHost"], network)
 
 
 def _cluster(raw: Any, environment: str, network: NetworkConfig) -> ClusterConfig:
@@ -453,7 +799,7 @@ def load_config(
         tags=_tags(own["tags"], environment),
         max_gpu_spend_per_hour_usd=budget,
         network=network,
-        storage=_storage(own.get("storage", {}), environment),
+        storage=_storage(own.get("storage", {}), environment, network.private),
         registry_sku=registry_sku,
         cluster=cluster,
         image_build_vm_size=_vm_size(
@@ -464,6 +810,8 @@ def load_config(
         subscription_id=subscription_id,
         name_suffix=suffix,
         prebuilt_images=_prebuilt_images(own.get("images", {})),
+        operators=_operators(own.get("operators", [])),
+        jump_host=_access(own.get("access", {}), network),
     )
 
 

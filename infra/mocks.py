@@ -46,6 +46,16 @@ ARM = {
         "Microsoft.Network/publicIPAddresses/{name}",
     ),
     "network:NatGateway": ("natGatewayName", "Microsoft.Network/natGateways/{name}"),
+    "network:BastionHost": ("bastionHostName", "Microsoft.Network/bastionHosts/{name}"),
+    "network:NetworkInterface": (
+        "networkInterfaceName",
+        "Microsoft.Network/networkInterfaces/{name}",
+    ),
+    "compute:VirtualMachine": ("vmName", "Microsoft.Compute/virtualMachines/{name}"),
+    "compute:VirtualMachineExtension": (
+        "vmExtensionName",
+        "Microsoft.Compute/virtualMachines/{vmName}/extensions/{name}",
+    ),
     "network:PrivateEndpoint": ("privateEndpointName", "Microsoft.Network/privateEndpoints/{name}"),
     "network:PrivateDnsZoneGroup": (
         "privateDnsZoneGroupName",

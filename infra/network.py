@@ -1,8 +1,12 @@
 """Network: the VNet, the training subnet (with its NSG) and the private-endpoint subnet.
 
 The NSG admits only what Azure ML compute needs inbound (the Batch node-management and Azure ML
-service tags) and states the internet deny explicitly. Where nodes have no public IP, a NAT
-gateway gives the subnet its outbound path (Azure ML still needs to reach its service tags).
+service tags) and states the internet deny explicitly. Outbound, `network.outbound: restricted`
+(required in prod) allows exactly the list Azure ML documents for compute clusters and denies
+the rest; `open` adds no outbound rule, so Azure's default AllowInternetOutBound applies. Where
+nodes have no public IP, a NAT gateway gives the subnet its outbound path. With
+`access.jumpHost` the VNet also gets AzureBastionSubnet and a jump-host subnet. With
+`network.existing` the stack creates none of this and uses a landing zone's subnets.
 """
 
 from dataclasses import dataclass
@@ -45,9 +49,62 @@ def _rule(
     )
 
 
-def security_rules(location: str) -> list[network.SecurityRuleArgs]:
-    """Inbound: Azure ML's control plane only. Outbound: the service tags Azure ML compute
-    needs (from Azure's secured-workspace guidance)."""
+# Outbound a compute cluster needs when its subnet denies everything else: (rule name, service
+# tag, protocol, ports). Sources: "Compute instance/cluster or serverless compute with no public
+# IP" in https://learn.microsoft.com/azure/machine-learning/how-to-secure-training-vnet
+# (AzureMachineLearning TCP 443/8787/18881 and UDP 5831, BatchNodeManagement.<region> ANY 443,
+# Storage.<region> TCP 443), its Limitations (port 445 to the default storage account), and the
+# outbound table of https://learn.microsoft.com/azure/machine-learning/
+# how-to-access-azureml-behind-firewall (AzureActiveDirectory 80/443, AzureResourceManager,
+# AzureFrontDoor.FirstParty and MicrosoftContainerRegistry.<region> for Microsoft's images,
+# AzureContainerRegistry.<region> for the stack's own, AzureMonitor, AzureKeyVault.<region>).
+# "{region}" is the stack's location. NFS 4.1 shares add TCP 2049 to Storage (Azure Files NFS
+# needs port 2049 open: learn.microsoft.com/azure/storage/files/files-nfs-protocol).
+OUTBOUND_SERVICE_RULES = (
+    ("AllowAzureActiveDirectoryOutbound", "AzureActiveDirectory", "Tcp", ["80", "443"]),
+    ("AllowAzureMachineLearningTcpOutbound", "AzureMachineLearning", "Tcp",
+     ["443", "8787", "18881"]),
+    ("AllowAzureMachineLearningUdpOutbound", "AzureMachineLearning", "Udp", ["5831"]),
+    ("AllowBatchNodeManagementOutbound", "BatchNodeManagement.{region}", "*", ["443"]),
+    ("AllowAzureResourceManagerOutbound", "AzureResourceManager", "Tcp", ["443"]),
+    ("AllowStorageOutbound", "Storage.{region}", "Tcp", ["443", "445"]),
+    ("AllowAzureFrontDoorFirstPartyOutbound", "AzureFrontDoor.FirstParty", "Tcp", ["443"]),
+    ("AllowMicrosoftContainerRegistryOutbound", "MicrosoftContainerRegistry.{region}", "Tcp",
+     ["443"]),
+    ("AllowAzureContainerRegistryOutbound", "AzureContainerRegistry.{region}", "Tcp", ["443"]),
+    ("AllowAzureMonitorOutbound", "AzureMonitor", "Tcp", ["443"]),
+    ("AllowAzureKeyVaultOutbound", "AzureKeyVault.{region}", "Tcp", ["443"]),
+)  # fmt: skip
+DENY_ALL_OUTBOUND_PRIORITY = 4096  # the lowest precedence a user rule can have
+
+
+def outbound_rules(location: str, nfs: bool) -> list[network.SecurityRuleArgs]:
+    """`network.outbound: restricted`: Azure ML's outbound list, traffic inside the VNet (the
+    nodes' own Horovod/NCCL traffic and the private endpoints), then deny everything else. The
+    platform's DNS, DHCP and IMDS addresses (168.63.129.16, 169.254.169.254) are not subject to
+    NSG rules (learn.microsoft.com/azure/virtual-network/network-security-groups-overview)."""
+    rules = []
+    for i, (name, tag, protocol, ports) in enumerate(OUTBOUND_SERVICE_RULES):
+        if tag.startswith("Storage.") and nfs:
+            ports = [*ports, "2049"]
+        rules.append(
+            _rule(name, 100 + 10 * i, "Outbound", "VirtualNetwork", tag.format(region=location),
+                  ports, protocol=protocol)
+        )  # fmt: skip
+    priority = 100 + 10 * len(OUTBOUND_SERVICE_RULES)
+    rules.append(
+        _rule("AllowVirtualNetworkOutbound", priority, "Outbound", "VirtualNetwork",
+              "VirtualNetwork", "*", protocol="*")
+    )  # fmt: skip
+    rules.append(
+        _rule("DenyAllOutbound", DENY_ALL_OUTBOUND_PRIORITY, "Outbound", "*", "*", "*", "Deny", "*")
+    )
+    return rules
+
+
+def security_rules(location: str, outbound: str = "restricted", nfs: bool = False):
+    """Inbound: Azure ML's control plane only. Outbound: see `outbound_rules` (restricted) or
+    none (open: Azure's default rules allow all outbound traffic)."""
     inbound = [
         _rule(
             "AllowBatchNodeManagement",
@@ -67,39 +124,47 @@ def security_rules(location: str) -> list[network.SecurityRuleArgs]:
         ),
         _rule("DenyInternetInbound", 4000, "Inbound", "Internet", "*", "*", "Deny", "*"),
     ]
-    outbound_tags = [
-        "AzureActiveDirectory",
-        "AzureMachineLearning",
-        "AzureResourceManager",
-        f"Storage.{location}",
-        f"AzureContainerRegistry.{location}",
-        "MicrosoftContainerRegistry",
-        "AzureFrontDoor.FirstParty",
+    return inbound + (outbound_rules(location, nfs) if outbound == "restricted" else [])
+
+
+def jump_host_rules(bastion_subnet: str) -> list[network.SecurityRuleArgs]:
+    """The jump host's subnet: SSH from AzureBastionSubnet only (Bastion reaches VMs over their
+    private IPs: learn.microsoft.com/azure/bastion/bastion-nsg)."""
+    return [
+        _rule("AllowSshFromBastion", 100, "Inbound", bastion_subnet, "VirtualNetwork", ["22"]),
+        _rule("DenyInternetInbound", 4000, "Inbound", "Internet", "*", "*", "Deny", "*"),
     ]
-    outbound = [
-        _rule(
-            f"AllowOutbound{tag.split('.')[0]}",
-            100 + 10 * i,
-            "Outbound",
-            "VirtualNetwork",
-            tag,
-            ["443"],
-        )
-        for i, tag in enumerate(outbound_tags)
-    ]
-    return inbound + outbound
 
 
 class Network(pulumi.ComponentResource):
     """VNet with a training subnet (NSG, service endpoints in dev, NAT gateway without node
-    public IPs) and a subnet for private endpoints."""
+    public IPs), a subnet for private endpoints and, with access.jumpHost, AzureBastionSubnet
+    and a jump-host subnet. With network.existing: nothing, only the landing zone's ids.
+
+    `vnet_id`, `training_subnet_id`, `endpoint_subnet_id` are what other components use."""
 
     def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("azdl:infra:Network", name, None, opts)
         cfg, rg = args.config, args.resource_group_name
-        child = pulumi.ResourceOptions(parent=self)
         net = cfg.network
+        self.bastion_subnet = self.jump_host_subnet = self.nat_gateway = None
+        if net.existing is not None:
+            self.vnet_id: pulumi.Input[str] = net.existing.vnet_id
+            self.training_subnet_id: pulumi.Input[str] = net.existing.training_subnet_id
+            self.endpoint_subnet_id: pulumi.Input[str] = net.existing.endpoint_subnet_id
+        else:
+            self._create(cfg, rg)
+        self.register_outputs(
+            {
+                "vnetId": self.vnet_id,
+                "trainingSubnetId": self.training_subnet_id,
+                "endpointSubnetId": self.endpoint_subnet_id,
+            }
+        )
 
+    def _create(self, cfg: StackConfig, rg: pulumi.Input[str]) -> None:
+        net = cfg.network
+        child = pulumi.ResourceOptions(parent=self)
         self.vnet = network.VirtualNetwork(
             "vnet",
             network.VirtualNetworkInitArgs(
@@ -117,13 +182,16 @@ class Network(pulumi.ComponentResource):
                 resource_group_name=rg,
                 network_security_group_name=f"{cfg.names.virtual_network}-training-nsg",
                 location=cfg.location,
-                security_rules=security_rules(cfg.location),
+                security_rules=security_rules(
+                    cfg.location, net.outbound, nfs=cfg.storage.nfs_share_gib > 0
+                ),
                 tags=cfg.tags,
             ),
             child,
         )
-        self.nat_gateway = nat_gateway = None
-        if not cfg.cluster.node_public_ip:
+        nat_gateway = None
+        # The NAT gateway is the outbound path of nodes without public IPs and of the jump host.
+        if not cfg.cluster.node_public_ip or cfg.jump_host is not None:
             nat_ip = network.PublicIPAddress(
                 "nat-ip",
                 network.PublicIPAddressInitArgs(
@@ -165,7 +233,7 @@ class Network(pulumi.ComponentResource):
                 subnet_name="training",
                 address_prefix=str(net.training_subnet),
                 network_security_group=network.NetworkSecurityGroupArgs(id=self.nsg.id),
-                nat_gateway=nat_gateway,
+                nat_gateway=None if cfg.cluster.node_public_ip else nat_gateway,
                 service_endpoints=service_endpoints,
                 # A private subnet (no default outbound access) needs an explicit outbound
                 # method: here the NAT gateway. Nodes with public IPs sit behind the load
@@ -190,10 +258,48 @@ class Network(pulumi.ComponentResource):
             # Azure updates one subnet of a VNet at a time.
             pulumi.ResourceOptions(parent=self, depends_on=[self.training_subnet]),
         )
-        self.register_outputs(
-            {
-                "vnetId": self.vnet.id,
-                "trainingSubnetId": self.training_subnet.id,
-                "endpointSubnetId": self.endpoint_subnet.id,
-            }
+        self.vnet_id = self.vnet.id
+        self.training_subnet_id = self.training_subnet.id
+        self.endpoint_subnet_id = self.endpoint_subnet.id
+        if cfg.jump_host is not None:
+            self._jump_host_subnets(cfg, rg, nat_gateway)
+
+    def _jump_host_subnets(self, cfg: StackConfig, rg, nat_gateway) -> None:
+        """AzureBastionSubnet (Azure requires that exact name and at least a /26:
+        learn.microsoft.com/azure/bastion/configuration-settings#subnet) and the jump host's
+        subnet, which leaves through the NAT gateway to install its tools."""
+        jump = cfg.jump_host
+        self.bastion_subnet = network.Subnet(
+            "bastion-subnet",
+            network.SubnetInitArgs(
+                resource_group_name=rg,
+                virtual_network_name=self.vnet.name,
+                subnet_name="AzureBastionSubnet",
+                address_prefix=str(jump.bastion_subnet),
+            ),
+            pulumi.ResourceOptions(parent=self, depends_on=[self.endpoint_subnet]),
+        )
+        nsg = network.NetworkSecurityGroup(
+            "jump-host-nsg",
+            network.NetworkSecurityGroupInitArgs(
+                resource_group_name=rg,
+                network_security_group_name=f"{cfg.names.virtual_network}-jump-host-nsg",
+                location=cfg.location,
+                security_rules=jump_host_rules(str(jump.bastion_subnet)),
+                tags=cfg.tags,
+            ),
+            pulumi.ResourceOptions(parent=self),
+        )
+        self.jump_host_subnet = network.Subnet(
+            "jump-host-subnet",
+            network.SubnetInitArgs(
+                resource_group_name=rg,
+                virtual_network_name=self.vnet.name,
+                subnet_name="jump-host",
+                address_prefix=str(jump.jump_host_subnet),
+                network_security_group=network.NetworkSecurityGroupArgs(id=nsg.id),
+                nat_gateway=nat_gateway,
+                default_outbound_access=False,
+            ),
+            pulumi.ResourceOptions(parent=self, depends_on=[self.bastion_subnet]),
         )

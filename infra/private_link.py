@@ -2,24 +2,23 @@
 
 Each private endpoint sits in the endpoint subnet and registers its address in the matching
 `privatelink.*` zone, which is linked to the VNet so the cluster resolves the services'
-public names to private addresses.
+public names to private addresses. Zones named in `network.privateDnsZoneIds` are a landing
+zone's central zones: used, not created (nor linked: the landing zone links its own). Zones the
+stack creates are also linked to every VNet in `network.dnsZoneVnetLinks`, e.g. a peered hub,
+since a private zone resolves only in the VNets linked to it
+(learn.microsoft.com/azure/dns/private-dns-virtual-network-links).
 """
 
+import hashlib
 from dataclasses import dataclass
 
 import pulumi
 from pulumi_azure_native import network, privatedns
 
-from infra.config import StackConfig
+from infra.config import ENDPOINT_DNS_ZONES, StackConfig
 
 # Sub-resource (group id) -> the private DNS zones its endpoint registers in.
-ZONES = {
-    "amlworkspace": ["privatelink.api.azureml.ms", "privatelink.notebooks.azure.net"],
-    "blob": ["privatelink.blob.core.windows.net"],
-    "file": ["privatelink.file.core.windows.net"],
-    "vault": ["privatelink.vaultcore.azure.net"],
-    "registry": ["privatelink.azurecr.io"],
-}
+ZONES = ENDPOINT_DNS_ZONES
 
 
 @dataclass
@@ -45,9 +44,23 @@ class PrivateLink(pulumi.ComponentResource):
         super().__init__("azdl:infra:PrivateLink", name, None, opts)
         cfg, rg = args.config, args.resource_group_name
         child = pulumi.ResourceOptions(parent=self)
+        # zone name -> its id (created here, or the landing zone's)
+        self.zone_ids: dict[str, pulumi.Input[str]] = {}
         self.zones: dict[str, privatedns.PrivateZone] = {}
-        self.links: dict[str, privatedns.VirtualNetworkLink] = {}
+        self.links: dict[str, privatedns.VirtualNetworkLink] = {}  # zone -> the own VNet's link
+        self.extra_links: list[privatedns.VirtualNetworkLink] = []  # network.dnsZoneVnetLinks
+        # Two linked VNets may share a name (in different groups): the id's hash tells them apart.
+        extra_vnets = [
+            (f"{vnet.rsplit('/', 1)[-1]}-{hashlib.sha256(vnet.lower().encode()).hexdigest()[:6]}",
+             vnet)
+            for vnet in cfg.network.dns_zone_vnet_links
+        ]  # fmt: skip
+        existing = cfg.network.existing
+        own_vnet = existing.vnet_id.rsplit("/", 1)[-1] if existing else cfg.names.virtual_network
         for zone_name in sorted({z for e in args.endpoints for z in ZONES[e.group_id]}):
+            if zone_name in cfg.network.private_dns_zone_ids:
+                self.zone_ids[zone_name] = cfg.network.private_dns_zone_ids[zone_name]
+                continue
             zone = privatedns.PrivateZone(
                 zone_name,
                 privatedns.PrivateZoneArgs(
@@ -58,20 +71,29 @@ class PrivateLink(pulumi.ComponentResource):
                 ),
                 child,
             )
-            self.links[zone_name] = privatedns.VirtualNetworkLink(
-                f"{zone_name}-link",
-                privatedns.VirtualNetworkLinkArgs(
-                    resource_group_name=rg,
-                    private_zone_name=zone.name,
-                    virtual_network_link_name=f"{cfg.names.virtual_network}-link",
-                    location="global",
-                    virtual_network=privatedns.SubResourceArgs(id=args.vnet_id),
-                    registration_enabled=False,
-                    tags=cfg.tags,
-                ),
-                child,
-            )
+
+            def link(logical: str, link_name: str, vnet_id: pulumi.Input[str], zone=zone):
+                return privatedns.VirtualNetworkLink(
+                    logical,
+                    privatedns.VirtualNetworkLinkArgs(
+                        resource_group_name=rg,
+                        private_zone_name=zone.name,
+                        virtual_network_link_name=link_name,
+                        location="global",
+                        virtual_network=privatedns.SubResourceArgs(id=vnet_id),
+                        registration_enabled=False,
+                        tags=cfg.tags,
+                    ),
+                    child,
+                )
+
+            self.links[zone_name] = link(f"{zone_name}-link", f"{own_vnet}-link", args.vnet_id)
+            for vnet_name, vnet_id in extra_vnets:
+                self.extra_links.append(
+                    link(f"{zone_name}-link-{vnet_name}", f"{vnet_name}-link", vnet_id)
+                )
             self.zones[zone_name] = zone
+            self.zone_ids[zone_name] = zone.id
 
         self.endpoints: dict[str, network.PrivateEndpoint] = {}
         self.zone_groups: dict[str, network.PrivateDnsZoneGroup] = {}
@@ -101,7 +123,7 @@ class PrivateLink(pulumi.ComponentResource):
                     private_dns_zone_group_name="default",
                     private_dns_zone_configs=[
                         network.PrivateDnsZoneConfigArgs(
-                            name=zone.replace(".", "-"), private_dns_zone_id=self.zones[zone].id
+                            name=zone.replace(".", "-"), private_dns_zone_id=self.zone_ids[zone]
                         )
                         for zone in ZONES[e.group_id]
                     ],

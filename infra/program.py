@@ -11,6 +11,7 @@ import pulumi
 import pulumi.runtime.config as pulumi_runtime_config
 from pulumi_azure_native import authorization, resources
 
+from infra.access import JumpHost, JumpHostArgs, OperatorAccess, OperatorAccessArgs
 from infra.cluster import Cluster, ClusterArgs
 from infra.config import (
     PROVIDER_LOCATION_KEY,
@@ -69,9 +70,26 @@ def declare(cfg: StackConfig) -> dict[str, Any]:
         data_protection(cfg.storage.data_protection),
     )
     net = Network("network", NetworkArgs(cfg, group.name))
+    # The workspace's id before it exists (it depends on its storage): for the storage
+    # firewall's resource-instance rule.
+    workspace_id = pulumi.Output.concat(
+        "/subscriptions/",
+        client.subscription_id,
+        "/resourceGroups/",
+        group.name,
+        "/providers/Microsoft.MachineLearningServices/workspaces/",
+        cfg.names.workspace,
+    )
     store = Storage(
         "storage",
-        StorageArgs(cfg, group.name, data_group.name, net.training_subnet.id),
+        StorageArgs(
+            cfg,
+            group.name,
+            data_group.name,
+            net.training_subnet_id,
+            tenant_id=client.tenant_id,
+            workspace_id=workspace_id,
+        ),
     )
     registry = Registry("registry", RegistryArgs(cfg, group.name))
     workspace = Workspace(
@@ -80,7 +98,7 @@ def declare(cfg: StackConfig) -> dict[str, Any]:
             cfg,
             group.name,
             client.tenant_id,
-            net.training_subnet.id,
+            net.training_subnet_id,
             store.outputs_account.id,
             registry.registry.id,
             data_container=BlobContainer(
@@ -110,10 +128,33 @@ def declare(cfg: StackConfig) -> dict[str, Any]:
             endpoints.append(Endpoint("nfs-file", store.nfs_account.id, "file"))
         private_link = PrivateLink(
             "private-link",
-            PrivateLinkArgs(cfg, group.name, net.vnet.id, net.endpoint_subnet.id, endpoints),
+            PrivateLinkArgs(cfg, group.name, net.vnet_id, net.endpoint_subnet_id, endpoints),
         )
         workspace_path = private_link.private_path("workspace")
         registry_path = private_link.private_path("registry")
+    if cfg.operators:
+        OperatorAccess(
+            "operators",
+            OperatorAccessArgs(
+                cfg,
+                client.subscription_id,
+                store.data_container.id,
+                store.outputs_account.id,
+                workspace.workspace.id,
+            ),
+        )
+    jump_host = None
+    if cfg.jump_host is not None:
+        jump_host = JumpHost(
+            "jump-host",
+            JumpHostArgs(
+                cfg,
+                group.name,
+                client.subscription_id,
+                net.bastion_subnet.id,
+                net.jump_host_subnet.id,
+            ),
+        )
 
     cluster = Cluster(
         "cluster",
@@ -122,7 +163,7 @@ def declare(cfg: StackConfig) -> dict[str, Any]:
             group.name,
             client.subscription_id,
             workspace.workspace.name,
-            net.training_subnet.id,
+            net.training_subnet_id,
             registry.registry.id,
             store.data_container.id,
             store.outputs_account.id,
@@ -156,6 +197,9 @@ def declare(cfg: StackConfig) -> dict[str, Any]:
         "dataDatastore": workspace.data_datastore.name,
         "outputsDatastore": workspace.outputs_datastore.name,
     }
+    if jump_host is not None:  # for `az network bastion ssh` (docs/access.md)
+        outputs["bastionName"] = jump_host.bastion.name
+        outputs["jumpHostId"] = jump_host.vm.id
 
     # Images of this commit (or the stack's prebuilt refs), registered as Azure ML environments.
     images = TrainingImages(

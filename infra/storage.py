@@ -3,7 +3,19 @@
 The data accounts (premium blob and NFS) live in their own resource group and carry the
 stack's `storage.dataProtection` option, as do their container and share: a blob container's
 deletion takes its blobs with it, so protecting the account alone would not keep a staged
-ImageNet. Shared-key access is off everywhere: the cluster and the workspace use identities.
+ImageNet. Shared-key access is off on the data accounts: jobs and operators use identities.
+
+The outputs account is the workspace's default storage, and `storage.workspaceStorage` says how
+it is networked. `firewall` (the default) is Azure ML's documented configuration for a private
+workspace: private endpoints, the account firewall denying by default, a resource-instance rule
+admitting the workspace, trusted Azure services bypassing it, shared-key access on ("Secure
+Azure storage accounts" in https://learn.microsoft.com/azure/machine-learning/
+how-to-secure-workspace-vnet). `private` disables public network access but keeps shared keys
+(as the Azure Verified Module's private BYO-VNet example does:
+Azure/terraform-azurerm-avm-res-machinelearningservices-workspace, examples/private_byo_vnet).
+`strict` turns public network access and shared keys off, which Azure ML documents as preview,
+"not recommended for production workloads" (https://learn.microsoft.com/azure/machine-learning/
+how-to-disable-local-auth-storage).
 """
 
 from dataclasses import dataclass
@@ -21,6 +33,9 @@ class StorageArgs:
     resource_group_name: pulumi.Input[str]
     data_resource_group_name: pulumi.Input[str]
     training_subnet_id: pulumi.Input[str]
+    # For the workspace storage's resource-instance rule (networkAcls.resourceAccessRules).
+    tenant_id: pulumi.Input[str] | None = None
+    workspace_id: pulumi.Input[str] | None = None
 
 
 def data_protection(mode: str) -> pulumi.ResourceOptions:
@@ -47,7 +62,28 @@ class Storage(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         keep = pulumi.ResourceOptions.merge(child, data_protection(cfg.storage.data_protection))
 
-        def account(logical, rg, account_name, kind, sku, keep_opts=child, https_only=True):
+        mode = cfg.storage.workspace_storage
+
+        def account(
+            logical,
+            rg,
+            account_name,
+            kind,
+            sku,
+            keep_opts=child,
+            https_only=True,
+            workspace_storage=False,
+        ):
+            # Private stacks: no public network access, except the workspace's storage in its
+            # GA configuration, whose firewall (default deny) admits only the workspace's
+            # resource instance and trusted services besides the private endpoints.
+            closed = net.private and not (workspace_storage and mode == "firewall")
+            instance_rules = (
+                [storage.ResourceAccessRuleArgs(tenant_id=args.tenant_id,
+                                                resource_id=args.workspace_id)]
+                if workspace_storage and args.workspace_id is not None
+                else None
+            )  # fmt: skip
             return storage.StorageAccount(
                 logical,
                 storage.StorageAccountArgs(
@@ -59,12 +95,14 @@ class Storage(pulumi.ComponentResource):
                     minimum_tls_version="TLS1_2",
                     enable_https_traffic_only=https_only,
                     allow_blob_public_access=False,
-                    allow_shared_key_access=False,
+                    # Azure ML's workspace storage needs shared keys for GA (see above).
+                    allow_shared_key_access=workspace_storage and mode != "strict",
                     allow_cross_tenant_replication=False,
-                    public_network_access="Disabled" if net.private else "Enabled",
+                    public_network_access="Disabled" if closed else "Enabled",
                     network_rule_set=storage.NetworkRuleSetArgs(
                         default_action="Deny",
                         bypass="AzureServices",
+                        resource_access_rules=instance_rules,
                         virtual_network_rules=[]
                         if net.private
                         else [
@@ -111,6 +149,7 @@ class Storage(pulumi.ComponentResource):
             "StorageV2",
             "Standard_LRS",
             keep_outputs,
+            workspace_storage=True,
         )
         self.outputs_container = storage.BlobContainer(
             "outputs-container",

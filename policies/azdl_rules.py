@@ -49,6 +49,8 @@ COMPUTE = "azure-native:machinelearningservices:Compute"
 NSG = "azure-native:network:NetworkSecurityGroup"
 NSG_RULE = "azure-native:network:SecurityRule"
 ROLE_ASSIGNMENT = "azure-native:authorization:RoleAssignment"
+VM = "azure-native:compute:VirtualMachine"
+NIC = "azure-native:network:NetworkInterface"
 
 REQUIRED_TAGS = ("environment", "project", "owner", "costCenter")
 GOOD_TLS = ("TLS1_2", "TLS1_3")
@@ -122,13 +124,43 @@ def _public_blob_access(args: ResourceValidationArgs) -> Iterator[str]:
 
 
 def _prod_public_network(args: ResourceValidationArgs) -> Iterator[str]:
+    """Prod data accounts take no public network access. Other prod accounts (the workspace's
+    storage) may instead keep it Enabled behind a firewall that admits nothing from the public
+    network: default Deny, no IP and no VNet rules, so only private endpoints, trusted Azure
+    services and resource-instance rules get in. That is Azure ML's generally available
+    configuration for a private workspace's storage ("Secure Azure storage accounts",
+    https://learn.microsoft.com/azure/machine-learning/how-to-secure-workspace-vnet)."""
     if args.resource_type != STORAGE or not is_prod(args.props):
         return
     access = get(args.props, "publicNetworkAccess")
-    if access not in ("Disabled", UNKNOWN):
+    if access in ("Disabled", UNKNOWN):
+        return
+    shown = access or "not set (Enabled)"
+    if get(args.props, "kind") in DATA_ACCOUNT_KINDS:
         yield (
-            f"storage account '{args.name}' (prod): publicNetworkAccess is "
-            f"{access or 'not set (Enabled)'}; prod storage is reached only by private endpoints"
+            f"storage account '{args.name}' (prod): publicNetworkAccess is {shown}; prod data "
+            "accounts are reached only by private endpoints"
+        )
+        return
+    rules = get(args.props, "networkRuleSet", default={})
+    if rules is UNKNOWN:
+        return
+    default_action = get(rules, "defaultAction")
+    ip_rules = get(rules, "ipRules", default=[])
+    vnet_rules = get(rules, "virtualNetworkRules", default=[])
+    if UNKNOWN in (default_action, ip_rules, vnet_rules):
+        return
+    admits = []
+    if default_action != "Deny":
+        admits.append(f"its firewall's defaultAction is {default_action or 'not set (Allow)'}")
+    if len(ip_rules):
+        admits.append("its firewall admits internet addresses (ipRules)")
+    if len(vnet_rules):
+        admits.append("its firewall admits VNets by service endpoint (virtualNetworkRules)")
+    if admits:
+        yield (
+            f"storage account '{args.name}' (prod): publicNetworkAccess is {shown} and "
+            + "; ".join(admits)
         )
 
 
@@ -206,6 +238,80 @@ def _nsg_inbound(args: ResourceValidationArgs) -> Iterator[str]:
             yield from _rule_violations(f"NSG '{args.name}' rule '{get(rule, 'name')}'", rule)
     elif args.resource_type == NSG_RULE:
         yield from _rule_violations(f"NSG rule '{args.name}'", args.props)
+
+
+def _is_deny_all_outbound(rule: Any) -> bool:
+    return (
+        get(rule, "direction") == "Outbound"
+        and get(rule, "access") == "Deny"
+        and get(rule, "destinationAddressPrefix") in ("*", "Internet")
+        and get(rule, "protocol") == "*"
+        and get(rule, "destinationPortRange") == "*"
+    )
+
+
+def _prod_nsg_outbound(args: ResourceValidationArgs) -> Iterator[str]:
+    """A prod compute subnet's NSG (one admitting Azure ML's control plane) ends its outbound
+    rules with a deny-all: without one, Azure's default AllowInternetOutBound lets every
+    destination through (learn.microsoft.com/azure/virtual-network/
+    network-security-groups-overview#default-security-rules)."""
+    if args.resource_type != NSG or not is_prod(args.props):
+        return
+    rules = get(args.props, "securityRules", default=[])
+    if rules is UNKNOWN:
+        return
+    rules = [get(rules, i) for i in range(len(rules))]
+    compute_subnet = any(
+        get(r, "direction") == "Inbound"
+        and str(get(r, "sourceAddressPrefix") or "").split(".")[0] in INBOUND_SERVICE_TAGS
+        for r in rules
+    )
+    if not compute_subnet:
+        return
+    denies = [r for r in rules if _is_deny_all_outbound(r)]
+    if not denies:
+        yield (
+            f"NSG '{args.name}' (prod) has no deny-all outbound rule, so Azure's default rules "
+            "allow all outbound traffic"
+        )
+        return
+    deny_priority = min(get(r, "priority") for r in denies)
+    later = [
+        get(r, "name")
+        for r in rules
+        if get(r, "direction") == "Outbound"
+        and get(r, "access") == "Allow"
+        and isinstance(get(r, "priority"), (int, float))
+        and get(r, "priority") > deny_priority
+    ]
+    if later:
+        yield (
+            f"NSG '{args.name}' (prod): outbound rules {', '.join(map(str, later))} come after "
+            f"the deny-all (priority {deny_priority}) and never apply"
+        )
+
+
+def _vm_login(args: ResourceValidationArgs) -> Iterator[str]:
+    """VMs (the jump host) take no password, and in prod no public IP: operators come in
+    through Bastion with their Entra identity (docs/access.md)."""
+    if args.resource_type == VM:
+        if get(args.props, "osProfile", "adminPassword") not in (None, UNKNOWN):
+            yield f"virtual machine '{args.name}' has an admin password in its osProfile"
+        linux = get(args.props, "osProfile", "linuxConfiguration")
+        if linux not in (None, UNKNOWN):
+            disabled = get(linux, "disablePasswordAuthentication")
+            if disabled is not True and disabled is not UNKNOWN:
+                yield (
+                    f"virtual machine '{args.name}': disablePasswordAuthentication is "
+                    f"{'not set (false)' if disabled is None else disabled}; SSH accepts passwords"
+                )
+    elif args.resource_type == NIC and is_prod(args.props):
+        configs = get(args.props, "ipConfigurations", default=[])
+        if configs is UNKNOWN:
+            return
+        for i in range(len(configs)):
+            if get(configs, i, "publicIPAddress") is not None:
+                yield f"network interface '{args.name}' (prod) has a public IP address"
 
 
 def _role_breadth(args: ResourceValidationArgs) -> Iterator[str]:
@@ -390,9 +496,12 @@ POLICIES = [
     ),
     _resource_policy(
         "storage-private-in-prod",
-        "Prod storage accounts disable public network access.",
+        "Prod storage is reached only privately: data accounts disable public network access; "
+        "the workspace's storage either does too or denies every public address in its firewall.",
         Severity.CRITICAL,
-        "use network.mode privateEndpoints in the prod stack (public_network_access='Disabled')",
+        "use network.mode privateEndpoints in the prod stack (data accounts: "
+        "public_network_access='Disabled'; the workspace's storage: firewall default_action "
+        "'Deny' with no ip_rules or virtual_network_rules, or storage.workspaceStorage: private)",
         _prod_public_network,
     ),
     _resource_policy(
@@ -424,6 +533,22 @@ POLICIES = [
         "remove the rule; Azure ML needs inbound only from BatchNodeManagement and "
         "AzureMachineLearning",
         _nsg_inbound,
+    ),
+    _resource_policy(
+        "nsg-outbound-restricted-in-prod",
+        "Prod compute subnets allow only Azure ML's documented outbound list, then deny all.",
+        Severity.HIGH,
+        "set network.outbound: restricted in the prod stack (infra/network.py adds Azure ML's "
+        "outbound rules and a deny-all at priority 4096)",
+        _prod_nsg_outbound,
+    ),
+    _resource_policy(
+        "vm-no-password-no-public-ip",
+        "Virtual machines (the jump host) take no password logins, and in prod no public IP.",
+        Severity.HIGH,
+        "set linux_configuration.disable_password_authentication=True with an SSH public key, "
+        "leave admin_password unset, and reach the VM through Azure Bastion (access.jumpHost)",
+        _vm_login,
     ),
     _resource_policy(
         "role-assignments-least-privilege",

@@ -1,5 +1,6 @@
 """Render each stack file once per test session (the program under the SDK's mocks)."""
 
+import functools
 from pathlib import Path
 
 import pytest
@@ -15,9 +16,16 @@ def stack_file(request) -> Path:
     return request.param
 
 
+@functools.cache
+def rendered(stack_file: Path):
+    """Each stack file renders once per session: a parametrized session fixture is set up
+    again whenever pytest's test order switches between its parameters."""
+    return render_stack_file(stack_file)
+
+
 @pytest.fixture(scope="session")
 def rendering(stack_file):
-    return render_stack_file(stack_file)
+    return rendered(stack_file)
 
 
 @pytest.fixture(scope="session")

@@ -23,6 +23,34 @@ rules = load_rules()
 POLICY = {p.name: p for p in rules.POLICIES}
 PROD = dict(TAGS, environment="prod")
 
+VM = "azure-native:compute:VirtualMachine"
+NIC = "azure-native:network:NetworkInterface"
+LINUX_KEY_ONLY = {"linuxConfiguration": {"disablePasswordAuthentication": True}}
+AML_INBOUND = {
+    "name": "aml",
+    "direction": "Inbound",
+    "access": "Allow",
+    "priority": 110,
+    "sourceAddressPrefix": "AzureMachineLearning",
+}
+OUT_AML = {
+    "name": "aml-out",
+    "direction": "Outbound",
+    "access": "Allow",
+    "priority": 100,
+    "protocol": "Tcp",
+    "destinationAddressPrefix": "AzureMachineLearning",
+}
+DENY_OUT = {
+    "name": "deny-out",
+    "direction": "Outbound",
+    "access": "Deny",
+    "priority": 4096,
+    "protocol": "*",
+    "destinationAddressPrefix": "*",
+    "destinationPortRange": "*",
+}
+
 
 def options(protect: bool = False) -> PolicyResourceOptions:
     return PolicyResourceOptions(protect, [], None, [], PolicyCustomTimeouts(0, 0, 0), [])
@@ -68,7 +96,7 @@ def stack_violations(
 
 
 def test_every_policy_has_severity_remediation_and_all_but_one_are_mandatory():
-    assert len(POLICY) == 14
+    assert len(POLICY) == 16
     for policy in rules.POLICIES:
         assert policy.severity is not None, policy.name
         assert policy.remediation_steps and "\n" not in policy.remediation_steps, policy.name
@@ -113,6 +141,41 @@ def test_every_policy_has_severity_remediation_and_all_but_one_are_mandatory():
             storage(publicNetworkAccess="Disabled", tags=PROD),
             storage(publicNetworkAccess="Enabled", tags=PROD),
             "storage account 'data' (prod): publicNetworkAccess is Enabled",
+        ),
+        # The workspace's storage in Azure ML's GA configuration (how-to-secure-workspace-vnet):
+        # public access Enabled, but the firewall admits no public address or VNet.
+        (
+            "storage-private-in-prod",
+            storage(
+                "outputs",
+                kind="StorageV2",
+                tags=PROD,
+                networkRuleSet={
+                    "defaultAction": "Deny",
+                    "bypass": "AzureServices",
+                    "resourceAccessRules": [{"tenantId": "t", "resourceId": "w"}],
+                },
+            ),
+            storage(
+                "outputs",
+                kind="StorageV2",
+                tags=PROD,
+                networkRuleSet={
+                    "defaultAction": "Deny",
+                    "ipRules": [{"iPAddressOrRange": "203.0.113.7"}],
+                },
+            ),
+            "storage account 'outputs' (prod): publicNetworkAccess is Enabled and its firewall "
+            "admits internet addresses (ipRules)",
+        ),
+        (
+            "storage-private-in-prod",
+            storage("outputs", kind="StorageV2", tags=PROD, publicNetworkAccess="Disabled"),
+            storage(
+                "outputs", kind="StorageV2", tags=PROD, networkRuleSet={"defaultAction": "Allow"}
+            ),
+            "storage account 'outputs' (prod): publicNetworkAccess is Enabled and its firewall's "
+            "defaultAction is Allow",
         ),
         (
             "nfs-not-internet-reachable",
@@ -222,6 +285,73 @@ def test_every_policy_has_severity_remediation_and_all_but_one_are_mandatory():
             ),
             "NSG rule 'r' allows inbound traffic from '8.8.8.0/24'",
         ),
+        # A prod compute subnet's NSG must end its outbound with a deny-all (Azure's default
+        # AllowInternetOutBound otherwise lets everything out).
+        (
+            "nsg-outbound-restricted-in-prod",
+            resource(
+                "azure-native:network:NetworkSecurityGroup",
+                "nsg",
+                {"tags": PROD, "securityRules": [AML_INBOUND, OUT_AML, DENY_OUT]},
+            ),
+            resource(
+                "azure-native:network:NetworkSecurityGroup",
+                "nsg",
+                {"tags": PROD, "securityRules": [AML_INBOUND, OUT_AML]},
+            ),
+            "NSG 'nsg' (prod) has no deny-all outbound rule",
+        ),
+        (
+            "nsg-outbound-restricted-in-prod",
+            resource(
+                "azure-native:network:NetworkSecurityGroup",
+                "nsg",
+                {"tags": PROD, "securityRules": [AML_INBOUND, OUT_AML, DENY_OUT]},
+            ),
+            resource(
+                "azure-native:network:NetworkSecurityGroup",
+                "nsg",
+                {
+                    "tags": PROD,
+                    "securityRules": [AML_INBOUND, OUT_AML | {"priority": 4097}, DENY_OUT],
+                },
+            ),
+            "NSG 'nsg' (prod): outbound rules aml-out come after the deny-all (priority 4096)",
+        ),
+        # The jump host: no password logins, no public IP in prod (docs/access.md).
+        (
+            "vm-no-password-no-public-ip",
+            resource(VM, "jump-host", {"osProfile": LINUX_KEY_ONLY, "tags": PROD}),
+            resource(
+                VM,
+                "jump-host",
+                {"osProfile": {**LINUX_KEY_ONLY, "adminPassword": "hunter2"}, "tags": PROD},
+            ),
+            "virtual machine 'jump-host' has an admin password in its osProfile",
+        ),
+        (
+            "vm-no-password-no-public-ip",
+            resource(VM, "jump-host", {"osProfile": LINUX_KEY_ONLY}),
+            resource(
+                VM,
+                "jump-host",
+                {"osProfile": {"linuxConfiguration": {"disablePasswordAuthentication": False}}},
+            ),
+            "virtual machine 'jump-host': disablePasswordAuthentication is False",
+        ),
+        (
+            "vm-no-password-no-public-ip",
+            resource(NIC, "nic", {"ipConfigurations": [{"name": "ip"}], "tags": PROD}),
+            resource(
+                NIC,
+                "nic",
+                {
+                    "ipConfigurations": [{"name": "ip", "publicIPAddress": {"id": "pip"}}],
+                    "tags": PROD,
+                },
+            ),
+            "network interface 'nic' (prod) has a public IP address",
+        ),
         (
             "role-assignments-least-privilege",
             resource(
@@ -285,6 +415,9 @@ def test_prod_only_policies_leave_dev_alone():
     assert violations("storage-private-in-prod", storage(publicNetworkAccess="Enabled")) == []
     assert violations("compute-no-public-access-in-prod", compute(enableNodePublicIp=True)) == []
     assert violations("data-accounts-protected-in-prod", storage(), protect=False) == []
+    open_dev = resource("azure-native:network:NetworkSecurityGroup", "nsg",
+                        {"tags": dict(TAGS), "securityRules": [AML_INBOUND]})  # fmt: skip
+    assert violations("nsg-outbound-restricted-in-prod", open_dev) == []
 
 
 def test_prod_data_accounts_must_be_protected():
@@ -359,7 +492,7 @@ def test_policy_command_exit_codes_and_pack_config(tmp_path, capsys):
     good.write_text(manifest.dumps(plan(storage(), compute())))
     bad.write_text(manifest.dumps(plan(storage(minimumTlsVersion="TLS1_1"))))
     assert main(["policy", str(good)]) == 0
-    assert "stack dev: all 14 policies pass" in capsys.readouterr().out
+    assert "stack dev: all 16 policies pass" in capsys.readouterr().out
     assert main(["policy", str(good), str(bad)]) == 1
     out = capsys.readouterr().out
     assert "storage-minimum-tls-1-2" in out and "minimumTlsVersion is TLS1_1" in out
