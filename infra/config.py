@@ -130,8 +130,10 @@ class _Section:
             default = declared.default
         agrees = kind is declared.type and (
             isinstance(declared.default, Computed)
-            or (default is ...) == isinstance(declared.default, Required)
-            and (default is ... or default == declared.default)
+            or (
+                (default is ...) == isinstance(declared.default, Required)
+                and (default is ... or default == declared.default)
+            )
         )
         if not agrees:
             raise LookupError(
@@ -191,93 +193,237 @@ class Key:
 CONFIG_KEYS: dict[str, Key] = {
     key.path: key
     for key in (
-        Key("environment", str, "Only `prod` enforces private networking (network.mode "
+        Key(
+            "environment",
+            str,
+            "Only `prod` enforces private networking (network.mode "
             "privateEndpoints, no public access, no node public IPs, Premium registry).",
-            allowed=ENVIRONMENTS, example="dev"),
-        Key("location", str, "Azure region (programmatic name); everything is created here. "
+            allowed=ENVIRONMENTS,
+            example="dev",
+        ),
+        Key(
+            "location",
+            str,
+            "Azure region (programmatic name); everything is created here. "
             "It needs GPU quota for `cluster.vmSize` x `cluster.maxNodes`.",
-            allowed="an Azure region's programmatic name, e.g. westeurope", example="westeurope"),
-        Key("namePrefix", str, "Every Azure name derives from it (resource group "
+            allowed="an Azure region's programmatic name, e.g. westeurope",
+            example="westeurope",
+        ),
+        Key(
+            "namePrefix",
+            str,
+            "Every Azure name derives from it (resource group "
             "`<prefix>-rg`, storage `<prefix>data<6 hex>`); it must keep every derived name "
             "within Azure's rules, so keep it short.",
-            allowed="lowercase letters and digits, starting with a letter", example="azdldev"),
-        Key("tags", dict, "Tags on every taggable resource. Extra tags are allowed; "
+            allowed="lowercase letters and digits, starting with a letter",
+            example="azdldev",
+        ),
+        Key(
+            "tags",
+            dict,
+            "Tags on every taggable resource. Extra tags are allowed; "
             "`tags.environment` must equal `environment`.",
             allowed="an object with at least " + ", ".join(REQUIRED_TAGS) + " (non-empty strings)",
-            example={"environment": "dev", "project": "azdl", "owner": "ml-platform",
-                     "costCenter": "cc-ml-0001"}),
-        Key("maxGpuSpendPerHourUsd", float, "GPU spend ceiling in USD per hour for the whole "
+            example={
+                "environment": "dev",
+                "project": "azdl",
+                "owner": "ml-platform",
+                "costCenter": "cc-ml-0001",
+            },
+        ),
+        Key(
+            "maxGpuSpendPerHourUsd",
+            float,
+            "GPU spend ceiling in USD per hour for the whole "
             "cluster at maxNodes; `azdl plan` and the policies compare the cluster's price "
-            "against it.", allowed="a positive number", example=10),
-        Key("network", dict, "The VNet, its two subnets and how services are reached "
-            "(infra/network.py)."),
-        Key("network.addressSpace", str, "The VNet's range; both subnets must lie inside it.",
-            allowed="a private (RFC 1918) IPv4 CIDR block", example="10.40.0.0/16"),
-        Key("network.trainingSubnet", str, "The cluster's subnet; carries the NSG (and the NAT "
+            "against it.",
+            allowed="a positive number",
+            example=10,
+        ),
+        Key(
+            "network",
+            dict,
+            "The VNet, its two subnets and how services are reached (infra/network.py).",
+        ),
+        Key(
+            "network.addressSpace",
+            str,
+            "The VNet's range; both subnets must lie inside it.",
+            allowed="a private (RFC 1918) IPv4 CIDR block",
+            example="10.40.0.0/16",
+        ),
+        Key(
+            "network.trainingSubnet",
+            str,
+            "The cluster's subnet; carries the NSG (and the NAT "
             "gateway when nodes have no public IP).",
-            allowed="a /28 or larger inside addressSpace", example="10.40.0.0/20"),
-        Key("network.privateEndpointSubnet", str, "Subnet for private endpoints; reserved in "
+            allowed="a /28 or larger inside addressSpace",
+            example="10.40.0.0/20",
+        ),
+        Key(
+            "network.privateEndpointSubnet",
+            str,
+            "Subnet for private endpoints; reserved in "
             "serviceEndpoints mode so switching modes never renumbers the VNet.",
             allowed="a /28 or larger inside addressSpace, not overlapping trainingSubnet",
-            example="10.40.16.0/24"),
-        Key("network.mode", str, "`serviceEndpoints`: services keep public endpoints whose "
+            example="10.40.16.0/24",
+        ),
+        Key(
+            "network.mode",
+            str,
+            "`serviceEndpoints`: services keep public endpoints whose "
             "firewalls admit only the training subnet and allowedIpRanges. "
             "`privateEndpoints`: no public access; every service gets a private endpoint and "
-            "DNS zone (required in prod).", allowed=NETWORK_MODES, example="serviceEndpoints"),
-        Key("network.publicNetworkAccess", bool, "Must be true with serviceEndpoints and false "
+            "DNS zone (required in prod).",
+            allowed=NETWORK_MODES,
+            example="serviceEndpoints",
+        ),
+        Key(
+            "network.publicNetworkAccess",
+            bool,
+            "Must be true with serviceEndpoints and false "
             "with privateEndpoints; prod refuses true.",
             default=Computed("true with serviceEndpoints, else false"),
-            allowed="true or false"),
-        Key("network.allowedIpRanges", list, "Public IPs/ranges that may reach storage and Key "
+            allowed="true or false",
+        ),
+        Key(
+            "network.allowedIpRanges",
+            list,
+            "Public IPs/ranges that may reach storage and Key "
             "Vault through their firewalls (e.g. the machine running `azdl data stage`).",
-            default=[], allowed="public IPv4 addresses or ranges of /30 or larger; empty with "
-            "privateEndpoints", example=["203.0.113.0/30"]),
-        Key("storage", dict, "The storage accounts: premium blob for training data, standard "
-            "for outputs, optional premium NFS share (infra/storage.py).", default={}),
-        Key("storage.dataContainer", str, "Container in the premium block-blob account that "
-            "holds the training shards.", default="training-data",
-            allowed="an Azure blob container name"),
-        Key("storage.outputsContainer", str, "Container in the standard account for "
-            "checkpoints, logs and TensorBoard events.", default="outputs",
-            allowed="an Azure blob container name"),
-        Key("storage.nfsShareGiB", int, "Size of the premium NFS 4.1 share; 0 means no NFS "
-            "account or share (jobs then cannot use the nfs mode).", default=0,
-            allowed=f"0 or {MIN_NFS_SHARE_GIB}-102400", example=100),
-        Key("storage.dataProtection", str, "What `pulumi destroy` does to the data accounts: "
+            default=[],
+            allowed="public IPv4 addresses or ranges of /30 or larger; empty with privateEndpoints",
+            example=["203.0.113.0/30"],
+        ),
+        Key(
+            "storage",
+            dict,
+            "The storage accounts: premium blob for training data, standard "
+            "for outputs, optional premium NFS share (infra/storage.py).",
+            default={},
+        ),
+        Key(
+            "storage.dataContainer",
+            str,
+            "Container in the premium block-blob account that holds the training shards.",
+            default="training-data",
+            allowed="an Azure blob container name",
+        ),
+        Key(
+            "storage.outputsContainer",
+            str,
+            "Container in the standard account for checkpoints, logs and TensorBoard events.",
+            default="outputs",
+            allowed="an Azure blob container name",
+        ),
+        Key(
+            "storage.nfsShareGiB",
+            int,
+            "Size of the premium NFS 4.1 share; 0 means no NFS "
+            "account or share (jobs then cannot use the nfs mode).",
+            default=0,
+            allowed=f"0 or {MIN_NFS_SHARE_GIB}-102400",
+            example=100,
+        ),
+        Key(
+            "storage.dataProtection",
+            str,
+            "What `pulumi destroy` does to the data accounts: "
             "`protect` (destroy refuses them), `retain` (left in Azure, dropped from the "
-            "stack) or `none` (deleted with everything else).", default="protect",
-            allowed=DATA_PROTECTION),
-        Key("registry", dict, "The container registry the training images go to "
-            "(infra/registry.py).", default={}),
-        Key("registry.sku", str, "Premium is required with network.mode privateEndpoints "
-            "(only Premium registries take private endpoints).", default="Standard",
-            allowed=REGISTRY_SKUS),
+            "stack) or `none` (deleted with everything else).",
+            default="protect",
+            allowed=DATA_PROTECTION,
+        ),
+        Key(
+            "registry",
+            dict,
+            "The container registry the training images go to (infra/registry.py).",
+            default={},
+        ),
+        Key(
+            "registry.sku",
+            str,
+            "Premium is required with network.mode privateEndpoints "
+            "(only Premium registries take private endpoints).",
+            default="Standard",
+            allowed=REGISTRY_SKUS,
+        ),
         Key("cluster", dict, "The AmlCompute GPU cluster jobs run on (infra/cluster.py)."),
-        Key("cluster.name", str, "AmlCompute name.", default="gpu-cluster",
+        Key(
+            "cluster.name",
+            str,
+            "AmlCompute name.",
+            default="gpu-cluster",
             allowed=f"2-16 letters, digits and hyphens, starting with a letter; not "
-            f"{IMAGE_BUILD_COMPUTE!r}"),
-        Key("cluster.vmSize", str, "A GPU size from infra/vm_sizes.yaml.",
-            allowed=tuple(sorted(VM_SIZES)), example="Standard_NC24ads_A100_v4"),
-        Key("cluster.priority", str, "`lowPriority` is cheaper but can be pre-empted.",
-            default="dedicated", allowed=tuple(PRIORITIES)),
-        Key("cluster.minNodes", int, "Nodes kept running when idle; 0 scales to zero.",
-            default=0, allowed="0 to cluster.maxNodes"),
-        Key("cluster.maxNodes", int, "Upper bound on the nodes a job may use.",
-            allowed="1 or more", example=2),
-        Key("cluster.idleSecondsBeforeScaleDown", int, "Idle time before a node is released.",
-            default=300, allowed="60 to 86400"),
-        Key("cluster.nodePublicIp", bool, "true gives each node a public IP for outbound "
+            f"{IMAGE_BUILD_COMPUTE!r}",
+        ),
+        Key(
+            "cluster.vmSize",
+            str,
+            "A GPU size from infra/vm_sizes.yaml.",
+            allowed=tuple(sorted(VM_SIZES)),
+            example="Standard_NC24ads_A100_v4",
+        ),
+        Key(
+            "cluster.priority",
+            str,
+            "`lowPriority` is cheaper but can be pre-empted.",
+            default="dedicated",
+            allowed=tuple(PRIORITIES),
+        ),
+        Key(
+            "cluster.minNodes",
+            int,
+            "Nodes kept running when idle; 0 scales to zero.",
+            default=0,
+            allowed="0 to cluster.maxNodes",
+        ),
+        Key(
+            "cluster.maxNodes",
+            int,
+            "Upper bound on the nodes a job may use.",
+            allowed="1 or more",
+            example=2,
+        ),
+        Key(
+            "cluster.idleSecondsBeforeScaleDown",
+            int,
+            "Idle time before a node is released.",
+            default=300,
+            allowed="60 to 86400",
+        ),
+        Key(
+            "cluster.nodePublicIp",
+            bool,
+            "true gives each node a public IP for outbound "
             "traffic; false adds a NAT gateway to the training subnet. Prod requires false.",
-            default=False, allowed="true or false"),
-        Key("imageBuildVmSize", str, "CPU size of the image-build compute that private stacks "
+            default=False,
+            allowed="true or false",
+        ),
+        Key(
+            "imageBuildVmSize",
+            str,
+            "CPU size of the image-build compute that private stacks "
             "create (their registry is reachable only through the VNet).",
-            default="Standard_D4s_v3", allowed="a size from infra/vm_sizes.yaml"),
-        Key("images", dict, "Images built elsewhere instead of by the stack (infra/images.py).",
-            default={}),
-        Key("images.prebuilt", dict, "Framework -> image ref; those frameworks are not built. "
-            "The cluster identity must be able to pull them.", default={},
+            default="Standard_D4s_v3",
+            allowed="a size from infra/vm_sizes.yaml",
+        ),
+        Key(
+            "images",
+            dict,
+            "Images built elsewhere instead of by the stack (infra/images.py).",
+            default={},
+        ),
+        Key(
+            "images.prebuilt",
+            dict,
+            "Framework -> image ref; those frameworks are not built. "
+            "The cluster identity must be able to pull them.",
+            default={},
             allowed=f"keys {', '.join(IMAGE_FRAMEWORKS)}; refs pinned by tag (not latest) or "
-            "digest", example={"tensorflow": "myregistry.azurecr.io/azdl/tensorflow:1.0"}),
+            "digest",
+            example={"tensorflow": "myregistry.azurecr.io/azdl/tensorflow:1.0"},
+        ),
     )
 }
 
@@ -304,8 +450,10 @@ def _typed(key: str, value: Any, kind: type) -> Any:
 def _one_of(key: str, value: Any, allowed: tuple[str, ...] | Mapping[str, str]) -> Any:
     declared = CONFIG_KEYS.get(key)
     if declared and isinstance(declared.allowed, tuple) and tuple(allowed) != declared.allowed:
-        raise LookupError(f"infra/config.py: {PROJECT}:{key} allows {tuple(allowed)} but "
-                          f"CONFIG_KEYS declares {declared.allowed}")
+        raise LookupError(
+            f"infra/config.py: {PROJECT}:{key} allows {tuple(allowed)} but "
+            f"CONFIG_KEYS declares {declared.allowed}"
+        )
     if value not in allowed:
         raise _fail(key, value, f"allowed: {', '.join(allowed)}")
     return value
