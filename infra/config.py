@@ -682,6 +682,15 @@ def load_config(values: Mapping[str, Any], *, stack: str, project: str = PROJECT
             own[bare] = value
     _check_top_level_declared()
     for key in sorted(own):
+        section, dot, _ = key.partition(".")
+        if dot and section in OBJECT_KEYS:
+            raise _fail(
+                key,
+                own[key],
+                f"a flat key; {section} is an object, so set its sub-keys with --path: "
+                f"`pulumi config set --path '{PROJECT}:{key}' <value>` (and remove the flat "
+                f"`{PROJECT}:{key}` with `pulumi config rm '{PROJECT}:{key}'`)",
+            )
         if key not in KEYS:
             raise _fail(key, own[key], f"unknown key; known: {', '.join(KEYS)}")
     for key in REQUIRED_KEYS:

@@ -9,6 +9,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from azdl.commands.options import positive_int
 from azdl.errors import AzdlError
 from azdl.review import cost, manifest
 from azdl.review.plan import render_stack
@@ -34,9 +35,11 @@ def register(subparsers) -> None:
     speed.add_argument(
         "--throughput", type=Path, help="job log / JSON lines with an azdl.throughput/v1 record"
     )
-    p.add_argument("--workers", type=int, help="GPUs the --images-per-sec figure was measured on")
     p.add_argument(
-        "--images-per-epoch", type=int, default=cost.IMAGENET_TRAIN_IMAGES,
+        "--workers", type=positive_int, help="GPUs the --images-per-sec figure was measured on"
+    )
+    p.add_argument(
+        "--images-per-epoch", type=positive_int, default=cost.IMAGENET_TRAIN_IMAGES,
         help=f"images in one epoch (default ImageNet-1k train, {cost.IMAGENET_TRAIN_IMAGES})",
     )  # fmt: skip
     p.set_defaults(func=run)
