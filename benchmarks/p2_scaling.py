@@ -94,6 +94,9 @@ def main() -> int:
     p.add_argument("--warmup-steps", type=int, default=2)
     p.add_argument("--rounds", type=int, default=2)
     a = p.parse_args()
+    from bench_results import Run
+
+    run = Run()
     console = Console()
     rates: dict[str, list[float]] = {name: [] for name in VARIANTS}
     with console.status("running") as status:
@@ -115,6 +118,18 @@ def main() -> int:
     console.print(table)
     plot(medians, a)
     console.print(f"chart: {OUT / 'p2_scaling.png'}")
+    rows = []
+    for name, value in medians.items():
+        workers = VARIANTS[name][0] * VARIANTS[name][2]
+        rounds = ", ".join(f"{x:.1f}" for x in rates[name])
+        rows.append([name, f"{value:.1f}", rounds, f"{value / (workers * single):.2f}"])
+    run.write(
+        "p2_scaling",
+        f"{title}, one thread per worker; median of {a.rounds} rounds; target ≥ 0.90",
+        ["variant", "images/sec", "per round", "efficiency"],
+        rows,
+        data={"rates": rates},
+    )
     return 0
 
 
