@@ -102,7 +102,10 @@ class _Section:
     """Typed access to one structured key, rejecting unknown sub-keys."""
 
     def __init__(self, key: str, raw: Any, known: tuple[str, ...] | None = None):
-        children = tuple(k.rpartition(".")[2] for k in CONFIG_KEYS if k.rpartition(".")[0] == key)
+        parent = _declared_path(key)
+        children = tuple(
+            k.rpartition(".")[2] for k in CONFIG_KEYS if k.rpartition(".")[0] == parent
+        )
         known = children if known is None else known
         for name in known:
             _declared(f"{key}.{name}")
@@ -428,8 +431,15 @@ CONFIG_KEYS: dict[str, Key] = {
 }
 
 
+def _declared_path(key: str) -> str:
+    """A validated key as CONFIG_KEYS spells it: list items `operators[0].objectId` are declared
+    once as `operators[].objectId`."""
+    return re.sub(r"\[\d+\]", "[]", key)
+
+
 def _declared(key: str) -> Key:
     """The declaration of a validated key; a key validated but not declared is a bug here."""
+    key = _declared_path(key)
     if key not in CONFIG_KEYS:
         raise LookupError(
             f"infra/config.py validates {PROJECT}:{key} but does not declare it in CONFIG_KEYS "
@@ -448,7 +458,7 @@ def _typed(key: str, value: Any, kind: type) -> Any:
 
 
 def _one_of(key: str, value: Any, allowed: tuple[str, ...] | Mapping[str, str]) -> Any:
-    declared = CONFIG_KEYS.get(key)
+    declared = CONFIG_KEYS.get(_declared_path(key))
     if declared and isinstance(declared.allowed, tuple) and tuple(allowed) != declared.allowed:
         raise LookupError(
             f"infra/config.py: {PROJECT}:{key} allows {tuple(allowed)} but "

@@ -99,22 +99,23 @@ def config_reference() -> str:
         rows.append(f"| {name} | {key.type.__name__} | {_cell(default)} | {_cell(allowed)} | "
                     f"{_cell(key.doc)} |")  # fmt: skip
         value = key.example if key.example is not None else key.default
+        path = key.path.replace("[]", "[0]")  # a list item's keys: the first item
         if key.type in (dict,) and depth == 0 and key.path not in ("tags",):
             continue  # sections: their sub-keys get the lines
         if isinstance(value, Required | Computed) or value is None:
             continue
         if isinstance(value, dict):
             for sub, item in value.items():
-                example.append(f"pulumi config set --path 'azdl:{key.path}.{sub}' {item}")
+                example.append(f"pulumi config set --path 'azdl:{path}.{sub}' {item}")
         elif isinstance(value, list):
             for i, item in enumerate(value or ["…"]):
-                example.append(f"pulumi config set --path 'azdl:{key.path}[{i}]' {item}")
+                example.append(f"pulumi config set --path 'azdl:{path}[{i}]' {item}")
         elif depth == 0:
             text = value if isinstance(value, str) else json.dumps(value)
-            example.append(f"pulumi config set azdl:{key.path} {text}")
+            example.append(f"pulumi config set azdl:{path} {text}")
         else:
             text = json.dumps(value) if not isinstance(value, str) else value
-            example.append(f"pulumi config set --path 'azdl:{key.path}' {text}")
+            example.append(f"pulumi config set --path 'azdl:{path}' {text}")
     table = ["| key | type | default | allowed | what it does |", "| --- | --- | --- | --- | --- |"]
     return "\n".join([
         *table, *rows, "",

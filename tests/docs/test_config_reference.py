@@ -51,3 +51,12 @@ def test_a_declared_key_the_validation_does_not_accept_fails(monkeypatch):
     monkeypatch.setattr(config, "CONFIG_KEYS", keys)
     with pytest.raises(LookupError, match="gpuDriver"):
         load()
+
+
+def test_list_items_are_declared_once_for_every_index(monkeypatch):
+    keys = dict(CONFIG_KEYS)
+    keys["operators[].objectId"] = config.Key("operators[].objectId", str, "an item's key")
+    monkeypatch.setattr(config, "CONFIG_KEYS", keys)
+    assert config._declared("operators[3].objectId") is keys["operators[].objectId"]
+    with pytest.raises(LookupError, match="operators\\[3\\].name"):
+        config._declared("operators[3].name")
