@@ -58,5 +58,5 @@ def test_list_items_are_declared_once_for_every_index(monkeypatch):
     keys["operators[].objectId"] = config.Key("operators[].objectId", str, "an item's key")
     monkeypatch.setattr(config, "CONFIG_KEYS", keys)
     assert config._declared("operators[3].objectId") is keys["operators[].objectId"]
-    with pytest.raises(LookupError, match="operators\\[3\\].name"):
+    with pytest.raises(LookupError, match=r"azdl:operators\[\]\.name"):
         config._declared("operators[3].name")
