@@ -62,42 +62,55 @@ class Run:
     ) -> Path:
         """Write benchmarks/results/<name>.md and .json; returns the .md path."""
         RESULTS_DIR.mkdir(exist_ok=True)
-        load_after = os.getloadavg()
-        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(self.started))
-        box = machine()
-        seconds = time.time() - self.started
-        load = f"{self.load_before[0]:.1f} before, {load_after[0]:.1f} after (1-minute)"
-        where = (
-            f"{box['cores']} cores ({box['usable_cores']} usable), {box['cpu']}, "
-            f"GPU: {box['gpu']}, {box['system']}, Python {box['python']}"
-        )
-        lines = [
-            f"**{title}**",
-            "",
-            "| " + " | ".join(headers) + " |",
-            "| " + " | ".join("---" for _ in headers) + " |",
-            *("| " + " | ".join(str(c) for c in row) + " |" for row in rows),
-            "",
-            *(f"{note}  " for note in notes),
-            f"Measured {when} in {seconds:.0f} s on {where}; load average {load}.  ",
-            f"Command: `{self.command}`",
-            "",
-        ]
-        md = RESULTS_DIR / f"{name}.md"
-        md.write_text("\n".join(lines))
         record = {
             "name": name,
             "title": title,
-            "date": when,
-            "seconds": round(seconds, 1),
-            "machine": box,
-            "load_average": {"before": self.load_before, "after": load_after},
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(self.started)),
+            "seconds": round(time.time() - self.started, 1),
+            "machine": machine(),
+            "load_average": {"before": self.load_before, "after": os.getloadavg()},
             "command": self.command,
             "headers": headers,
             "rows": rows,
             "notes": list(notes),
             "data": data or {},
         }
+        md = RESULTS_DIR / f"{name}.md"
+        md.write_text(markdown(record))
         md.with_suffix(".json").write_text(json.dumps(record, indent=2) + "\n")
         print(f"results: {md.relative_to(RESULTS_DIR.parent.parent)} (+ .json)")
         return md
+
+
+def markdown(record: dict) -> str:
+    """The results file the docs include: title, table, notes, and where/when/how measured."""
+    box, load = record["machine"], record["load_average"]
+    shared = max(load["before"][0], load["after"][0]) > box["usable_cores"]
+    notes = list(record["notes"])
+    if shared:
+        notes.append(
+            "**Measured on a shared machine** (load average above its core count): other work "
+            "took CPU time from this run; re-run on a quiet machine before quoting the figures."
+        )
+    headers = record["headers"]
+    lines = [
+        f"**{record['title']}**",
+        "",
+        "| " + " | ".join(headers) + " |",
+        "| " + " | ".join("---" for _ in headers) + " |",
+        *("| " + " | ".join(str(c) for c in row) + " |" for row in record["rows"]),
+        "",
+        *(f"{note}  " for note in notes),
+        f"Measured {record['date']} in {record['seconds']:.0f} s on {box['cores']} cores "
+        f"({box['usable_cores']} usable), {box['cpu']}, GPU: {box['gpu']}, {box['system']}, "
+        f"Python {box['python']}; load average {load['before'][0]:.1f} before, "
+        f"{load['after'][0]:.1f} after (1-minute).  ",
+        f"Command: `{record['command']}`",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":  # re-render every .md from its .json (after a change to markdown())
+    for path in sorted(RESULTS_DIR.glob("*.json")):
+        path.with_suffix(".md").write_text(markdown(json.loads(path.read_text())))
