@@ -24,10 +24,13 @@ def test_a_run_writes_md_and_json_with_date_machine_command_and_load(tmp_path, m
 
 
 def test_a_run_on_a_busy_machine_says_so():
-    record = {"title": "t", "headers": ["a"], "rows": [[1]], "notes": [],
-              "date": "2026-11-23 19:00 UTC", "seconds": 1, "command": "x", "machine": {"cores": 2, "usable_cores": 2, "cpu": "c",
-              "gpu": "none", "system": "s", "python": "3"},
-              "load_average": {"before": [11.0, 9, 6], "after": [1.0, 1, 1]}}  # fmt: skip
+    machine = {"cores": 2, "usable_cores": 2, "cpu": "c", "gpu": "none", "system": "s",
+               "python": "3"}  # fmt: skip
+    record = {
+        "title": "t", "headers": ["a"], "rows": [[1]], "notes": [], "command": "x",
+        "date": "2026-11-23 19:00 UTC", "seconds": 1, "machine": machine,
+        "load_average": {"before": [11.0, 9, 6], "after": [1.0, 1, 1]},
+    }  # fmt: skip
     assert "shared machine" in bench_results.markdown(record)
     record["load_average"]["before"] = [0.5, 0.5, 0.5]
     assert "shared machine" not in bench_results.markdown(record)
