@@ -23,7 +23,7 @@ cached images every step (a copy of one batch), ours serve one fixed batch.
 
 Variants are interleaved round by round, so load from elsewhere on the machine hits all of them
 alike; the median over rounds is reported. Target: ours / baseline ≥ 1.0. Writes a bar chart to
-out/benchmarks/p1_vs_horovod.png.
+benchmarks/results/p1_vs_horovod.png.
 """
 
 import argparse
@@ -39,7 +39,7 @@ from azdl.commands.train import launch_command
 from azdl.envs import REPO_ROOT, training_bin, training_env
 from training.throughput import parse_throughput_lines
 
-OUT = REPO_ROOT / "out" / "benchmarks"
+OUT = REPO_ROOT / "benchmarks" / "results"  # charts beside the results files the docs show
 
 
 def baseline_command(a) -> list[str]:

@@ -11,7 +11,7 @@ images/sec with 2 workers / (2 × images/sec with 1 worker); target ≥ 0.90. A 
 two separate 1-worker jobs at the same time, measures what this machine gives two processes
 at all (its "efficiency" is the ceiling for Horovod's). Variants are interleaved round by
 round and the median is reported. Writes a chart to
-out/benchmarks/p2_scaling.png.
+benchmarks/results/p2_scaling.png.
 """
 
 import argparse
@@ -26,7 +26,7 @@ from azdl.commands.train import launch_command, local_env
 from azdl.envs import REPO_ROOT
 from training.throughput import parse_throughput_lines
 
-OUT = REPO_ROOT / "out" / "benchmarks"
+OUT = REPO_ROOT / "benchmarks" / "results"  # charts beside the results files the docs show
 VARIANTS = {  # name: (workers per job, extra arguments, jobs at once)
     "1 worker": (1, [], 1),
     "2 workers": (2, [], 1),

@@ -12,7 +12,7 @@ flight; blocks 4 at a time per file), including its MD5 check of every local fil
 it is read for the upload) and the blocks' transfer MD5s; its final verification listing is
 not timed. The two alternate, and the median and best of each are printed (other processes
 share the CPU); the ratio of medians is the figure. Writes a bar chart per set to
-out/benchmarks/p5_staging.png.
+benchmarks/results/p5_staging.png.
 """
 
 import argparse
@@ -174,7 +174,7 @@ def main() -> None:
                     f"{ratio:.2f}× ({min(base_s) / min(ours_s):.2f}×)",
                 ]
             )
-    chart = REPO_ROOT / "out" / "benchmarks" / "p5_staging.png"
+    chart = REPO_ROOT / "benchmarks" / "results" / "p5_staging.png"
     plot(results, chart)
     print(f"chart: {chart.relative_to(REPO_ROOT)}")
     run.write(

@@ -237,6 +237,16 @@ GENERATORS = {
 }
 
 
+def on_files(files, config):
+    """The benchmark charts (benchmarks/results/*.png) become docs files `results/<name>.png`, so
+    pages link them like any image and a missing chart is a broken link."""
+    from mkdocs.structure.files import File
+
+    for chart in sorted((ROOT / "benchmarks" / "results").glob("*.png")):
+        files.append(File.generated(config, f"results/{chart.name}", abs_src_path=str(chart)))
+    return files
+
+
 def on_page_markdown(markdown: str, page, config, files) -> str:
     def generate(match: re.Match) -> str:
         indent, name = match.group(1), match.group(2)
