@@ -1,5 +1,5 @@
 # The two commands a newcomer needs: `make demo` and `make test`. Everything else is `azdl --help`.
-.PHONY: demo test test-fast setup setup-operator setup-training setup-azurite lint
+.PHONY: demo test test-fast docs bench setup setup-operator setup-training setup-azurite lint
 
 demo: setup-operator setup-training  ## local 2-worker Horovod training on synthetic data
 	.venv/bin/azdl train --workers 2
@@ -9,6 +9,12 @@ test: setup  ## every test: unit, Pulumi-under-mocks, multi-process Horovod, Azu
 
 test-fast: setup-operator  ## unit tests of the operator side only (seconds)
 	.venv/bin/python -m pytest -m "not slow and not training_env"
+
+docs: setup-operator  ## the docs site, strictly (broken links and missing pages fail): out/site/
+	NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict
+
+bench: setup  ## re-run every benchmark, rewriting benchmarks/results/ (QUICK=1: minutes, not an hour)
+	scripts/bench-all.sh
 
 setup: setup-operator setup-training setup-azurite
 

@@ -30,6 +30,9 @@ def main() -> None:
     p.add_argument("--per-class", type=int, default=80, help="train images per class (8 classes)")
     p.add_argument("--size", type=int, default=400, help="typical image side in pixels")
     args = p.parse_args()
+    from bench_results import Run
+
+    run = Run()
     cores = len(os.sched_getaffinity(0))
     with tempfile.TemporaryDirectory() as tmp:
         source = Path(tmp) / "sample"
@@ -58,6 +61,15 @@ def main() -> None:
     print(f"{'workers':>7} {'images/s':>9} {'vs 1 worker':>11} {'images/CPU-s':>12}")
     for workers, rate in rates.items():
         print(f"{workers:>7} {rate:>9.1f} {rate / rates[1]:>10.2f}× {cpu_rates[workers]:>12.1f}")
+    run.write(
+        "conversion",
+        f"Conversion (azdl data prepare): {images} real JPEGs of ~{args.size} px (sample "
+        "generator, with a PNG and a CMYK file), 16 + 4 shards",
+        ["workers", "images/s", "vs 1 worker", "images per CPU-second"],
+        [[w, f"{r:.1f}", f"{r / rates[1]:.2f}×", f"{cpu_rates[w]:.1f}"] for w, r in rates.items()],
+        notes=["The CPU figure includes starting TensorFlow in each worker process."],
+        data={"rates": rates, "cpu_rates": cpu_rates},
+    )
 
 
 def _cpu_seconds() -> float:

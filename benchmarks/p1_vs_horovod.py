@@ -23,7 +23,7 @@ cached images every step (a copy of one batch), ours serve one fixed batch.
 
 Variants are interleaved round by round, so load from elsewhere on the machine hits all of them
 alike; the median over rounds is reported. Target: ours / baseline ≥ 1.0. Writes a bar chart to
-out/benchmarks/p1_vs_horovod.png.
+benchmarks/results/p1_vs_horovod.png.
 """
 
 import argparse
@@ -39,7 +39,7 @@ from azdl.commands.train import launch_command
 from azdl.envs import REPO_ROOT, training_bin, training_env
 from training.throughput import parse_throughput_lines
 
-OUT = REPO_ROOT / "out" / "benchmarks"
+OUT = REPO_ROOT / "benchmarks" / "results"  # charts beside the results files the docs show
 
 
 def baseline_command(a) -> list[str]:
@@ -103,6 +103,9 @@ def main() -> int:
     a = p.parse_args()
     if a.num_iters < 2:
         p.error(f"--num-iters must be at least 2 (the first is warm-up), got {a.num_iters}")
+    from bench_results import Run
+
+    run = Run()
     console = Console()
     variants = {
         "horovod baseline": baseline_command(a),
@@ -131,6 +134,22 @@ def main() -> int:
     console.print(table)
     plot(medians, a)
     console.print(f"chart: {OUT / 'p1_vs_horovod.png'}")
+    run.write(
+        "p1_vs_horovod",
+        f"P1, ours vs Horovod's Keras synthetic benchmark: {settings}; median of {a.rounds} "
+        "rounds; target: ratio ≥ 1.00",
+        ["variant", "images/sec", "per round", "ratio to baseline"],
+        [
+            [
+                name,
+                f"{value:.1f}",
+                ", ".join(f"{x:.1f}" for x in rates[name]),
+                f"{value / base:.2f}",
+            ]
+            for name, value in medians.items()
+        ],
+        data={"rates": rates},
+    )
     return 0
 
 

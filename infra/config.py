@@ -193,7 +193,19 @@ class StackConfig:
 class _Section:
     """Typed access to one structured key, rejecting unknown sub-keys."""
 
-    def __init__(self, key: str, raw: Any, known: tuple[str, ...]):
+    def __init__(self, key: str, raw: Any, known: tuple[str, ...] | None = None):
+        parent = _declared_path(key)
+        children = tuple(
+            k.rpartition(".")[2] for k in CONFIG_KEYS if k.rpartition(".")[0] == parent
+        )
+        known = children if known is None else known
+        for name in known:
+            _declared(f"{key}.{name}")
+        if set(known) != set(children):
+            raise LookupError(
+                f"infra/config.py: {PROJECT}:{key} accepts {', '.join(known)} but CONFIG_KEYS "
+                f"declares {', '.join(children)}"
+            )
         if not isinstance(raw, Mapping):
             raise _fail(key, raw, f"an object with the keys {', '.join(known)}")
         unknown = sorted(set(raw) - set(known))
@@ -203,8 +215,27 @@ class _Section:
             )
         self.key, self.raw = key, raw
 
-    def get(self, name: str, kind: type, default: Any = ...) -> Any:
+    def get(self, name: str, kind: type | None = None, default: Any = ...) -> Any:
+        """The sub-key's value. Type and default come from CONFIG_KEYS when not given; when
+        given they must agree with the declaration."""
         key = f"{self.key}.{name}"
+        declared = _declared(key)
+        kind = declared.type if kind is None else kind
+        if default is ... and not isinstance(declared.default, (Required, Computed)):
+            default = declared.default
+        agrees = kind is declared.type and (
+            isinstance(declared.default, Computed)
+            or (
+                (default is ...) == isinstance(declared.default, Required)
+                and (default is ... or default == declared.default)
+            )
+        )
+        if not agrees:
+            raise LookupError(
+                f"infra/config.py validates {PROJECT}:{key} as {kind.__name__} with default "
+                f"{'(required)' if default is ... else repr(default)}, but CONFIG_KEYS declares "
+                f"{declared.type.__name__} with default {declared.default!r}"
+            )
         if name not in self.raw:
             if default is ...:
                 raise ConfigError(f"{PROJECT}:{key} is required but missing")
@@ -214,6 +245,451 @@ class _Section:
 
 TYPE_WORDS = {str: "a string", int: "an integer", float: "a number", bool: "true or false",
               list: "a list", dict: "an object"}  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------
+# Every key, declared once. docs/configuration.md is generated from this table (type, default,
+# allowed values, description), and the validation below checks itself against it: a sub-key a
+# `_Section` accepts, or a `get` whose type/default or a `_one_of` whose choices differ from the
+# declaration, fails every load with a message saying so. To add a key: add a `Key(...)` here
+# (keep to the section's order) and validate it in the section's function as before.
+class Required:
+    """The default of a key that has none."""
+
+    def __repr__(self) -> str:
+        return "(required)"
+
+
+@dataclass(frozen=True)
+class Computed:
+    """A default the validation derives from other keys, described in words."""
+
+    words: str
+
+    def __repr__(self) -> str:
+        return self.words
+
+
+REQUIRED = Required()
+
+
+@dataclass(frozen=True)
+class Key:
+    """One `azdl:` setting as the configuration reference shows it."""
+
+    path: str  # dotted, without the namespace: "cluster.maxNodes"
+    type: type  # str, int, float, bool, list or dict
+    doc: str  # what it does, in one or two sentences (Markdown)
+    default: Any = REQUIRED  # a value, REQUIRED, or Computed("how it is derived")
+    allowed: tuple[str, ...] | str = ()  # the choices, or the rule in words
+    example: Any = None  # a value for the `pulumi config set` line (default: the default)
+
+
+CONFIG_KEYS: dict[str, Key] = {
+    key.path: key
+    for key in (
+        Key(
+            "environment",
+            str,
+            "Only `prod` enforces private networking (network.mode "
+            "privateEndpoints, no public access, no node public IPs, Premium registry).",
+            allowed=ENVIRONMENTS,
+            example="dev",
+        ),
+        Key(
+            "location",
+            str,
+            "Azure region (programmatic name); everything is created here. "
+            "It needs GPU quota for `cluster.vmSize` x `cluster.maxNodes`.",
+            allowed="an Azure region's programmatic name, e.g. westeurope",
+            example="westeurope",
+        ),
+        Key(
+            "namePrefix",
+            str,
+            "Every Azure name derives from it (resource group "
+            "`<prefix>-rg`, storage `<prefix>data<6 hex>`); it must keep every derived name "
+            "within Azure's rules, so keep it short.",
+            allowed="lowercase letters and digits, starting with a letter",
+            example="azdldev",
+        ),
+        Key(
+            "nameSuffix",
+            str,
+            "Pins the 6-hex suffix of the globally unique names (storage accounts, registry, Key "
+            "Vault). Unset: hashed from project, stack, subscription and resource group, "
+            "so the same "
+            "stack in another subscription gets other names (docs/deploy.md, Names).",
+            default=Computed("hashed from the subscription and resource group"),
+            allowed="4-12 lowercase letters and digits",
+            example="team42",
+        ),
+        Key(
+            "tags",
+            dict,
+            "Tags on every taggable resource. Extra tags are allowed; "
+            "`tags.environment` must equal `environment`.",
+            allowed="an object with at least " + ", ".join(REQUIRED_TAGS) + " (non-empty strings)",
+            example={
+                "environment": "dev",
+                "project": "azdl",
+                "owner": "ml-platform",
+                "costCenter": "cc-ml-0001",
+            },
+        ),
+        Key(
+            "maxGpuSpendPerHourUsd",
+            float,
+            "GPU spend ceiling in USD per hour for the whole "
+            "cluster at maxNodes; `azdl plan` and the policies compare the cluster's price "
+            "against it.",
+            allowed="a positive number",
+            example=10,
+        ),
+        Key(
+            "network",
+            dict,
+            "The VNet, its two subnets and how services are reached (infra/network.py).",
+        ),
+        Key(
+            "network.addressSpace",
+            str,
+            "The VNet's range; both subnets must lie inside it.",
+            allowed="a private (RFC 1918) IPv4 CIDR block",
+            example="10.40.0.0/16",
+        ),
+        Key(
+            "network.trainingSubnet",
+            str,
+            "The cluster's subnet; carries the NSG (and the NAT "
+            "gateway when nodes have no public IP).",
+            allowed="a /28 or larger inside addressSpace",
+            example="10.40.0.0/20",
+        ),
+        Key(
+            "network.privateEndpointSubnet",
+            str,
+            "Subnet for private endpoints; reserved in "
+            "serviceEndpoints mode so switching modes never renumbers the VNet.",
+            allowed="a /28 or larger inside addressSpace, not overlapping trainingSubnet",
+            example="10.40.16.0/24",
+        ),
+        Key(
+            "network.mode",
+            str,
+            "`serviceEndpoints`: services keep public endpoints whose "
+            "firewalls admit only the training subnet and allowedIpRanges. "
+            "`privateEndpoints`: no public access; every service gets a private endpoint and "
+            "DNS zone (required in prod).",
+            allowed=NETWORK_MODES,
+            example="serviceEndpoints",
+        ),
+        Key(
+            "network.publicNetworkAccess",
+            bool,
+            "Must be true with serviceEndpoints and false "
+            "with privateEndpoints; prod refuses true.",
+            default=Computed("true with serviceEndpoints, else false"),
+            allowed="true or false",
+        ),
+        Key(
+            "network.allowedIpRanges",
+            list,
+            "Public IPs/ranges that may reach storage and Key "
+            "Vault through their firewalls (e.g. the machine running `azdl data stage`).",
+            default=[],
+            allowed="public IPv4 addresses (written without a prefix) or public ranges of /30 or "
+            "larger; empty with privateEndpoints",
+            example=["40.74.10.7"],
+        ),
+        Key(
+            "network.outbound",
+            str,
+            "`restricted`: the training subnet's NSG allows only the outbound "
+            "Azure ML documents for compute clusters, then denies all; `open`: no outbound "
+            "rule (Azure's "
+            "default allows all). Not set with network.existing.",
+            default="restricted",
+            allowed=OUTBOUND_MODES,
+        ),
+        Key(
+            "network.existing",
+            dict,
+            "A landing zone's subnets used instead of a VNet of the stack's own "
+            "(docs/access.md); then addressSpace, trainingSubnet, privateEndpointSubnet and "
+            "outbound are "
+            "not set.",
+            default=Computed("none: the stack creates its VNet"),
+        ),
+        Key(
+            "network.existing.trainingSubnetId",
+            str,
+            "Resource id of the subnet the cluster joins.",
+            allowed="a subnet resource id",
+            example="/subscriptions/<sub>/resourceGroups/<rg>/providers/"
+            "Microsoft.Network/virtualNetworks/<vnet>/subnets/<subnet>",
+        ),
+        Key(
+            "network.existing.privateEndpointSubnetId",
+            str,
+            "Resource id of the subnet for the private endpoints, in the same VNet.",
+            allowed="a subnet resource id of the training subnet's VNet",
+            example="/subscriptions/<sub>/resourceGroups/<rg>/providers/Microsoft.Network/"
+            "virtualNetworks/<vnet>/subnets/<subnet>",
+        ),
+        Key(
+            "network.privateDnsZoneIds",
+            dict,
+            "Existing (central) private DNS zones by zone name: used, "
+            "not created. privateEndpoints only.",
+            default={},
+            allowed="zone name -> private DNS zone resource id; zones: "
+            + ", ".join(PRIVATE_DNS_ZONES),
+        ),
+        Key(
+            "network.dnsZoneVnetLinks",
+            list,
+            "More VNets (a peered hub, a VPN gateway's) linked to the "
+            "private DNS zones the stack creates. privateEndpoints only.",
+            default=[],
+            allowed="virtual network resource ids, each once",
+        ),
+        Key(
+            "storage",
+            dict,
+            "The storage accounts: premium blob for training data, standard "
+            "for outputs, optional premium NFS share (infra/storage.py).",
+            default={},
+        ),
+        Key(
+            "storage.dataContainer",
+            str,
+            "Container in the premium block-blob account that holds the training shards.",
+            default="training-data",
+            allowed="an Azure blob container name",
+        ),
+        Key(
+            "storage.outputsContainer",
+            str,
+            "Container in the standard account for checkpoints, logs and TensorBoard events.",
+            default="outputs",
+            allowed="an Azure blob container name",
+        ),
+        Key(
+            "storage.nfsShareGiB",
+            int,
+            "Size of the premium NFS 4.1 share; 0 means no NFS "
+            "account or share (jobs then cannot use the nfs mode).",
+            default=0,
+            allowed=f"0 or {MIN_NFS_SHARE_GIB}-102400",
+            example=100,
+        ),
+        Key(
+            "storage.dataProtection",
+            str,
+            "What `pulumi destroy` does to the data accounts: "
+            "`protect` (destroy refuses them), `retain` (left in Azure, dropped from the "
+            "stack) or `none` (deleted with everything else).",
+            default="protect",
+            allowed=DATA_PROTECTION,
+        ),
+        Key(
+            "storage.outputsProtection",
+            str,
+            "What `pulumi destroy` does to the outputs account and container (checkpoints, logs, "
+            "TensorBoard events): `protect`, `retain` or `none`, as for dataProtection.",
+            default=Computed("protect in prod, none otherwise"),
+            allowed=DATA_PROTECTION,
+        ),
+        Key(
+            "storage.workspaceStorage",
+            str,
+            "Networking of the workspace's default storage (outputs "
+            "account): `firewall` is Azure ML's GA configuration (shared keys on, firewall "
+            "default deny, "
+            "a resource-instance rule for the workspace, trusted services); `private` disables "
+            "public access (privateEndpoints only); `strict` also disables public "
+            "access and shared keys (documented preview).",
+            default="firewall",
+            allowed=WORKSPACE_STORAGE_MODES,
+        ),
+        Key(
+            "registry",
+            dict,
+            "The container registry the training images go to (infra/registry.py).",
+            default={},
+        ),
+        Key(
+            "registry.sku",
+            str,
+            "Premium is required with network.mode privateEndpoints "
+            "(only Premium registries take private endpoints).",
+            default="Standard",
+            allowed=REGISTRY_SKUS,
+        ),
+        Key("cluster", dict, "The AmlCompute GPU cluster jobs run on (infra/cluster.py)."),
+        Key(
+            "cluster.name",
+            str,
+            "AmlCompute name.",
+            default="gpu-cluster",
+            allowed=f"2-16 letters, digits and hyphens, starting with a letter; not "
+            f"{IMAGE_BUILD_COMPUTE!r}",
+        ),
+        Key(
+            "cluster.vmSize",
+            str,
+            "A GPU size from infra/vm_sizes.yaml.",
+            allowed=tuple(sorted(VM_SIZES)),
+            example="Standard_NC24ads_A100_v4",
+        ),
+        Key(
+            "cluster.priority",
+            str,
+            "`lowPriority` is cheaper but can be pre-empted.",
+            default="dedicated",
+            allowed=tuple(PRIORITIES),
+        ),
+        Key(
+            "cluster.minNodes",
+            int,
+            "Nodes kept running when idle; 0 scales to zero.",
+            default=0,
+            allowed="0 to cluster.maxNodes",
+        ),
+        Key(
+            "cluster.maxNodes",
+            int,
+            "Upper bound on the nodes a job may use.",
+            allowed="1 or more",
+            example=2,
+        ),
+        Key(
+            "cluster.idleSecondsBeforeScaleDown",
+            int,
+            "Idle time before a node is released.",
+            default=300,
+            allowed="60 to 86400",
+        ),
+        Key(
+            "cluster.nodePublicIp",
+            bool,
+            "true gives each node a public IP for outbound traffic; false (outbound through a NAT "
+            "gateway) needs network.mode privateEndpoints, since Azure creates computes without "
+            "node public IPs only in a workspace with a private endpoint. Prod requires false.",
+            default=Computed("true with serviceEndpoints, false with privateEndpoints"),
+            allowed="true or false (false only with privateEndpoints)",
+        ),
+        Key(
+            "imageBuildVmSize",
+            str,
+            "CPU size of the image-build compute that private stacks "
+            "create (their registry is reachable only through the VNet).",
+            default="Standard_D4s_v3",
+            allowed="a size from infra/vm_sizes.yaml",
+        ),
+        Key(
+            "images",
+            dict,
+            "Images built elsewhere instead of by the stack (infra/images.py).",
+            default={},
+        ),
+        Key(
+            "images.prebuilt",
+            dict,
+            "Framework -> image ref; those frameworks are not built. "
+            "The cluster identity must be able to pull them.",
+            default={},
+            allowed=f"keys {', '.join(IMAGE_FRAMEWORKS)}; refs pinned by tag (not latest) or "
+            "digest",
+            example={"tensorflow": "myregistry.azurecr.io/azdl/tensorflow:1.0"},
+        ),
+        Key(
+            "operators",
+            list,
+            "Microsoft Entra users or groups that get the roles the operator commands "
+            "need (docs/access.md).",
+            default=[],
+        ),
+        Key(
+            "operators[].objectId",
+            str,
+            "The user's or group's Entra object id.",
+            allowed="a GUID",
+            example="00000000-0000-0000-0000-000000000000",
+        ),
+        Key(
+            "operators[].principalType",
+            str,
+            "What the object id names.",
+            allowed=PRINCIPAL_TYPES,
+            example="Group",
+        ),
+        Key("operators[].name", str, "A label for people reading the plan.", default=""),
+        Key("access", dict, "How operators reach a private stack (docs/access.md).", default={}),
+        Key(
+            "access.jumpHost",
+            dict,
+            "Azure Bastion plus a Linux jump host with Entra ID login in the "
+            "stack's VNet; not with network.existing.",
+            default=Computed("none: no Bastion, no jump host"),
+        ),
+        Key(
+            "access.jumpHost.bastionSubnet",
+            str,
+            "AzureBastionSubnet's range.",
+            allowed="a /26 or larger inside network.addressSpace, overlapping no other subnet",
+            example="10.50.17.0/26",
+        ),
+        Key(
+            "access.jumpHost.jumpHostSubnet",
+            str,
+            "The jump host's subnet.",
+            allowed="a /29 or larger inside network.addressSpace, overlapping no other subnet",
+            example="10.50.18.0/29",
+        ),
+        Key("access.jumpHost.vmSize", str, "The jump host's VM size.", default="Standard_B2s"),
+        Key(
+            "access.jumpHost.adminUsername",
+            str,
+            "The break-glass admin's Linux user name.",
+            default="azdladmin",
+            allowed="a Linux user name Azure does not reserve",
+        ),
+        Key(
+            "access.jumpHost.sshPublicKey",
+            str,
+            "The break-glass admin's SSH public key (never a private "
+            "key); operators sign in with Entra ID.",
+            allowed="an ssh-rsa or ssh-ed25519 public key line",
+            example="ssh-ed25519 AAAA... admin",
+        ),
+        Key(
+            "access.jumpHost.bastionSku",
+            str,
+            "Standard allows native-client tunnels (az network bastion ssh).",
+            default="Standard",
+            allowed=BASTION_SKUS,
+        ),
+    )
+}
+
+
+def _declared_path(key: str) -> str:
+    """A validated key as CONFIG_KEYS spells it: list items `operators[0].objectId` are declared
+    once as `operators[].objectId`."""
+    return re.sub(r"\[\d+\]", "[]", key)
+
+
+def _declared(key: str) -> Key:
+    """The declaration of a validated key; a key validated but not declared is a bug here."""
+    key = _declared_path(key)
+    if key not in CONFIG_KEYS:
+        raise LookupError(
+            f"infra/config.py validates {PROJECT}:{key} but does not declare it in CONFIG_KEYS "
+            "(the configuration reference is generated from that table): add a Key(...) for it"
+        )
+    return CONFIG_KEYS[key]
 
 
 def _typed(key: str, value: Any, kind: type) -> Any:
@@ -226,6 +702,12 @@ def _typed(key: str, value: Any, kind: type) -> Any:
 
 
 def _one_of(key: str, value: Any, allowed: tuple[str, ...] | Mapping[str, str]) -> Any:
+    declared = CONFIG_KEYS.get(_declared_path(key))
+    if declared and isinstance(declared.allowed, tuple) and tuple(allowed) != declared.allowed:
+        raise LookupError(
+            f"infra/config.py: {PROJECT}:{key} allows {tuple(allowed)} but "
+            f"CONFIG_KEYS declares {declared.allowed}"
+        )
     if value not in allowed:
         raise _fail(key, value, f"allowed: {', '.join(allowed)}")
     return value
@@ -724,6 +1206,16 @@ def _prebuilt_images(raw: Any) -> dict[str, str]:
     return dict(prebuilt)
 
 
+def _check_top_level_declared() -> None:
+    declared = tuple(k for k in CONFIG_KEYS if "." not in k)
+    required = tuple(k for k in declared if isinstance(CONFIG_KEYS[k].default, Required))
+    if sorted(declared) != sorted(KEYS) or sorted(required) != sorted(REQUIRED_KEYS):
+        raise LookupError(
+            f"infra/config.py: KEYS {sorted(KEYS)} / REQUIRED_KEYS {sorted(REQUIRED_KEYS)} differ "
+            f"from CONFIG_KEYS' top-level keys {sorted(declared)} / required {sorted(required)}"
+        )
+
+
 # The azure-native provider's own region key: a Pulumi habit, but azdl reads azdl:location.
 PROVIDER_LOCATION_KEY = "azure-native:location"
 
@@ -762,7 +1254,17 @@ def load_config(
             f"the same region as {PROVIDER_LOCATION_KEY} ({provider_location!r}), or remove "
             f"{PROVIDER_LOCATION_KEY}: azdl creates every resource in {PROJECT}:location",
         )
+    _check_top_level_declared()
     for key in sorted(own):
+        section, dot, _ = key.partition(".")
+        if dot and section in OBJECT_KEYS:
+            raise _fail(
+                key,
+                own[key],
+                f"a flat key; {section} is an object, so set its sub-keys with --path: "
+                f"`pulumi config set --path '{PROJECT}:{key}' <value>` (and remove the flat "
+                f"`{PROJECT}:{key}` with `pulumi config rm '{PROJECT}:{key}'`)",
+            )
         if key not in KEYS:
             raise _fail(key, own[key], f"unknown key; known: {', '.join(KEYS)}")
     for key in REQUIRED_KEYS:

@@ -372,7 +372,6 @@ def _prod_data_protected(args: ResourceValidationArgs) -> Iterator[str]:
 def gpu_spend_per_hour(resources: list[Any]) -> tuple[float, list[str], list[str], list[str]]:
     """(USD/hour of every GPU cluster at max nodes, lines of how, sizes without a price,
     clusters whose size or node count is known only after deployment, left out of the sum)."""
-    prices = load_prices()
     total, lines, unpriced, unknown = 0.0, [], [], []
     for res in resources:
         if res.resource_type != COMPUTE:
@@ -391,7 +390,8 @@ def gpu_spend_per_hour(resources: list[Any]) -> tuple[float, list[str], list[str
         catalogue = VM_SIZES.get(size)
         if catalogue is not None and catalogue.gpus == 0:
             continue  # a CPU cluster (image builds): not GPU spend
-        price = prices.vm(size)
+        location = get(res.props, "location")  # prices are per region (prices.yaml)
+        price = load_prices(region=location if isinstance(location, str) else None).vm(size)
         if price is None or catalogue is None:
             unpriced.append(size)
             continue

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from azdl.commands.submit import add_stack_options, new_run_id, script_args
+from azdl.commands.options import add_script_args, add_stack_options, script_args
+from azdl.commands.submit import new_run_id
 from azdl.commands.train import FRAMEWORK_MODULES, launch_command, local_env
 from azdl.envs import REPO_ROOT
 from azdl.errors import AzdlError
@@ -64,9 +65,7 @@ def register(subparsers) -> None:
         help="longest wait for one job, queueing included (default 120); a job still running "
         "then is cancelled and reported as an error, and the next size starts",
     )
-    p.add_argument(
-        "script_args", nargs=argparse.REMAINDER, help="arguments for the training script"
-    )
+    add_script_args(p)
     p.set_defaults(func=run)
 
 

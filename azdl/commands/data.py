@@ -14,7 +14,8 @@ from pathlib import Path
 from rich.console import Console
 
 from azdl import staging
-from azdl.commands.submit import add_stack_options, new_run_id, send
+from azdl.commands.options import add_job_name_option, add_stack_options, positive_int
+from azdl.commands.submit import new_run_id, send
 from azdl.envs import run_training_module
 from azdl.errors import AzdlError
 from azdl.jobs.spec import build_fill_nfs_job
@@ -74,9 +75,14 @@ def register(subparsers) -> None:
     )
     s.add_argument("--container", help="container name (default: the stack's dataContainerName)")
     s.add_argument("--prefix", default="", help="folder in the container (default: its root)")
-    s.add_argument("--parallel-files", type=int, default=4, help="files in flight (default 4)")
     s.add_argument(
-        "--max-concurrency", type=int, default=4, help="parallel blocks per file (default 4)"
+        "--parallel-files", type=positive_int, default=4, help="files in flight (default 4)"
+    )
+    s.add_argument(
+        "--max-concurrency",
+        type=positive_int,
+        default=4,
+        help="parallel blocks per file (default 4)",
     )
     s.add_argument(
         "--download-verify",
@@ -108,7 +114,7 @@ def register(subparsers) -> None:
         "--data-path", default="", help="folder of the shards in the container, and in the share"
     )
     f.add_argument("--experiment", default="azdl", help="Azure ML experiment (default azdl)")
-    f.add_argument("--name", help="job name (default: azdl-fill-nfs-<time>-<hex>)")
+    add_job_name_option(f, "azdl-fill-nfs-<time>-<hex>")
     f.add_argument("--dry-run", action="store_true", help="print the job; do not contact Azure")
     f.add_argument("--wait", action="store_true", help="stream the job's logs until it ends")
     f.set_defaults(func=_run_fill_nfs)

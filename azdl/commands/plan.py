@@ -9,9 +9,11 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from azdl.commands.options import positive_int
 from azdl.errors import AzdlError
 from azdl.review import cost, manifest
 from azdl.review.plan import render_stack
+from azdl.review.prices import PRICES_ENV, load_prices
 from azdl.review.tree import render_tree
 
 DEFAULT_OUT = Path("out/plan")
@@ -34,11 +36,20 @@ def register(subparsers) -> None:
     speed.add_argument(
         "--throughput", type=Path, help="job log / JSON lines with an azdl.throughput/v1 record"
     )
-    p.add_argument("--workers", type=int, help="GPUs the --images-per-sec figure was measured on")
     p.add_argument(
-        "--images-per-epoch", type=int, default=cost.IMAGENET_TRAIN_IMAGES,
+        "--workers", type=positive_int, help="GPUs the --images-per-sec figure was measured on"
+    )
+    p.add_argument(
+        "--images-per-epoch", type=positive_int, default=cost.IMAGENET_TRAIN_IMAGES,
         help=f"images in one epoch (default ImageNet-1k train, {cost.IMAGENET_TRAIN_IMAGES})",
     )  # fmt: skip
+    p.add_argument(
+        "--prices",
+        type=Path,
+        metavar="FILE",
+        help=f"price file in the layout of azdl/review/prices.yaml (default: ${PRICES_ENV}, "
+        "else the shipped one); the stack's region picks the block",
+    )
     p.set_defaults(func=run)
 
 
@@ -89,8 +100,8 @@ def print_cost(console: Console, est: cost.Estimate) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.json and len(args.stacks) != 1:
         raise AzdlError("--json prints one manifest: give exactly one stack")
-    if args.workers is not None and args.workers < 1:
-        raise AzdlError(f"--workers must be at least 1, got {args.workers}")
+    if args.prices is not None:
+        load_prices(args.prices)  # a missing or malformed file fails before any rendering
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
     throughput = cost.throughput_from(args.throughput) if args.throughput else None
     for stack in args.stacks:
@@ -103,14 +114,17 @@ def run(args: argparse.Namespace) -> int:
         target.write_text(manifest.dumps(doc))
         if not args.no_tree:
             print(render_tree(doc), flush=True)
-        est = cost.estimate(doc)
+        prices = load_prices(args.prices, region=cost.region_of(doc))
+        est = cost.estimate(doc, prices)
         if throughput:
             cost.add_epoch_cost(
                 est, doc, float(throughput["images_per_sec"]), int(throughput["workers"]),
-                args.images_per_epoch,
+                args.images_per_epoch, prices,
             )  # fmt: skip
         elif args.images_per_sec is not None:
-            cost.add_epoch_cost(est, doc, args.images_per_sec, args.workers, args.images_per_epoch)
+            cost.add_epoch_cost(
+                est, doc, args.images_per_sec, args.workers, args.images_per_epoch, prices
+            )
         print_cost(console, est)
         console.print(f"manifest: {target} (rendered in {seconds:.1f} s)\n")
     return 0

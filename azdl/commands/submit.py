@@ -11,27 +11,18 @@ import re
 import secrets
 import sys
 import time
-from pathlib import Path
 
 import yaml
 
+from azdl.commands.options import (
+    add_job_name_option,
+    add_script_args,
+    add_stack_options,
+    script_args,
+)
 from azdl.commands.train import FRAMEWORK_MODULES
 from azdl.jobs.spec import DEFAULT_LOCAL_DIR, STORAGE_MODES, JobRequest, build_job
 from azdl.jobs.stack_outputs import load_outputs
-
-
-def add_stack_options(p: argparse.ArgumentParser):
-    """--stack / --outputs, shared with `azdl bench` and `azdl data`; returns their mutually
-    exclusive group, for a command that offers one more way to name the target."""
-    where = p.add_mutually_exclusive_group()
-    where.add_argument("--stack", help="Pulumi stack to read outputs from (needs the Pulumi CLI)")
-    where.add_argument(
-        "--outputs",
-        type=Path,
-        metavar="FILE",
-        help="saved `pulumi stack output --json --stack STACK` of the stack",
-    )
-    return where
 
 
 def register(subparsers) -> None:
@@ -61,7 +52,7 @@ def register(subparsers) -> None:
         help=f"node-local folder for --storage copy (default {DEFAULT_LOCAL_DIR})",
     )
     p.add_argument("--experiment", default="azdl", help="Azure ML experiment (default azdl)")
-    p.add_argument("--name", help="job name (default: azdl-<framework>-<nodes>n-<time>-<hex>)")
+    add_job_name_option(p, "azdl-<framework>-<nodes>n-<time>-<hex>")
     p.add_argument(
         "--shm-size",
         type=shm_size,
@@ -80,9 +71,7 @@ def register(subparsers) -> None:
         help="print the job as built locally (azure-ai-ml's REST form); do not contact Azure",
     )
     p.add_argument("--wait", action="store_true", help="stream the job's logs until it ends")
-    p.add_argument(
-        "script_args", nargs=argparse.REMAINDER, help="arguments for the training script"
-    )
+    add_script_args(p)
     p.set_defaults(func=run)
 
 
@@ -93,10 +82,6 @@ def shm_size(text: str) -> str:
             f"{text!r}: expected a number above 0 followed by b, k, m or g (e.g. 16g, 512m)"
         )
     return text
-
-
-def script_args(args: argparse.Namespace) -> tuple[str, ...]:
-    return tuple(args.script_args[1:] if args.script_args[:1] == ["--"] else args.script_args)
 
 
 def new_run_id(what: str) -> str:

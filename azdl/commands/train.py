@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 
+from azdl.commands.options import add_script_args, positive_int, script_args
 from azdl.envs import REPO_ROOT, training_bin, training_env
 from azdl.errors import AzdlError
 
@@ -55,16 +56,16 @@ def register(subparsers) -> None:
         "ResNet50 demo on synthetic data runs, checkpointing under runs/.",
     )
     p.add_argument("--framework", choices=sorted(FRAMEWORK_MODULES), default="keras")
-    p.add_argument("--workers", type=int, default=2, help="number of worker processes (default 2)")
+    p.add_argument(
+        "--workers", type=positive_int, default=2, help="number of worker processes (default 2)"
+    )
     p.add_argument(
         "--launcher",
         choices=["gloo", "mpi"],
         default="gloo",
         help="gloo: horovodrun --gloo (default); mpi: plain mpirun, as Azure ML launches jobs",
     )
-    p.add_argument(
-        "script_args", nargs=argparse.REMAINDER, help="arguments for the training script"
-    )
+    add_script_args(p)
     p.set_defaults(func=run)
 
 
@@ -112,11 +113,11 @@ def launch_command(
 
 
 def run(args: argparse.Namespace) -> int:
-    script_args = args.script_args[1:] if args.script_args[:1] == ["--"] else args.script_args
-    if not script_args:
-        script_args = demo_args(args.framework, args.workers)
+    training_args = list(script_args(args))
+    if not training_args:
+        training_args = demo_args(args.framework, args.workers)
         print(f"demo: {args.workers} workers, ResNet50 at 64 px on synthetic data", flush=True)
-    cmd = launch_command(args.framework, args.workers, args.launcher, script_args)
+    cmd = launch_command(args.framework, args.workers, args.launcher, training_args)
     print("+ " + shlex.join(cmd), file=sys.stderr, flush=True)
     # TensorFlow's INFO lines (oneDNN, CPU features) drown the training output.
     return subprocess.call(cmd, env=local_env(), cwd=REPO_ROOT)

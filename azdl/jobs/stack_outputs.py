@@ -1,6 +1,7 @@
 """The stack outputs the job tools need, from `pulumi stack output --json` or a saved copy."""
 
 import json
+import math
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -59,6 +60,12 @@ def parse_outputs(values: Any, source: str) -> StackOutputs:
         raise AzdlError(
             f"{source} lacks the stack outputs {', '.join(missing)}; "
             "is the stack deployed with this version of azdl (`pulumi up`)?"
+        )
+    nodes = values["clusterMaxNodes"]  # Pulumi may hand numbers over as floats (2.0)
+    whole = isinstance(nodes, int | float) and not isinstance(nodes, bool)
+    if not (whole and math.isfinite(nodes) and nodes == int(nodes) and nodes >= 1):
+        raise AzdlError(
+            f"{source}: clusterMaxNodes = {nodes!r} is invalid: a whole number of at least 1"
         )
     try:
         vm_size = get_vm_size(values["clusterVmSize"])

@@ -1,11 +1,15 @@
-"""Cost estimate of a plan, from what it declares and `prices.yaml` (an estimate, labelled).
+"""Cost estimate of a plan, from what it declares and a price file (an estimate, labelled).
 
-Clusters: price per node-hour × max nodes (the ceiling) and × min nodes (the idle floor).
-NFS share: provisioned GiB × premium-file price. Registry: its tier's daily price. Premium
-blob data is billed on what is stored, so only its rate is shown. A VM size without a price,
-or a size, node count, quota or tier known only after deployment, is reported as unpriced
-with the reason, never counted as zero; the totals then are lower bounds. Given a measured
-throughput, the cost of one epoch on the training cluster.
+Every resource type the plan declares is handled here, one of three ways: priced (clusters per
+node-hour x max nodes as the ceiling and x min nodes as the idle floor; the NFS share per
+provisioned GiB; the registry by tier; NAT gateway, public IPs, private endpoints, Bastion and
+VMs per hour; private DNS zones per month), billed on use only (storage accounts per GiB stored,
+Log Analytics per GB ingested, Key Vault per operation, data through NAT and private endpoints:
+their rates are notes, outside the totals), or free of charge of its own (named, with why). A
+price that is missing, a value known only after deployment, or a resource type this module does
+not know is reported as unpriced with the reason, never counted as zero; the totals then are
+lower bounds. Prices are per region (the stack's `azdl:location`). Given a measured throughput,
+the cost of one epoch on the training cluster.
 """
 
 import math
@@ -38,6 +42,8 @@ class Estimate:
     unpriced: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     epoch: dict[str, Any] | None = None
+    # resource key -> how the estimate took it: priced, usage (rate noted), free, unpriced
+    accounted: dict[str, str] = field(default_factory=dict)
 
     @property
     def max_per_hour(self) -> float:
@@ -75,13 +81,202 @@ def _not_known(**values: Any) -> str | None:
     return f"{', '.join(unknown)} not known until deploy" if unknown else None
 
 
+# Types with no charge of their own, and why (the estimate names them, so nothing is silently left
+# out). Sources: the Azure pricing pages named in prices.yaml.
+NO_CHARGE = {
+    "azure-native:resources:ResourceGroup": "resource groups are free",
+    "azure-native:network:VirtualNetwork": "virtual networks are free (peering would be billed)",
+    "azure-native:network:Subnet": "part of the free virtual network",
+    "azure-native:network:NetworkSecurityGroup": "network security groups are free",
+    "azure-native:network:NetworkInterface": "network interfaces are free",
+    "azure-native:network:PrivateDnsZoneGroup": "DNS settings of a private endpoint",
+    "azure-native:privatedns:VirtualNetworkLink": "no charge of its own; DNS queries are "
+    "billed per million (usage)",
+    "azure-native:authorization:RoleAssignment": "role assignments are free",
+    "azure-native:managedidentity:UserAssignedIdentity": "managed identities are free",
+    "azure-native:machinelearningservices:Workspace": "Azure ML charges no fee for the "
+    "workspace, only for compute and the services it uses (priced separately)",
+    "azure-native:machinelearningservices:Datastore": "a workspace setting",
+    "azure-native:machinelearningservices:EnvironmentContainer": "a workspace setting",
+    "azure-native:machinelearningservices:EnvironmentVersion": "a workspace setting",
+    "azure-native:storage:BlobContainer": "billed through its storage account",
+    "azure-native:applicationinsights:Component": "workspace-based: its data is billed as "
+    "Log Analytics ingestion",
+    "azure-native:compute:VirtualMachineExtension": "the Entra ID login extension is free",
+    "docker-build:index:Image": "built on the deploying machine; its layers are stored in the "
+    "registry (within the tier's included storage)",
+}
+NAT_GATEWAY = "azure-native:network:NatGateway"
+PUBLIC_IP = "azure-native:network:PublicIPAddress"
+PRIVATE_ENDPOINT = "azure-native:network:PrivateEndpoint"
+PRIVATE_ZONE = "azure-native:privatedns:PrivateZone"
+BASTION = "azure-native:network:BastionHost"
+VIRTUAL_MACHINE = "azure-native:compute:VirtualMachine"
+STORAGE_ACCOUNT = "azure-native:storage:StorageAccount"
+LOG_ANALYTICS = "azure-native:operationalinsights:Workspace"
+KEY_VAULT = "azure-native:keyvault:Vault"
+FILE_SHARE = "azure-native:storage:FileShare"
+REGISTRY = "azure-native:containerregistry:Registry"
+FILE_ACCOUNT = "billed through its provisioned file share"
+DISK_TIERS = {"Standard_LRS": "S", "StandardSSD_LRS": "E", "Premium_LRS": "P"}
+
+
+def region_of(doc: dict[str, Any]) -> str | None:
+    """The stack's region: `azdl:location`, else the first regional resource's location."""
+    location = doc.get("config", {}).get("azdl:location")
+    if isinstance(location, str):
+        return location
+    for res in doc["resources"]:
+        where = res["inputs"].get("location")
+        if isinstance(where, str) and where != "global":
+            return where
+    return None
+
+
+def _fixed(
+    est: Estimate,
+    prices: Prices,
+    item: str,
+    detail: str,
+    key: str,
+    count: int = 1,
+    monthly: bool = False,
+) -> None:
+    """A resource billed by the hour (or month) whether used or not."""
+    table = prices.fixed_monthly if monthly else prices.fixed_hourly
+    price = table.get(key)
+    if price is None:
+        where = "fixedMonthly" if monthly else "fixedHourly"
+        est.add_unpriced(
+            item, f"{detail} (no price)", f"no {where}.{key} price for {prices.region}"
+        )
+        return
+    hours = prices.hours_per_month
+    per_month = count * (price if monthly else price * hours)
+    unit = "/month" if monthly else "/h"
+    est.lines.append(
+        Line(
+            item,
+            f"{detail} at {price}{unit} each" if count > 1 else f"{detail} at {price}{unit}",
+            per_month / hours,
+            per_month,
+        )
+    )
+
+
+def _usage_note(prices: Prices, what: str, key: str, unit: str) -> str:
+    rate = prices.usage.get(key)
+    shown = f"{rate} USD {unit}" if rate is not None else f"no usage.{key} price"
+    return f"{what}: {shown}, billed on use; not in the totals"
+
+
+def _os_disk(prices: Prices, inputs: dict[str, Any]) -> tuple[float | None, str]:
+    disk = inputs.get("storageProfile", {}).get("osDisk", {})
+    kind = disk.get("managedDisk", {}).get("storageAccountType", "Premium_LRS")
+    size = disk.get("diskSizeGB", 30)
+    tier = DISK_TIERS.get(kind) if isinstance(kind, str) else None
+    if tier is None or not isinstance(size, int | float) or size > 32:
+        return (
+            None,
+            f"OS disk {kind} {size} GiB has no price (up to 32 GiB of {', '.join(DISK_TIERS)})",
+        )
+    key = f"{kind}_{tier}4"
+    price = prices.managed_disk_monthly.get(key)
+    if price is None:
+        return None, f"no managedDiskMonthly.{key} price for {prices.region}"
+    return price, f"{kind} {size:g} GiB OS disk at {price}/month"
+
+
+USAGE_ONLY = (LOG_ANALYTICS, KEY_VAULT, STORAGE_ACCOUNT)
+PRICED = (COMPUTE, FILE_SHARE, REGISTRY, NAT_GATEWAY, PUBLIC_IP, PRIVATE_ENDPOINT, PRIVATE_ZONE,
+          BASTION, VIRTUAL_MACHINE)  # fmt: skip
+
+
+def _how(kind: str, inputs: dict[str, Any]) -> str:
+    if kind in NO_CHARGE or (kind == STORAGE_ACCOUNT and inputs.get("kind") == "FileStorage"):
+        return "free"
+    if kind in USAGE_ONLY:
+        return "usage"
+    return "priced" if kind in PRICED else "unpriced"
+
+
 def estimate(doc: dict[str, Any], prices: Prices | None = None) -> Estimate:
-    prices = prices or load_prices()
+    prices = prices or load_prices(region=region_of(doc))
     est = Estimate(doc["stack"])
     hours = prices.hours_per_month
+    endpoints, zones, free = 0, 0, {}
     for res in doc["resources"]:
         inputs, kind = res["inputs"], res["type"]
-        if kind == COMPUTE:
+        if not res.get("custom", True):
+            continue  # components (azdl:infra:*) and the stack group resources, they bill nothing
+        est.accounted[res["key"]] = _how(kind, inputs)
+        if kind in NO_CHARGE:
+            free[kind] = free.get(kind, 0) + 1
+        elif kind == PRIVATE_ENDPOINT:
+            endpoints += 1
+        elif kind == PRIVATE_ZONE:
+            zones += 1
+        elif kind == NAT_GATEWAY:
+            _fixed(est, prices, f"NAT gateway {res['name']}", "Standard", "natGateway")
+            est.notes.append(
+                _usage_note(
+                    prices, "data through the NAT gateway", "natGatewayPerGB", "per GB processed"
+                )
+            )
+        elif kind == PUBLIC_IP:
+            sku = inputs.get("sku", {}).get("name", "Basic")
+            method = inputs.get("publicIPAllocationMethod", "Dynamic")
+            item = f"public IP {res['name']}"
+            if sku == "Standard" and method == "Static":
+                _fixed(est, prices, item, "Standard static", "publicIpStandardStatic")
+            else:
+                est.add_unpriced(
+                    item, f"{sku} {method} (no price)", f"no price for {sku} {method} IPs"
+                )
+        elif kind == BASTION:
+            sku = inputs.get("sku", {}).get("name", "Standard")
+            item = f"Bastion {res['name']}"
+            if mf.is_unknown(sku):
+                est.add_unpriced(item, "(not known until deploy)", _not_known(sku=sku))
+            else:
+                _fixed(est, prices, item, f"{sku} tier", f"bastion{sku}")
+        elif kind == VIRTUAL_MACHINE:
+            size = inputs.get("hardwareProfile", {}).get("vmSize")
+            item = f"VM {inputs.get('vmName', res['name'])}"
+            price = prices.vm(size) if isinstance(size, str) else None
+            disk, disk_detail = _os_disk(prices, inputs)
+            if price is None or disk is None:
+                why = prices.no_vm_price(size) if price is None else disk_detail
+                est.add_unpriced(item, f"{size} (no price)", why)
+                continue
+            monthly = price * hours + disk
+            est.lines.append(
+                Line(
+                    item,
+                    f"{size} at {price}/h, runs always; {disk_detail}",
+                    monthly / hours,
+                    monthly,
+                )
+            )
+        elif kind == LOG_ANALYTICS:
+            est.notes.append(
+                _usage_note(
+                    prices,
+                    f"Log Analytics {inputs.get('workspaceName', res['name'])}",
+                    "logAnalyticsPerGB",
+                    "per GB ingested",
+                )
+            )
+        elif kind == KEY_VAULT:
+            est.notes.append(
+                _usage_note(
+                    prices,
+                    f"Key Vault {inputs.get('vaultName', res['name'])}",
+                    "keyVaultPer10kOperations",
+                    "per 10,000 operations",
+                )
+            )
+        elif kind == COMPUTE:
             size, low, high, priority = _scale(res)
             item = f"cluster {inputs.get('computeName', res['name'])}"
             unknown = _not_known(vmSize=size, minNodeCount=low, maxNodeCount=high)
@@ -96,17 +291,22 @@ def estimate(doc: dict[str, Any], prices: Prices | None = None) -> Estimate:
             if priority == "LowPriority":
                 detail += " (low priority, priced as dedicated: an upper bound)"
             est.lines.append(Line(item, detail, price * high, price * low * hours))
-        elif kind == "azure-native:storage:FileShare":
+        elif kind == FILE_SHARE:
             item = f"file share {inputs.get('shareName', res['name'])}"
             quota = inputs.get("shareQuota") or 0
             if mf.is_unknown(quota):
                 est.add_unpriced(item, "(not known until deploy)", _not_known(shareQuota=quota))
                 continue
-            rate = prices.storage_monthly_per_gib["premiumFileProvisioned"]
+            rate = prices.storage_monthly_per_gib.get("premiumFileProvisioned")
+            if rate is None:
+                est.add_unpriced(
+                    item, f"{quota} GiB (no price)", f"no premium file price for {prices.region}"
+                )
+                continue
             monthly = float(quota) * rate
             detail = f"{float(quota):g} GiB provisioned at {rate}/GiB-month"
             est.lines.append(Line(item, detail, monthly / hours, monthly))
-        elif kind == "azure-native:containerregistry:Registry":
+        elif kind == REGISTRY:
             item = f"registry {inputs.get('registryName', res['name'])}"
             sku = inputs.get("sku", {})
             tier = sku if mf.is_unknown(sku) else sku.get("name")
@@ -119,16 +319,71 @@ def estimate(doc: dict[str, Any], prices: Prices | None = None) -> Estimate:
                 continue
             monthly = daily * hours / 24
             est.lines.append(Line(item, f"{tier} tier at {daily}/day", daily / 24, monthly))
-        elif (
-            kind == "azure-native:storage:StorageAccount"
-            and inputs.get("kind") == "BlockBlobStorage"
-        ):
-            rate = prices.storage_monthly_per_gib["premiumBlockBlobStored"]
             est.notes.append(
-                f"premium blob account {inputs.get('accountName', res['name'])}: {rate} USD per "
-                "GiB-month stored "
-                f"(ImageNet TFRecords, ~145 GiB: {145 * rate:.2f} USD/month); not in the totals"
+                _usage_note(
+                    prices,
+                    f"registry {item.split()[-1]} storage beyond the tier's included GiB",
+                    "registryStoragePerGiBMonth",
+                    "per GiB-month",
+                )
             )
+        elif kind == STORAGE_ACCOUNT:
+            name = inputs.get("accountName", res["name"])
+            account = inputs.get("kind")
+            if account == "FileStorage":
+                free[kind + " (FileStorage)"] = free.get(kind + " (FileStorage)", 0) + 1
+            elif account == "BlockBlobStorage":
+                rate = prices.storage_monthly_per_gib.get("premiumBlockBlobStored")
+                est.notes.append(
+                    f"premium blob account {name}: {rate} USD per GiB-month stored "
+                    f"(ImageNet TFRecords, ~145 GiB: {145 * (rate or 0):.2f} USD/month); "
+                    "not in the totals"
+                )
+            else:
+                rate = prices.storage_monthly_per_gib.get("standardBlobHotLrsStored")
+                est.notes.append(
+                    f"outputs account {name} ({account}): {rate} USD per GiB-month stored, "
+                    "billed on use; not in the totals"
+                )
+        else:
+            est.add_unpriced(
+                f"{kind.rsplit(':', 1)[-1]} {res['name']}",
+                "(unknown resource type)",
+                f"no price rule for {kind} in azdl/review/cost.py",
+            )
+    if endpoints:
+        _fixed(
+            est,
+            prices,
+            "private endpoints",
+            f"{endpoints} endpoints",
+            "privateEndpoint",
+            count=endpoints,
+        )
+        est.notes.append(
+            _usage_note(
+                prices,
+                "data through private endpoints",
+                "privateEndpointPerGB",
+                "per GB in and out",
+            )
+        )
+    if zones:
+        _fixed(
+            est,
+            prices,
+            "private DNS zones",
+            f"{zones} zones",
+            "privateDnsZone",
+            count=zones,
+            monthly=True,
+        )
+    if free:
+        named = "; ".join(
+            f"{count} x {kind.split(':', 2)[-1]} ({NO_CHARGE.get(kind, FILE_ACCOUNT)})"
+            for kind, count in sorted(free.items())
+        )
+        est.notes.append(f"no charge of their own: {named}")
     est.notes.append(prices.label)
     return est
 
@@ -156,7 +411,7 @@ def add_epoch_cost(
     `workers` (GPUs) sets the node count; without it the cluster runs at max nodes."""
     if images_per_sec <= 0:
         raise AzdlError(f"images/sec must be positive, got {images_per_sec}")
-    prices = prices or load_prices()
+    prices = prices or load_prices(region=region_of(doc))
     name = doc["outputs"].get("clusterName")
     clusters = [r for r in doc["resources"] if r["type"] == COMPUTE]
     cluster = next((r for r in clusters if r["inputs"].get("computeName") == name), None)

@@ -1,12 +1,11 @@
-"""The shipped stacks, rendered once per session: dev through the `azdl plan` command, prod
-through the function it calls (each in its own subprocess)."""
+"""The shipped stacks, rendered once per session for tests/review and tests/docs: dev through
+the `azdl plan` command, prod through the function it calls (each in its own subprocess).
+
+Imports stay inside the fixtures: the training tests (.venv-train) load this file too."""
 
 import json
 
 import pytest
-
-from azdl.cli import main
-from azdl.review.plan import render_stack
 
 
 @pytest.fixture(scope="session")
@@ -14,6 +13,8 @@ def cli_plan_output(tmp_path_factory) -> tuple[dict, str, str]:
     """(manifest written by `azdl plan dev`, its exact text, what the command printed)."""
     import contextlib
     import io
+
+    from azdl.cli import main
 
     out = tmp_path_factory.mktemp("plan")
     printed = io.StringIO()
@@ -25,4 +26,6 @@ def cli_plan_output(tmp_path_factory) -> tuple[dict, str, str]:
 
 @pytest.fixture(scope="session")
 def shipped_plans(cli_plan_output) -> dict[str, dict]:
+    from azdl.review.plan import render_stack
+
     return {"dev": cli_plan_output[0], "prod": render_stack("prod")[0]}

@@ -1,0 +1,77 @@
+"""Options and argument types shared by the `azdl` subcommands, so every command spells and
+checks them the same way (and new options inherit the checks).
+
+Conventions: `-s/--stack` as in the Pulumi CLI; counts are whole numbers of at least 1; a job
+name follows Azure ML's rule and is checked before Azure is contacted; arguments for the training
+script come after `--` (`script_args`).
+"""
+
+import argparse
+import re
+from pathlib import Path
+
+# Azure ML job names are run ids: a letter or digit, then up to 255 letters, digits, `_` or `-`
+# (azure-ai-ml 1.35, azure/ai/ml/_restclient/runhistory/operations/_runs_operations.py: runId
+# pattern `^[a-zA-Z0-9][\w-]{0,255}$`; tests/docs/test_cli_conventions.py checks this against it).
+JOB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,255}")
+
+
+def add_stack_options(p: argparse.ArgumentParser):
+    """-s/--stack and --outputs (mutually exclusive); returns the group, for a command that
+    offers one more way to name the target."""
+    where = p.add_mutually_exclusive_group()
+    where.add_argument(
+        "-s", "--stack", help="Pulumi stack to read outputs from (needs the Pulumi CLI)"
+    )
+    where.add_argument(
+        "--outputs",
+        type=Path,
+        metavar="FILE",
+        help="saved `pulumi stack output --json --stack STACK` of the stack",
+    )
+    return where
+
+
+def positive_int(text: str) -> int:
+    """argparse type: a whole number of at least 1 (workers, nodes, files in flight...)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected at least 1")
+    return value
+
+
+def job_name(text: str) -> str:
+    """argparse type: an Azure ML job name (see JOB_NAME)."""
+    if not JOB_NAME.fullmatch(text):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a valid Azure ML job name: it must start with a letter or digit "
+            "and hold only letters, digits, '_' and '-', at most 256 characters"
+        )
+    return text
+
+
+def add_job_name_option(p: argparse.ArgumentParser, default_words: str) -> None:
+    p.add_argument(
+        "--name",
+        type=job_name,
+        help=f"job name: letters, digits, '_' and '-', starting with a letter or digit "
+        f"(default: {default_words})",
+    )
+
+
+def add_script_args(p: argparse.ArgumentParser) -> None:
+    """The training script's own options, after `--` (see `azdl.cli` for the hint when one is
+    given before it)."""
+    p.add_argument(
+        "script_args",
+        nargs=argparse.REMAINDER,
+        help="arguments for the training script, after `--`",
+    )
+    p.set_defaults(script_args_parser=p)
+
+
+def script_args(args: argparse.Namespace) -> tuple[str, ...]:
+    return tuple(args.script_args[1:] if args.script_args[:1] == ["--"] else args.script_args)

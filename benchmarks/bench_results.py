@@ -1,0 +1,116 @@
+"""Benchmark results files: every benchmark script ends by writing its figures here.
+
+`write_results(name, ...)` writes benchmarks/results/<name>.md (a Markdown table plus a line
+saying when, where and how it was measured; the docs include it with `--8<--`) and <name>.json
+(the same, machine-readable). Nobody retypes a figure: the docs show exactly these files.
+The load average is recorded before and after the run, so a figure taken on a shared machine
+says so.
+"""
+
+import json
+import os
+import platform
+import shlex
+import sys
+import time
+from pathlib import Path
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def machine() -> dict:
+    gpus = os.environ.get("AZDL_BENCH_GPU")  # set by GPU runs; CPU-only here otherwise
+    return {
+        "cpu": _cpu_model(),
+        "cores": os.cpu_count(),
+        "usable_cores": len(os.sched_getaffinity(0)),
+        "system": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "gpu": gpus or "none",
+    }
+
+
+class Run:
+    """Context of one benchmark run: start time and load, the command line."""
+
+    def __init__(self) -> None:
+        self.started = time.time()
+        self.load_before = os.getloadavg()
+        self.command = shlex.join([Path(sys.executable).name, *sys.argv]).replace(
+            str(Path.cwd()) + "/", ""
+        )
+
+    def write(
+        self,
+        name: str,
+        title: str,
+        headers: list[str],
+        rows: list[list],
+        *,
+        notes: list[str] = (),
+        data: dict | None = None,
+    ) -> Path:
+        """Write benchmarks/results/<name>.md and .json; returns the .md path."""
+        RESULTS_DIR.mkdir(exist_ok=True)
+        record = {
+            "name": name,
+            "title": title,
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(self.started)),
+            "seconds": round(time.time() - self.started, 1),
+            "machine": machine(),
+            "load_average": {"before": self.load_before, "after": os.getloadavg()},
+            "command": self.command,
+            "headers": headers,
+            "rows": rows,
+            "notes": list(notes),
+            "data": data or {},
+        }
+        md = RESULTS_DIR / f"{name}.md"
+        md.write_text(markdown(record))
+        md.with_suffix(".json").write_text(json.dumps(record, indent=2) + "\n")
+        print(f"results: {md.relative_to(RESULTS_DIR.parent.parent)} (+ .json)")
+        return md
+
+
+def markdown(record: dict) -> str:
+    """The results file the docs include: title, table, notes, and where/when/how measured."""
+    box, load = record["machine"], record["load_average"]
+    shared = max(load["before"][0], load["after"][0]) > box["usable_cores"]
+    notes = list(record["notes"])
+    if shared:
+        notes.append(
+            "**Measured on a shared machine** (load average above its core count): other work "
+            "took CPU time from this run; re-run on a quiet machine before quoting the figures."
+        )
+    headers = record["headers"]
+    lines = [
+        f"**{record['title']}**",
+        "",
+        "| " + " | ".join(headers) + " |",
+        "| " + " | ".join("---" for _ in headers) + " |",
+        *("| " + " | ".join(str(c) for c in row) + " |" for row in record["rows"]),
+        "",
+        *(f"{note}  " for note in notes),
+        f"Measured {record['date']} in {record['seconds']:.0f} s on {box['cores']} cores "
+        f"({box['usable_cores']} usable), {box['cpu']}, GPU: {box['gpu']}, {box['system']}, "
+        f"Python {box['python']}; load average {load['before'][0]:.1f} before, "
+        f"{load['after'][0]:.1f} after (1-minute).  ",
+        f"Command: `{record['command']}`",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":  # re-render every .md from its .json (after a change to markdown())
+    for path in sorted(RESULTS_DIR.glob("*.json")):
+        path.with_suffix(".md").write_text(markdown(json.loads(path.read_text())))

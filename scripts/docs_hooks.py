@@ -1,0 +1,259 @@
+"""MkDocs hook: the parts of the docs that code already knows are generated at build time.
+
+A page asks for one with a marker line `<!-- azdl:generate NAME -->`; NAME is one of GENERATORS
+below. An unknown NAME fails the build. Everything runs offline: the stacks are rendered by the
+real program under the Pulumi SDK's mocks (`azdl.review.plan.render_stack`), or read from
+$AZDL_DOCS_PLANS/<stack>.json when a caller (the test suite) has rendered them already.
+"""
+
+import io
+import json
+import os
+import re
+import sys
+from collections import Counter
+from functools import cache
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ["COLUMNS"] = "100"  # argparse help and rich tables: the same width on every machine
+
+from mkdocs.exceptions import PluginError  # noqa: E402
+
+STACKS = ("dev", "prod")
+# A marker may be indented (inside an admonition or a list): the output gets the same indent.
+MARKER = re.compile(r"^( *)<!-- azdl:generate ([\w-]+) -->$", re.M)
+
+# What each stack output holds. The keys come from the program (the build fails when the
+# program exports a key that is not described here, or this describes one it no longer exports).
+OUTPUT_DOCS = {
+    "clusterIdentityClientId": "client id of the cluster's identity (identity-based data access)",
+    "clusterMaxNodes": "the cluster's `cluster.maxNodes`; `azdl submit --nodes` is checked by it",
+    "clusterName": "the AmlCompute cluster jobs run on",
+    "clusterVmSize": "its VM size; GPUs per node and InfiniBand come from infra/vm_sizes.yaml",
+    "dataAccountName": "premium blob account of the training data",
+    "dataAccountUrl": "its blob endpoint (what `azdl data stage` uploads to)",
+    "dataContainerName": "container of the training shards",
+    "dataContainerUrl": "its URL",
+    "dataDatastore": "Azure ML datastore over the data container (job inputs address it)",
+    "dataResourceGroupName": "resource group of the data accounts (protected)",
+    "environments": "framework → Azure ML environment id of its image",
+    "gpusPerNode": "MPI processes per node (one per GPU)",
+    "images": "framework → image ref with digest",
+    "infiniband": "whether the nodes have InfiniBand (NCCL transport settings)",
+    "location": "the region",
+    "nfsMountTarget": "`<account>.file.core.windows.net:/<account>/<share>`; null without a share",
+    "outputsAccountName": "standard account for checkpoints, logs and TensorBoard",
+    "outputsAccountUrl": "its blob endpoint",
+    "outputsContainerName": "the outputs container",
+    "outputsDatastore": "Azure ML datastore over the outputs container",
+    "registryLoginServer": "the container registry, e.g. `<name>.azurecr.io`",
+    "resourceGroupName": "resource group of the platform",
+    "subscriptionId": "the subscription deployed to",
+    "workspaceName": "the Azure ML workspace jobs are submitted to",
+}
+
+
+@cache
+def plans() -> dict[str, dict]:
+    given = os.environ.get("AZDL_DOCS_PLANS")
+    if given:
+        return {s: json.loads((Path(given) / f"{s}.json").read_text()) for s in STACKS}
+    from azdl.review.plan import render_stack
+
+    return {stack: render_stack(stack)[0] for stack in STACKS}
+
+
+def _cell(value) -> str:
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _value(value) -> str:
+    from azdl.review import manifest
+
+    if manifest.is_unknown(value):
+        return "*known after deploy*"
+    if value is None:
+        return "null"
+    return f"`{json.dumps(value) if not isinstance(value, str) else value}`"
+
+
+def config_reference() -> str:
+    from infra.config import CONFIG_KEYS, Computed, Required
+
+    rows, example = [], []
+    for key in CONFIG_KEYS.values():
+        if key.default is not None and isinstance(key.default, Required):
+            default = "**required**"
+        elif isinstance(key.default, Computed):
+            default = key.default.words
+        else:
+            default = f"`{json.dumps(key.default)}`"
+        allowed = (
+            ", ".join(f"`{a}`" for a in key.allowed) if isinstance(key.allowed, tuple)
+            else key.allowed
+        )  # fmt: skip
+        depth = key.path.count(".")
+        name = f"`azdl:{key.path}`" if depth == 0 else f"&nbsp;&nbsp;`{key.path}`"
+        rows.append(f"| {name} | {key.type.__name__} | {_cell(default)} | {_cell(allowed)} | "
+                    f"{_cell(key.doc)} |")  # fmt: skip
+        value = key.example if key.example is not None else key.default
+        path = key.path.replace("[]", "[0]")  # a list item's keys: the first item
+        if key.type in (dict,) and depth == 0 and key.path not in ("tags",):
+            continue  # sections: their sub-keys get the lines
+        if isinstance(value, Required | Computed) or value is None:
+            continue
+        if isinstance(value, dict):
+            for sub, item in value.items():
+                example.append(f"pulumi config set --path 'azdl:{path}.{sub}' {item}")
+        elif isinstance(value, list):
+            for i, item in enumerate(value or ["…"]):
+                example.append(f"pulumi config set --path 'azdl:{path}[{i}]' {item}")
+        elif depth == 0:
+            text = value if isinstance(value, str) else json.dumps(value)
+            example.append(f"pulumi config set azdl:{path} {text}")
+        else:
+            text = json.dumps(value) if not isinstance(value, str) else value
+            example.append(f"pulumi config set --path 'azdl:{path}' {text}")
+    table = ["| key | type | default | allowed | what it does |", "| --- | --- | --- | --- | --- |"]
+    return "\n".join([
+        *table, *rows, "",
+        "Every key, set from the command line (structured keys with `--path`; the values are the "
+        "defaults or examples):", "", "```bash", *example, "```",
+    ])  # fmt: skip
+
+
+def stack_outputs() -> str:
+    docs = plans()
+    keys = sorted(set(docs["dev"]["outputs"]) | set(docs["prod"]["outputs"]))
+    missing = [k for k in keys if k not in OUTPUT_DOCS]
+    stale = [k for k in OUTPUT_DOCS if k not in keys]
+    if missing or stale:
+        raise PluginError(f"scripts/docs_hooks.py OUTPUT_DOCS: describe {missing}, drop {stale}")
+    lines = ["| output | what it holds | dev (offline render) | prod (offline render) |",
+             "| --- | --- | --- | --- |"]  # fmt: skip
+    for key in keys:
+        dev, prod = (_value(docs[s]["outputs"].get(key)) for s in STACKS)
+        lines.append(f"| `{key}` | {_cell(OUTPUT_DOCS[key])} | {_cell(dev)} | {_cell(prod)} |")
+    return "\n".join(lines)
+
+
+def resource_counts() -> str:
+    docs = plans()
+    counts = {s: Counter(r["type"] for r in docs[s]["resources"] if r["custom"]) for s in STACKS}
+    types = sorted(set(counts["dev"]) | set(counts["prod"]))
+    lines = ["| resource type | dev | prod |", "| --- | ---: | ---: |"]
+    for kind in types:
+        lines.append(f"| `{kind}` | {counts['dev'][kind] or '–'} | {counts['prod'][kind] or '–'} |")
+    lines.append(f"| **total** | **{sum(counts['dev'].values())}** | "
+                 f"**{sum(counts['prod'].values())}** |")  # fmt: skip
+    return "\n".join(lines)
+
+
+def plan_tree() -> str:
+    from azdl.review.tree import render_tree
+
+    return f"```text\n$ azdl plan dev\n{render_tree(plans()['dev'])}```"
+
+
+def _diff(base: str, head: str, head_lines: int | None = None) -> str:
+    from azdl.review.diff import diff, render_text
+
+    text = render_text(diff(plans()[base], plans()[head]))
+    if head_lines:
+        text = "\n".join(text.splitlines()[:head_lines]) + "\n…\n"
+    return f"```diff\n$ azdl diff {base} {head}\n{text}```"
+
+
+def diff_dev_prod() -> str:
+    return _diff("dev", "prod")
+
+
+def diff_prod_dev_head() -> str:
+    return _diff("prod", "dev", head_lines=16)
+
+
+def cost_tables() -> str:
+    from rich.console import Console
+
+    from azdl.commands.plan import print_cost
+    from azdl.review import cost
+
+    blocks = []
+    for stack in STACKS:
+        out = io.StringIO()
+        print_cost(Console(file=out, width=130, highlight=False), cost.estimate(plans()[stack]))
+        blocks.append(f"```text\n$ azdl plan {stack} --no-tree\n{out.getvalue()}```")
+    return "\n\n".join(blocks)
+
+
+def policies_table() -> str:
+    sys.path.insert(0, str(ROOT / "policies"))
+    import azdl_rules
+
+    lines = ["| policy | enforcement | what it checks |", "| --- | --- | --- |"]
+    for policy in azdl_rules.POLICIES:
+        level = getattr(policy.enforcement_level, "value", policy.enforcement_level)
+        lines.append(f"| `{policy.name}` | {level} | {_cell(policy.description)} |")
+    return "\n".join(lines)
+
+
+def _parsers(parser, prog="azdl"):
+    yield prog, parser
+    subparsers = parser._subparsers._group_actions if parser._subparsers else ()
+    for action in subparsers:
+        for name, sub in action.choices.items():
+            yield from _parsers(sub, f"{prog} {name}")
+
+
+def cli_reference() -> str:
+    from azdl.cli import build_parser
+
+    parts = []
+    for prog, parser in _parsers(build_parser()):
+        level = "#" * min(2 + prog.count(" ") - 1, 4) if prog != "azdl" else "##"
+        parts.append(f"{level} `{prog}`\n\n```text\n{parser.format_help()}```")
+    return "\n\n".join(parts)
+
+
+def cli_commands() -> list[str]:
+    """Every `azdl …` command, for the tests."""
+    from azdl.cli import build_parser
+
+    return [prog for prog, _ in _parsers(build_parser())]
+
+
+GENERATORS = {
+    "config-reference": config_reference,
+    "stack-outputs": stack_outputs,
+    "resource-counts": resource_counts,
+    "plan-tree": plan_tree,
+    "diff-dev-prod": diff_dev_prod,
+    "diff-prod-dev-head": diff_prod_dev_head,
+    "cost-tables": cost_tables,
+    "policies": policies_table,
+    "cli-reference": cli_reference,
+}
+
+
+def on_files(files, config):
+    """The benchmark charts (benchmarks/results/*.png) become docs files `results/<name>.png`, so
+    pages link them like any image and a missing chart is a broken link."""
+    from mkdocs.structure.files import File
+
+    for chart in sorted((ROOT / "benchmarks" / "results").glob("*.png")):
+        files.append(File.generated(config, f"results/{chart.name}", abs_src_path=str(chart)))
+    return files
+
+
+def on_page_markdown(markdown: str, page, config, files) -> str:
+    def generate(match: re.Match) -> str:
+        indent, name = match.group(1), match.group(2)
+        if name not in GENERATORS:
+            raise PluginError(f"{page.file.src_path}: no generator {name!r}; known: "
+                              f"{', '.join(GENERATORS)}")  # fmt: skip
+        text = GENERATORS[name]()
+        return "\n".join(indent + line if line else line for line in text.splitlines())
+
+    return MARKER.sub(generate, markdown)

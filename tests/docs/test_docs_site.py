@@ -1,0 +1,118 @@
+"""The docs site builds strictly (a broken link, a missing page, a missing benchmark results file
+or a stale generated section fails), and what it generates is what the code says."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts"))
+import docs_hooks  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory, shipped_plans) -> Path:
+    """`mkdocs build --strict` of the whole site, the stacks rendered once for the session."""
+    plans = tmp_path_factory.mktemp("plans")
+    for stack, doc in shipped_plans.items():
+        (plans / f"{stack}.json").write_text(json.dumps(doc))
+    out = tmp_path_factory.mktemp("site")
+    env = os.environ | {"AZDL_DOCS_PLANS": str(plans), "NO_MKDOCS_2_WARNING": "1"}
+    result = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(out)],
+        cwd=ROOT, env=env, capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-4000:]
+    return out
+
+
+def page(site: Path, name: str) -> str:
+    return (site / name / "index.html").read_text()
+
+
+def test_every_page_in_docs_is_in_the_nav_and_built(site):
+    nav = yaml.safe_load((ROOT / "mkdocs.yml").read_text().split("\nnav:", 1)[1].join(["nav:", ""]))
+    listed = set(re.findall(r"[\w-]+\.md", json.dumps(nav)))
+    assert listed == {p.name for p in (ROOT / "docs").glob("*.md")}
+    for name in listed - {"index.md"}:
+        assert (site / name[:-3] / "index.html").is_file(), name
+
+
+def test_every_azdl_command_has_its_section_in_the_cli_reference(site):
+    html = page(site, "cli")
+    commands = docs_hooks.cli_commands()
+    assert {"azdl submit", "azdl data stage", "azdl bench"} <= set(commands)
+    for command in commands:
+        assert f"<code>{command}</code>" in html, command
+
+
+def test_every_config_key_is_in_the_reference(site):
+    from infra.config import CONFIG_KEYS
+
+    html = page(site, "configuration")
+    for key in CONFIG_KEYS:
+        assert f"<code>{key if '.' in key else 'azdl:' + key}</code>" in html, key
+
+
+def test_the_plan_tree_and_diff_are_todays_program(site, shipped_plans):
+    from azdl.review.diff import diff, render_text
+    from azdl.review.tree import render_tree
+
+    html = page(site, "review")
+    tree_line = render_tree(shipped_plans["dev"]).splitlines()[0]
+    assert tree_line.replace("(", "(") in html
+    first = render_text(diff(shipped_plans["dev"], shipped_plans["prod"])).splitlines()[0]
+    assert first.replace(">", "&gt;") in html
+
+
+def test_every_benchmark_figure_comes_from_a_results_file_with_its_date(site):
+    text = (ROOT / "docs" / "benchmarks.md").read_text()
+    included = re.findall(r'--8<-- "(benchmarks/results/[\w-]+\.md)"', text)
+    assert len(included) >= 4
+    html = page(site, "benchmarks")
+    for path in included:
+        results = (ROOT / path).read_text()
+        assert re.search(r"Measured \d{4}-\d\d-\d\d \d\d:\d\d UTC .* load average", results), path
+        assert "Command: `" in results
+        assert re.search(r"Measured \d{4}-\d\d-\d\d", html)
+        assert (ROOT / path).with_suffix(".json").is_file()
+
+
+def test_an_unknown_generator_fails_the_build():
+    with pytest.raises(Exception, match="no generator 'nonsense'"):
+        docs_hooks.on_page_markdown(
+            "x\n<!-- azdl:generate nonsense -->\n", type("P", (), {"file": type("F", (), {
+                "src_path": "x.md"})})(), None, None,
+        )  # fmt: skip
+
+
+def test_the_readme_is_short_and_leads_to_the_docs():
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.encode()) <= 15 * 1024, len(readme.encode())
+    first_screen = "\n".join(readme.splitlines()[:60]).lower()
+    for topic in ("deploy", "cost", "first job", "own training code"):
+        assert topic in first_screen, topic
+    for link in re.findall(r"\]\((docs/[\w/.-]+\.md)(?:#[\w-]+)?\)", readme):
+        assert (ROOT / link).is_file(), link
+    for command in ("make demo", "make test", "pulumi stack init", "pulumi up", "pulumi stack rm"):
+        assert command in readme, command
+
+
+def test_the_readme_cost_at_a_glance_is_what_plan_estimates(shipped_plans):
+    from azdl.review import cost
+    from azdl.review.prices import load_prices
+
+    readme = (ROOT / "README.md").read_text()
+    for stack in ("dev", "prod"):
+        row = re.search(rf"^\| {stack} \| (\d+) \| (\d+) \|$", readme, re.M)
+        assert row, f"README has no cost row for {stack}"
+        est = cost.estimate(shipped_plans[stack])
+        assert est.unpriced == []
+        assert (int(row[1]), int(row[2])) == (round(est.max_per_hour), round(est.idle_per_month))
+    assert f"as of {load_prices(region='westeurope').date}" in readme
