@@ -39,13 +39,17 @@ class CodeFolder:
         prefix = path.relative_to(self.root).as_posix().rstrip("/") + "/"
         return any(name.startswith(prefix) for name in self.files)
 
-    def largest_entries(self, count: int = 5) -> list[tuple[str, int]]:
-        """The top-level files and folders that weigh most, biggest first."""
-        sizes: dict[str, int] = {}
+    def largest_entries(self, by_files: bool = False, count: int = 5) -> list[tuple[str, int, int]]:
+        """(name, bytes, files) of the top-level files and folders that weigh most (or hold the
+        most files), biggest first."""
+        sizes: dict[str, list[int]] = {}
         for name, size in self.files.items():
             top = name.split("/", 1)[0] + ("/" if "/" in name else "")
-            sizes[top] = sizes.get(top, 0) + size
-        return sorted(sizes.items(), key=lambda item: -item[1])[:count]
+            entry = sizes.setdefault(top, [0, 0])
+            entry[0] += size
+            entry[1] += 1
+        ranked = sorted(sizes.items(), key=lambda item: -item[1][1 if by_files else 0])
+        return [(name, size, files) for name, (size, files) in ranked[:count]]
 
 
 def scan(root: Path) -> CodeFolder:
@@ -74,7 +78,10 @@ def check(root: Path, max_bytes: int = MAX_BYTES, max_files: int = MAX_FILES) ->
             if folder.ignore_file
             else "it has no .amlignore or .gitignore"
         )
-        biggest = ", ".join(f"{name} ({_mb(size)})" for name, size in folder.largest_entries())
+        biggest = ", ".join(
+            f"{name} ({files} files, {_mb(size)})"
+            for name, size, files in folder.largest_entries(by_files=count > max_files)
+        )
         raise AzdlError(
             f"code folder {folder.root} is too large to upload as a job's code: {count} files, "
             f"{_mb(total)} (Azure ML's limit for a job snapshot: {max_files} files, "
