@@ -66,7 +66,7 @@ def register(subparsers) -> None:
         "--script",
         type=Path,
         metavar="FILE",
-        help="run your own Horovod script (`python FILE ARGS` per worker) instead of a built-in one",
+        help="run your own Horovod script (`python FILE ARGS` per worker), not a built-in one",
     )
     p.add_argument(
         "--data",
@@ -150,7 +150,11 @@ def script_run(
         if not data_dir.is_dir():
             raise AzdlError(f"--data {data}: no such folder")
         folders["data_dir"] = str(data_dir)
-    for name, sub in (("checkpoint_dir", "checkpoints"), ("log_dir", "logs"), ("output_dir", "outputs")):
+    for name, sub in (
+        ("checkpoint_dir", "checkpoints"),
+        ("log_dir", "logs"),
+        ("output_dir", "outputs"),
+    ):
         folder = run_dir / sub
         folder.mkdir(parents=True, exist_ok=True)
         folders[name] = str(folder)
@@ -165,7 +169,9 @@ def run(args: argparse.Namespace) -> int:
     script_args = args.script_args[1:] if args.script_args[:1] == ["--"] else args.script_args
     if args.script is None:
         if args.data is not None:
-            raise AzdlError("--data is for --script runs; built-in scripts take `-- --data-dir DIR`")
+            raise AzdlError(
+                "--data is for --script runs; built-in scripts take `-- --data-dir DIR`"
+            )
         framework = args.framework or "keras"
         if not script_args:
             script_args = demo_args(framework, args.workers)

@@ -58,7 +58,9 @@ def check_script(script: Path) -> Path:
     if not path.is_file():
         raise AzdlError(f"--script {script}: no such file")
     if path.suffix != ".py":
-        raise AzdlError(f"--script {script}: expected a Python file (*.py); it runs as `python FILE`")
+        raise AzdlError(
+            f"--script {script}: expected a Python file (*.py); it runs as `python FILE`"
+        )
     return path
 
 

@@ -32,7 +32,7 @@ def blur(field: np.ndarray, radius: int) -> np.ndarray:
         csum = np.concatenate([np.zeros_like(csum.take([0], axis=axis)), csum], axis=axis)
         n = field.shape[axis]
         width = 2 * radius + 1
-        field = (csum.take(range(width, n + width), axis=axis) - csum.take(range(n), axis=axis))
+        field = csum.take(range(width, n + width), axis=axis) - csum.take(range(n), axis=axis)
         field = field / width
     return field
 

@@ -27,8 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # tiles.py beside this
 # example lives in the azdl repository, two folders below its root.
 sys.path.insert(1, str(Path(__file__).resolve().parents[2]))
 
-import tiles  # noqa: E402
-from training.dataprep.manifest import Manifest, ShardEntry, SplitSummary, file_digests  # noqa: E402
+import tiles
+
+from training.dataprep.manifest import Manifest, ShardEntry, SplitSummary, file_digests
 
 FORMAT = "azdl.segmentation-tiles/v1"
 SUFFIXES = (".png", ".tif", ".tiff", ".npy")

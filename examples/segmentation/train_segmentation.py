@@ -32,11 +32,10 @@ from pathlib import Path
 
 import horovod.torch as hvd
 import numpy as np
+import tiles
 import torch
 import torch.nn.functional as F
 from torch import nn
-
-import tiles
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -82,7 +81,8 @@ class UNet(nn.Module):
         self.down = nn.ModuleList([block(bands, widths[0])])
         self.down.extend(block(widths[i], widths[i + 1]) for i in range(levels))
         self.up = nn.ModuleList(
-            nn.ConvTranspose2d(widths[i + 1], widths[i], 2, stride=2) for i in reversed(range(levels))
+            nn.ConvTranspose2d(widths[i + 1], widths[i], 2, stride=2)
+            for i in reversed(range(levels))
         )
         self.merge = nn.ModuleList(block(2 * widths[i], widths[i]) for i in reversed(range(levels)))
         self.head = nn.Conv2d(widths[0], num_classes, 1)
@@ -181,7 +181,9 @@ def save_checkpoint(folder: Path, epoch: int, model, optimizer, keep: int) -> Pa
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"checkpoint-{epoch:04d}.pt"
     tmp = path.with_suffix(".tmp")
-    torch.save({"epoch": epoch, "model": model.state_dict(), "optimizer": optimizer.state_dict()}, tmp)
+    torch.save(
+        {"epoch": epoch, "model": model.state_dict(), "optimizer": optimizer.state_dict()}, tmp
+    )
     tmp.replace(path)  # never a half-written checkpoint under the real name
     for old in sorted(folder.glob("checkpoint-*.pt"))[:-keep]:
         old.unlink()
@@ -265,7 +267,9 @@ def main(argv=None) -> int:
               f"tiles per worker", flush=True)  # fmt: skip
     output_dir = Path(args.output_dir)
     log_dir = Path(args.log_dir) if args.log_dir else output_dir
-    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.amp and device.type == "cuda")
+    autocast = torch.autocast(
+        device.type, dtype=torch.bfloat16, enabled=args.amp and device.type == "cuda"
+    )
     result = {}
     for epoch in range(start_epoch, args.epochs):
         model.train()
@@ -291,12 +295,17 @@ def main(argv=None) -> int:
         matrix = hvd.allreduce(matrix, op=hvd.Sum, name="confusion")  # every worker's tiles
         result = scores(matrix) | {"epoch": epoch + 1, "loss": loss_avg}
         if rank == 0:
-            per_class = " ".join(f"{name} {acc:.3f}/{iou:.3f}" for name, acc, iou in zip(
-                class_names, result["class_accuracy"], result["class_iou"], strict=True))  # fmt: skip
-            print(f"epoch {epoch + 1}/{args.epochs}: loss: {loss_avg:.4f} pixel accuracy: "
-                  f"{result['pixel_accuracy']:.4f} mean IoU: {result['mean_iou']:.4f} "
-                  f"({steps * args.batch_size * size / seconds:.1f} tiles/s) | per class "
-                  f"accuracy/IoU: {per_class}", flush=True)  # fmt: skip
+            names_scores = zip(
+                class_names, result["class_accuracy"], result["class_iou"], strict=True
+            )
+            per_class = " ".join(f"{name} {acc:.3f}/{iou:.3f}" for name, acc, iou in names_scores)
+            print(
+                f"epoch {epoch + 1}/{args.epochs}: loss: {loss_avg:.4f} pixel accuracy: "
+                f"{result['pixel_accuracy']:.4f} mean IoU: {result['mean_iou']:.4f} "
+                f"({steps * args.batch_size * size / seconds:.1f} tiles/s) | per class "
+                f"accuracy/IoU: {per_class}",
+                flush=True,
+            )
             save_checkpoint(checkpoint_dir, epoch, model, optimizer, args.keep_checkpoints)
             log_dir.mkdir(parents=True, exist_ok=True)
             with open(log_dir / "metrics.jsonl", "a") as f:

@@ -79,7 +79,9 @@ def test_script_job_uploads_the_folder_and_runs_the_users_command_under_mpi(
     assert "AZDL_CHECKPOINT_DIR='${{outputs.checkpoints}}'" in export
     assert job.inputs["data"].path == "azureml://datastores/azdl_training_data/paths/landcover/"
     assert set(job.outputs) == {"checkpoints", "logs", "outputs"}
-    assert job.outputs["outputs"].path == "azureml://datastores/azdl_outputs/paths/azdl/own-1/outputs/"
+    assert (
+        job.outputs["outputs"].path == "azureml://datastores/azdl_outputs/paths/azdl/own-1/outputs/"
+    )
 
 
 def test_the_upload_list_is_azure_ai_mls_own_honouring_amlignore_then_gitignore(project):
@@ -156,7 +158,8 @@ def test_export_writes_cli_v2_yaml_that_azure_ai_mls_loader_accepts(
 ):
     out = tmp_path / "jobs" / "own.yml"
     argv = ["submit", "--outputs", str(outputs_file()), "--script", str(project / "train.py"),
-            "--nodes", "3", "--name", "own-2", "--export", str(out), "--", "--epochs", "2"]  # fmt: skip
+            "--nodes", "3", "--name", "own-2", "--export", str(out),
+            "--", "--epochs", "2"]  # fmt: skip
     assert main(argv) == 0
     ml_client.assert_not_called()  # export only: nothing submitted
     text = out.read_text()
