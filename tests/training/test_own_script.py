@@ -18,7 +18,6 @@ import pytest
 
 from azdl.envs import REPO_ROOT, training_env
 from azdl.jobs.spec import JobRequest, OwnScript, training_command
-from azdl.jobs.stack_outputs import load_outputs
 
 EXAMPLE = REPO_ROOT / "examples" / "segmentation"
 sys.path.insert(0, str(EXAMPLE))
@@ -134,10 +133,11 @@ def build_wheel(folder: Path, name: str, version: str, source: str) -> Path:
             b"Wheel-Version: 1.0\nGenerator: azdl-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
         ),
     }
-    record = [
-        f"{path},sha256={base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b'=').decode()},{len(data)}"  # noqa: E501
-        for path, data in files.items()
-    ]
+
+    def digest(data: bytes) -> str:
+        return base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+    record = [f"{path},sha256={digest(data)},{len(data)}" for path, data in files.items()]
     record.append(f"{name}-{version}.dist-info/RECORD,,")
     files[f"{name}-{version}.dist-info/RECORD"] = ("\n".join(record) + "\n").encode()
     folder.mkdir(parents=True, exist_ok=True)
@@ -165,7 +165,6 @@ def test_a_script_jobs_command_installs_requirements_once_per_node_then_runs(tmp
         print(f"job rank {hvd.rank()} answer {teamutils.ANSWER} args {sys.argv[1:]} "
               f"out {os.environ['AZDL_OUTPUT_DIR']}", flush=True)
     """))  # fmt: skip
-    outputs = load_outputs(outputs_file=REPO_ROOT / "docs" / "stack-outputs.example.json")
     script = OwnScript(code / "train.py", code, code / "requirements.txt", code / "wheels")
     request = JobRequest("torch", 1, "mount", "r1", ("--epochs", "2", "--out={output_dir}/m"),
                          script=script)  # fmt: skip
