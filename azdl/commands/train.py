@@ -55,7 +55,10 @@ def register(subparsers) -> None:
         help="run Horovod training locally with N worker processes",
         description="Launch N Horovod workers on this machine. Arguments after `--` go to the "
         "training script (see `azdl train --framework keras -- --help`); without them, a short "
-        "ResNet50 demo on synthetic data runs, checkpointing under runs/.",
+        "ResNet50 demo on synthetic data runs, checkpointing under runs/. With --script FILE, "
+        "your own Horovod script runs instead, with AZDL_DATA_DIR, AZDL_CHECKPOINT_DIR, "
+        "AZDL_LOG_DIR and AZDL_OUTPUT_DIR set (folders under ./runs/) and {data_dir}, "
+        "{checkpoint_dir}, {log_dir}, {output_dir} replaced in its arguments (docs/own-code.md).",
     )
     p.add_argument(
         "--framework",
@@ -169,9 +172,7 @@ def run(args: argparse.Namespace) -> int:
     script_args = args.script_args[1:] if args.script_args[:1] == ["--"] else args.script_args
     if args.script is None:
         if args.data is not None:
-            raise AzdlError(
-                "--data is for --script runs; built-in scripts take `-- --data-dir DIR`"
-            )
+            raise AzdlError("--data goes with --script; built-in scripts take `-- --data-dir DIR`")
         framework = args.framework or "keras"
         if not script_args:
             script_args = demo_args(framework, args.workers)

@@ -2,6 +2,7 @@
 `--script` job runs on each node (run here under plain mpirun, with its pip step), and the
 segmentation example: learning, identical weights on every rank, resume, clear errors."""
 
+import argparse
 import base64
 import hashlib
 import json
@@ -17,6 +18,7 @@ import numpy as np
 import pytest
 
 from azdl.envs import REPO_ROOT, training_env
+from azdl.errors import AzdlError
 from azdl.jobs.spec import JobRequest, OwnScript, training_command
 
 EXAMPLE = REPO_ROOT / "examples" / "segmentation"
@@ -319,3 +321,46 @@ def test_a_bad_tile_in_a_shard_stops_training_naming_the_shard_and_tile(tmp_path
     assert (
         f"error: {data}/train-00000-of-00001:scene7_0_32.npz: mask has class id(s) 9" in run.stdout
     )
+
+
+def test_local_script_runs_get_their_folders_as_variables_and_placeholders(tmp_path, monkeypatch):
+    from azdl.commands import train
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    data = tmp_path / "tiles"
+    data.mkdir()
+    args, env = train.script_run(
+        tmp_path / "t.py", 2, str(data), ["--in={data_dir}/a", "{output_dir}", "{x}"],
+        tmp_path / "run",
+    )  # fmt: skip
+    assert args == [f"--in={data}/a", f"{tmp_path}/run/outputs", "{x}"]  # others left alone
+    assert env["AZDL_DATA_DIR"] == str(data)
+    assert env["AZDL_CHECKPOINT_DIR"] == f"{tmp_path}/run/checkpoints"
+    assert (tmp_path / "run" / "logs").is_dir()
+    assert env["OMP_NUM_THREADS"] == env["AZDL_THREADS"] == str(max(1, os.cpu_count() // 2))
+    with pytest.raises(AzdlError, match=r"use \{data_dir\}, but this run has no such folder"):
+        train.script_run(tmp_path / "t.py", 2, None, ["{data_dir}"], tmp_path / "run")
+    cmd = train.launch_command("", 2, "mpi", ["--a"], script=tmp_path / "t.py", exports=tuple(env))
+    assert cmd[-2:] == [str(tmp_path / "t.py"), "--a"]
+    assert cmd[cmd.index("AZDL_OUTPUT_DIR") - 1] == "-x"  # mpirun hands it to the workers
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--script", "nope.py"], "--script nope.py: no such file"),
+        (["--script", "t.py", "--framework", "torch"], "leave it out with --script"),
+        (["--data", "."], "--data goes with --script"),
+        (["--script", "t.py", "--data", "missing"], "--data missing: no such folder"),
+    ],
+)
+def test_bad_local_script_options_are_clear_errors(tmp_path, monkeypatch, capsys, argv, message):
+    from azdl.commands import train
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "t.py").write_text("import horovod.torch\n")
+    parser = argparse.ArgumentParser(prog="azdl")
+    train.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["train", *argv])
+    with pytest.raises(AzdlError, match=re.escape(message)):
+        args.func(args)
