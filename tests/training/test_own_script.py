@@ -364,3 +364,26 @@ def test_bad_local_script_options_are_clear_errors(tmp_path, monkeypatch, capsys
     args = parser.parse_args(["train", *argv])
     with pytest.raises(AzdlError, match=re.escape(message)):
         args.func(args)
+
+
+def test_four_band_npy_pairs_the_real_imagery_route_become_tiles(tmp_path):
+    """NAIP-like input: 4-band uint8 .npy images and .npy masks with no-data pixels (255)."""
+    rng = np.random.default_rng(1)
+    for sub in ("images", "masks"):
+        (tmp_path / sub).mkdir()
+    for stem in ("m_1", "m_2"):
+        mask = rng.integers(0, 6, (96, 80), np.uint8)
+        mask[:10] = tiles.IGNORE
+        np.save(tmp_path / "images" / f"{stem}.npy", rng.integers(0, 255, (96, 80, 4), np.uint8))
+        np.save(tmp_path / "masks" / f"{stem}.npy", mask)
+    code = prepare_tiles.main(["--images", str(tmp_path / "images"), "--masks",
+                               str(tmp_path / "masks"), "--out", str(tmp_path / "out"),
+                               "--classes", "a,b,c,d,e,f", "--tile-size", "32",
+                               "--shards", "1"])  # fmt: skip
+    assert code == 0
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["options"]["bands"] == 4 and manifest["options"]["num_classes"] == 6
+    assert manifest["splits"]["train"]["num_examples"] == 6  # 3 x 2 whole 32 px tiles of 96x80
+    (shard,) = tiles.list_shards(tmp_path / "out", "train")
+    image, mask = next(tiles.read_shard(shard, 6))
+    assert image.shape == (32, 32, 4) and (mask == tiles.IGNORE).any()
