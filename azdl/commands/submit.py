@@ -97,6 +97,12 @@ def register(subparsers) -> None:
         help=f"node-local folder for --storage copy (default {DEFAULT_LOCAL_DIR})",
     )
     p.add_argument("--experiment", default="azdl", help="Azure ML experiment (default azdl)")
+    p.add_argument(
+        "--resume-from",
+        metavar="JOB",
+        help="use the checkpoints folder of an earlier job of the experiment: the training "
+        "script resumes from its newest checkpoint and keeps writing there",
+    )
     p.add_argument("--name", help="job name (default: azdl-<framework>-<nodes>n-<time>-<hex>)")
     p.add_argument(
         "--shm-size",
@@ -193,6 +199,7 @@ def run(args: argparse.Namespace) -> int:
         local_dir=args.local_dir,
         nccl_debug=args.nccl_debug,
         script=script,
+        resume_from=args.resume_from,
     )
     job = build_job(outputs, request)
     if args.export is not None:

@@ -13,6 +13,7 @@ memory settings; its folders reach it as `azdl.jobs.script` describes (AZDL_* va
 placeholders), and a requirements file is installed once per node before it starts.
 """
 
+import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,9 @@ NFS_MOUNT_POINT = "/mnt/azdl-nfs"
 DEFAULT_LOCAL_DIR = "/tmp/azdl-data"
 # Options `submit` sets itself from the storage mode and the outputs account.
 RESERVED_OPTIONS = ("--data-dir", "--checkpoint-dir", "--log-dir")
+# A job name as it appears in the outputs container's folders (Azure ML job names are letters,
+# digits, '-' and '_').
+_JOB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,254}")
 # Training options that only make sense with GPUs (fp16 compute and fp16 gradient exchange).
 GPU_ONLY = {"precision": ("fp16",), "fp16_allreduce": (True,)}
 
@@ -62,6 +66,7 @@ class JobRequest:
     local_dir: str = DEFAULT_LOCAL_DIR
     nccl_debug: str = "WARN"
     script: OwnScript | None = None  # a user's own script instead of the framework's built-in
+    resume_from: str | None = None  # an earlier job (same experiment) whose checkpoints to use
 
 
 def processes_per_node(outputs: StackOutputs) -> int:
@@ -108,6 +113,11 @@ def validate(outputs: StackOutputs, request: JobRequest) -> None:
         raise AzdlError(
             f"--storage nfs: {outputs.source} has no NFS share (nfsMountTarget is null); "
             "use mount or copy, or set storage.nfsShareGiB in the stack and deploy it"
+        )
+    if request.resume_from is not None and not _JOB_NAME.fullmatch(request.resume_from):
+        raise AzdlError(
+            f"--resume-from {request.resume_from!r}: expected the name of an earlier job "
+            "(letters, digits, '-' and '_')"
         )
     if request.script is not None:
         validate_script(request)
@@ -294,12 +304,18 @@ def build_job(outputs: StackOutputs, request: JobRequest):
     if request.storage in ("mount", "copy"):
         path = datastore_uri(outputs["dataDatastore"], request.data_path)
         inputs["data"] = Input(type="uri_folder", path=path, mode="ro_mount")
-    run_folder = (request.experiment, request.run_id)
     names = ("checkpoints", "logs") + (("outputs",) if request.script else ())
+    # --resume-from: checkpoints go to (and resume from) the earlier job's folder.
+    folder_of = {"checkpoints": request.resume_from or request.run_id}
     job_outputs = {
         name: Output(
             type="uri_folder",
-            path=datastore_uri(outputs["outputsDatastore"], *run_folder, name),
+            path=datastore_uri(
+                outputs["outputsDatastore"],
+                request.experiment,
+                folder_of.get(name, request.run_id),
+                name,
+            ),
             mode="rw_mount",
         )
         for name in names
@@ -311,6 +327,8 @@ def build_job(outputs: StackOutputs, request: JobRequest):
         "azdl.nodes": str(request.nodes),
         "azdl.storage": request.storage,
     }
+    if request.resume_from:
+        tags["azdl.resume_from"] = request.resume_from
     what = f"{request.framework} Horovod job"
     if request.script is not None:
         # each process's share of the node's cores, for the script and its thread pools

@@ -233,3 +233,25 @@ def test_script_jobs_framework_comes_from_imports_or_the_option(ml_client, outpu
     assert main(["submit", "--outputs", str(outputs_file()), "--script", str(project / "train.py"),
                  "--framework", "torch"]) == 0  # fmt: skip
     assert submitted(ml_client).environment.endswith("/azdl-pytorch/versions/def")
+
+
+@pytest.mark.parametrize("own", [False, True])
+def test_resume_from_points_the_checkpoints_at_the_earlier_jobs_folder(
+    ml_client, outputs_file, project, tmp_path, own
+):
+    script = ["--script", str(project / "train.py")] if own else []
+    out = tmp_path / "job.yml"
+    argv = ["submit", "--outputs", str(outputs_file()), *script, "--name", "seg-2",
+            "--resume-from", "seg-1", "--export", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    job = load_exported(out)
+    assert job.outputs["checkpoints"].path.endswith("/paths/azdl/seg-1/checkpoints/")
+    assert job.outputs["logs"].path.endswith("/paths/azdl/seg-2/logs/")  # the rest: its own
+    assert job.tags["azdl.resume_from"] == "seg-1"
+
+
+def test_resume_from_takes_a_job_name_only(ml_client, outputs_file, capsys):
+    argv = ["submit", "--outputs", str(outputs_file()), "--resume-from", "../other/checkpoints"]
+    assert main(argv) == 2
+    assert "expected the name of an earlier job" in capsys.readouterr().err
+    ml_client.assert_not_called()
