@@ -213,10 +213,10 @@ def run(args: argparse.Namespace) -> int:
 def send(outputs, job, *, dry_run: bool, wait: bool) -> int:
     """Print the job (dry run) or submit it, then optionally stream its logs until it ends."""
     if dry_run:
+        code = "; `code:` is relative to the current folder" if job.code else ""
         print(
             f"# azdl --dry-run: the job for {outputs.source} as Azure ML CLI v2 YAML, built "
-            "locally; nothing was sent (`az ml job create -f` takes this; `code:` is relative "
-            "to the current folder)"
+            f"locally; nothing was sent (`az ml job create -f` takes this{code})"
         )
         print(export.job_yaml(job, Path.cwd()), end="")
         return 0
