@@ -76,6 +76,13 @@ def register(subparsers) -> None:
         metavar="DIR",
         help="with --script: the data folder, handed over as AZDL_DATA_DIR and {data_dir}",
     )
+    p.add_argument(
+        "--run-dir",
+        type=Path,
+        metavar="DIR",
+        help="with --script: the run's folder for checkpoints/, logs/ and outputs/ (default "
+        "runs/<script>-<time>); name an earlier run's to resume it",
+    )
     p.add_argument("--workers", type=int, default=2, help="number of worker processes (default 2)")
     p.add_argument(
         "--launcher",
@@ -171,8 +178,11 @@ def script_run(
 def run(args: argparse.Namespace) -> int:
     script_args = args.script_args[1:] if args.script_args[:1] == ["--"] else args.script_args
     if args.script is None:
-        if args.data is not None:
-            raise AzdlError("--data goes with --script; built-in scripts take `-- --data-dir DIR`")
+        if args.data is not None or args.run_dir is not None:
+            raise AzdlError(
+                "--data and --run-dir go with --script; built-in scripts take "
+                "`-- --data-dir DIR --checkpoint-dir DIR`"
+            )
         framework = args.framework or "keras"
         if not script_args:
             script_args = demo_args(framework, args.workers)
@@ -187,7 +197,8 @@ def run(args: argparse.Namespace) -> int:
     script = own_script.check_script(args.script)
     if args.workers < 1:
         raise AzdlError(f"--workers must be at least 1, got {args.workers}")
-    run_dir = Path("runs", f"{script.stem}-{time.strftime('%Y%m%d-%H%M%S')}").resolve()
+    run_dir = args.run_dir or Path("runs", f"{script.stem}-{time.strftime('%Y%m%d-%H%M%S')}")
+    run_dir = run_dir.expanduser().resolve()
     script_args, extra = script_run(script, args.workers, args.data, script_args, run_dir)
     cmd = launch_command(
         "", args.workers, args.launcher, script_args, script=script, exports=tuple(extra)

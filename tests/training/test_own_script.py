@@ -236,11 +236,10 @@ STEPS = 8  # per epoch; 2 epochs of 8 tiles per worker and step, Adam at 3e-3 pe
 @pytest.mark.slow
 def test_segmentation_learns_above_chance_on_two_workers_in_sync_and_resumes(landcover, tmp_path):
     script = EXAMPLE / "train_segmentation.py"
-    checkpoints = tmp_path / "checkpoints"
-    common = ["--steps-per-epoch", STEPS, "--batch-size", 8, "--width", 8, "--lr", 0.003,
-              "--checkpoint-dir", checkpoints]  # fmt: skip
+    run_dir = tmp_path / "seg"  # checkpoints/, logs/, outputs/ (AZDL_*_DIR)
+    common = ["--steps-per-epoch", STEPS, "--batch-size", 8, "--width", 8, "--lr", 0.003]
     run = azdl("train", "--script", script, "--workers", 2, "--data", landcover,
-               "--", "--epochs", 2, *common, cwd=tmp_path)  # fmt: skip
+               "--run-dir", run_dir, "--", "--epochs", 2, *common, cwd=tmp_path)  # fmt: skip
     assert run.returncode == 0, run.stdout
     mean_iou = [float(x) for x in re.findall(r"mean IoU: ([0-9.]+)", run.stdout)]
     assert len(mean_iou) == 2
@@ -249,17 +248,19 @@ def test_segmentation_learns_above_chance_on_two_workers_in_sync_and_resumes(lan
     assert mean_iou[-1] > 0.5, run.stdout  # measured: 0.65 after these 16 steps
     digests = re.findall(r"rank (\d): weights ([0-9a-f]{16})", run.stdout)
     assert sorted(r for r, _ in digests) == ["0", "1"] and len({d for _, d in digests}) == 1
+    checkpoints = run_dir / "checkpoints"
     assert sorted(p.name for p in checkpoints.iterdir()) == [
         "checkpoint-0000.pt", "checkpoint-0001.pt"
     ]  # fmt: skip
-    (run_dir,) = (tmp_path / "runs").iterdir()
     metrics = json.loads((run_dir / "outputs" / "metrics.json").read_text())
     assert metrics["mean_iou"] == pytest.approx(mean_iou[-1], abs=1e-4)
     assert metrics["classes"] == list(make_tiles.CLASSES)
+    assert len((run_dir / "logs" / "metrics.jsonl").read_text().splitlines()) == 2
 
     # Resume, under plain mpirun this time: the third epoch only, from the second's checkpoint.
     run = azdl("train", "--script", script, "--workers", 2, "--launcher", "mpi",
-               "--data", landcover, "--", "--epochs", 3, *common, cwd=tmp_path)  # fmt: skip
+               "--data", landcover, "--run-dir", run_dir, "--", "--epochs", 3, *common,
+               cwd=tmp_path)  # fmt: skip
     assert run.returncode == 0, run.stdout
     assert f"resuming from {checkpoints}/checkpoint-0001.pt at epoch 3" in run.stdout
     assert re.findall(r"epoch (\d)/3", run.stdout) == ["3"]
@@ -350,7 +351,8 @@ def test_local_script_runs_get_their_folders_as_variables_and_placeholders(tmp_p
     [
         (["--script", "nope.py"], "--script nope.py: no such file"),
         (["--script", "t.py", "--framework", "torch"], "leave it out with --script"),
-        (["--data", "."], "--data goes with --script"),
+        (["--data", "."], "--data and --run-dir go with --script"),
+        (["--run-dir", "."], "--data and --run-dir go with --script"),
         (["--script", "t.py", "--data", "missing"], "--data missing: no such folder"),
     ],
 )
