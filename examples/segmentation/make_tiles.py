@@ -40,7 +40,9 @@ def blur(field: np.ndarray, radius: int) -> np.ndarray:
 def scene(rng: np.random.Generator, size: int, bands: int) -> tuple[np.ndarray, np.ndarray]:
     """One (image, mask) pair of `size` x `size` pixels."""
     k = len(CLASSES)
-    regions = blur(rng.normal(size=(size, size, k)), radius=max(2, size // 16))
+    regions = rng.normal(size=(size, size, k))
+    for _ in range(3):  # three box blurs: close to a Gaussian, so regions have smooth edges
+        regions = blur(regions, radius=max(2, size // 24))
     mask = regions.argmax(axis=2).astype(np.uint8)
     image = SIGNATURES[mask].copy()
     image = blur(image, radius=1)  # soft borders between classes

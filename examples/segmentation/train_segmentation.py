@@ -190,6 +190,33 @@ def save_checkpoint(folder: Path, epoch: int, model, optimizer, keep: int) -> Pa
     return path
 
 
+# class colours for examples.png (water, tree canopy, low vegetation, impervious, then more)
+PALETTE = np.array(
+    [[30, 90, 200], [20, 110, 40], [150, 200, 90], [160, 160, 160], [200, 150, 90], [220, 60, 60]]
+    + [[(37 * i) % 256, (91 * i) % 256, (53 * i) % 256] for i in range(6, 256)],
+    np.uint8,
+)
+
+
+def save_examples(model, shard, num_classes, device, path: Path, count: int = 4) -> None:
+    """A picture of a few validation tiles: image (RGB), true mask, predicted mask per row."""
+    from PIL import Image
+
+    rows = []
+    model.eval()
+    with torch.no_grad():
+        pairs = tiles.read_shard(shard, num_classes)
+        for _, (image, mask) in zip(range(count), pairs, strict=False):
+            x, _ = to_tensors(image, mask)
+            pred = model(x[None].to(device)).argmax(1)[0].cpu().numpy()
+            truth = np.where(mask == tiles.IGNORE, 0, mask)
+            gap = np.full((mask.shape[0], 4, 3), 255, np.uint8)
+            rows.append(np.hstack([image[:, :, :3], gap, PALETTE[truth], gap, PALETTE[pred]]))
+    Image.fromarray(np.vstack(rows)).resize(
+        (rows[0].shape[1] * 2, len(rows) * rows[0].shape[0] * 2), Image.NEAREST
+    ).save(path)
+
+
 def weights_digest(model) -> str:
     digest = hashlib.sha256()
     for name, tensor in sorted(model.state_dict().items()):
@@ -317,6 +344,8 @@ def main(argv=None) -> int:
         (output_dir / "metrics.json").write_text(
             json.dumps(result | {"classes": class_names}, indent=2) + "\n"
         )
+        if val_shards:
+            save_examples(model, val_shards[0], num_classes, device, output_dir / "examples.png")
     # Each worker reports its own weights: after synchronous training they must be identical.
     print(f"rank {rank}: weights {weights_digest(model)}", flush=True)
     return 0
