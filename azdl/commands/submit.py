@@ -1,9 +1,11 @@
 """`azdl submit`: one Horovod training job on the stack's Azure ML cluster.
 
 Reads the stack outputs (`pulumi stack output --json`, or a saved copy with --outputs), checks
-everything it can locally, then submits with azure-ai-ml. `--dry-run` prints the job in
-azure-ai-ml's REST form, built locally, and never contacts Azure; `--wait` streams the job's logs
-until it ends.
+everything it can locally, then submits with azure-ai-ml. The job runs a built-in training
+script (--framework) or the user's own (--script FILE: its folder is uploaded as the job's
+code). `--dry-run` prints the job as Azure ML CLI v2 YAML, built locally, and never contacts
+Azure; `--export FILE` writes that YAML for `az ml job create -f FILE`; `--wait` streams the
+job's logs until it ends.
 """
 
 import argparse
@@ -11,8 +13,7 @@ import re
 import secrets
 import sys
 import time
-
-import yaml
+from pathlib import Path
 
 from azdl.commands.options import (
     add_job_name_option,
@@ -21,7 +22,10 @@ from azdl.commands.options import (
     script_args,
 )
 from azdl.commands.train import FRAMEWORK_MODULES
-from azdl.jobs.spec import DEFAULT_LOCAL_DIR, STORAGE_MODES, JobRequest, build_job
+from azdl.errors import AzdlError
+from azdl.jobs import export
+from azdl.jobs import script as own_script
+from azdl.jobs.spec import DEFAULT_LOCAL_DIR, STORAGE_MODES, JobRequest, OwnScript, build_job
 from azdl.jobs.stack_outputs import load_outputs
 
 
@@ -32,10 +36,43 @@ def register(subparsers) -> None:
         description="Submit one Horovod job to the stack's Azure ML cluster: MPI with one "
         "process per GPU, --nodes instances, the stack's environment for the framework's image. "
         "Arguments after `--` go to the training script (see `azdl train --framework keras -- "
-        "--help`). Authentication: azure-identity (az login, managed identity).",
+        "--help`), or to your own with --script (docs/own-code.md). Authentication: "
+        "azure-identity (az login, managed identity).",
     )
     add_stack_options(p)
-    p.add_argument("--framework", choices=sorted(FRAMEWORK_MODULES), default="keras")
+    p.add_argument(
+        "--framework",
+        choices=sorted(FRAMEWORK_MODULES),
+        help="built-in training script (default keras); with --script: the image it needs "
+        "(torch: PyTorch; keras or tf: TensorFlow), found from its imports when left out",
+    )
+    own = p.add_argument_group("your own script")
+    own.add_argument(
+        "--script",
+        type=Path,
+        metavar="FILE",
+        help="run `python FILE ARGS` in every process instead of a built-in script; the code "
+        "folder is uploaded as the job's code (honouring its .amlignore or .gitignore)",
+    )
+    own.add_argument(
+        "--code",
+        type=Path,
+        metavar="DIR",
+        help="folder to upload with --script (default: the script's folder)",
+    )
+    own.add_argument(
+        "--requirements",
+        type=Path,
+        metavar="FILE",
+        help="pip requirements file in the code folder, installed once per node before training",
+    )
+    own.add_argument(
+        "--wheels",
+        type=Path,
+        metavar="DIR",
+        help="folder of wheels in the code folder: install --requirements from it only "
+        "(pip --no-index; for private package registries and clusters without internet)",
+    )
     p.add_argument("--nodes", type=int, default=1, help="cluster nodes (default 1)")
     p.add_argument(
         "--storage",
@@ -52,6 +89,12 @@ def register(subparsers) -> None:
         help=f"node-local folder for --storage copy (default {DEFAULT_LOCAL_DIR})",
     )
     p.add_argument("--experiment", default="azdl", help="Azure ML experiment (default azdl)")
+    p.add_argument(
+        "--resume-from",
+        metavar="JOB",
+        help="use the checkpoints folder of an earlier job of the experiment: the training "
+        "script resumes from its newest checkpoint and keeps writing there",
+    )
     add_job_name_option(p, "azdl-<framework>-<nodes>n-<time>-<hex>")
     p.add_argument(
         "--shm-size",
@@ -68,7 +111,14 @@ def register(subparsers) -> None:
     p.add_argument(
         "--dry-run",
         action="store_true",
-        help="print the job as built locally (azure-ai-ml's REST form); do not contact Azure",
+        help="print the job as Azure ML CLI v2 YAML, built locally; do not contact Azure",
+    )
+    p.add_argument(
+        "--export",
+        type=Path,
+        metavar="FILE",
+        help="write the job as Azure ML CLI v2 YAML (for `az ml job create -f FILE`, the "
+        "studio or pipelines) and stop: nothing is submitted",
     )
     p.add_argument("--wait", action="store_true", help="stream the job's logs until it ends")
     add_script_args(p)
@@ -89,40 +139,72 @@ def new_run_id(what: str) -> str:
     return f"azdl-{what}-{stamp}-{secrets.token_hex(2)}"
 
 
-def rest_payload(job) -> dict:
-    """`job` in azure-ai-ml's REST form, built locally (what --dry-run shows). Not byte for byte
-    the request: azure-ai-ml has no public way to render that, so this uses its private
-    conversion, and create_or_update still resolves references before sending (computeId is the
-    cluster's name here, its ARM id in the request)."""
-    return job._to_job()._to_rest_object().as_dict()
+def own_script_of(args: argparse.Namespace) -> OwnScript | None:
+    """The --script options as an OwnScript (absolute paths), or None for a built-in job."""
+    if args.script is None:
+        for option in ("code", "requirements", "wheels"):
+            if getattr(args, option) is not None:
+                raise AzdlError(f"--{option} goes with --script")
+        return None
+    path = own_script.check_script(args.script)
+    code_dir = (args.code or path.parent).expanduser().resolve()
+
+    def absolute(option: Path | None) -> Path | None:
+        return None if option is None else option.expanduser().resolve()
+
+    return OwnScript(path, code_dir, absolute(args.requirements), absolute(args.wheels))
+
+
+def framework_of(args: argparse.Namespace, script: OwnScript | None) -> str:
+    """--framework, else (for a script) the one its imports name, else keras."""
+    if args.framework or script is None:
+        return args.framework or "keras"
+    found = own_script.detect_framework(script.path)
+    if found is None:
+        raise AzdlError(
+            f"can't tell from {script.path.name}'s imports whether it needs the PyTorch or the "
+            "TensorFlow image; say --framework torch or --framework keras"
+        )
+    return found
 
 
 def run(args: argparse.Namespace) -> int:
+    script = own_script_of(args)
+    framework = framework_of(args, script)
     outputs = load_outputs(args.stack, args.outputs)
+    what = script.path.stem if script else framework
     request = JobRequest(
-        framework=args.framework,
+        framework=framework,
         nodes=args.nodes,
         storage=args.storage,
-        run_id=args.name or new_run_id(f"{args.framework}-{args.nodes}n"),
+        run_id=args.name or new_run_id(f"{what}-{args.nodes}n"),
         training_args=script_args(args),
         data_path=args.data_path.strip("/"),
         experiment=args.experiment,
         shm_size=args.shm_size,
         local_dir=args.local_dir,
         nccl_debug=args.nccl_debug,
+        script=script,
+        resume_from=args.resume_from,
     )
     job = build_job(outputs, request)
+    if args.export is not None:
+        path = export.write(job, args.export)
+        print(f"wrote {path}: submit it with `az ml job create -f {path}` (or azdl submit)")
+        if not args.dry_run:
+            return 0
     return send(outputs, job, dry_run=args.dry_run, wait=args.wait)
 
 
 def send(outputs, job, *, dry_run: bool, wait: bool) -> int:
     """Print the job (dry run) or submit it, then optionally stream its logs until it ends."""
     if dry_run:
+        code = "; `code:` is relative to the current folder" if job.code else ""
         print(
-            f"# azdl --dry-run: the job for {outputs.source} in azure-ai-ml's REST form, "
-            "built locally; submitting resolves computeId (the cluster's name here) to its ARM id"
+            f"# azdl --dry-run: the job for {outputs.source} as Azure ML CLI v2 YAML, built "
+            f"locally; nothing was sent (`az ml job create -f` takes this{code})"
         )
-        print(yaml.safe_dump(rest_payload(job), sort_keys=False), end="")
+        print(export.job_yaml(job, Path.cwd()), end="")
         return 0
 
     from azdl.jobs.workspace import ml_client

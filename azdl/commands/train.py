@@ -3,7 +3,8 @@
 Gloo (`horovodrun --gloo`) is the default launcher; `--launcher mpi` uses plain `mpirun`,
 the way Azure ML starts workers on a cluster, so both paths are exercised locally. Without
 script arguments it runs the demo: a short ResNet50 run on synthetic data that ends with the
-throughput lines and the checkpoint path.
+throughput lines and the checkpoint path. `--script FILE` runs a user's own Horovod script
+instead (`python FILE ARGS` per worker), told its folders as `azdl.jobs.script` describes.
 """
 
 import argparse
@@ -13,10 +14,12 @@ import shutil
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from azdl.commands.options import add_script_args, positive_int, script_args
 from azdl.envs import REPO_ROOT, training_bin, training_env
 from azdl.errors import AzdlError
+from azdl.jobs import script as own_script
 
 FRAMEWORK_MODULES = {
     "keras": "training.train_keras",
@@ -53,9 +56,34 @@ def register(subparsers) -> None:
         help="run Horovod training locally with N worker processes",
         description="Launch N Horovod workers on this machine. Arguments after `--` go to the "
         "training script (see `azdl train --framework keras -- --help`); without them, a short "
-        "ResNet50 demo on synthetic data runs, checkpointing under runs/.",
+        "ResNet50 demo on synthetic data runs, checkpointing under runs/. With --script FILE, "
+        "your own Horovod script runs instead, with AZDL_DATA_DIR, AZDL_CHECKPOINT_DIR, "
+        "AZDL_LOG_DIR and AZDL_OUTPUT_DIR set (folders under ./runs/) and {data_dir}, "
+        "{checkpoint_dir}, {log_dir}, {output_dir} replaced in its arguments (docs/own-code.md).",
     )
-    p.add_argument("--framework", choices=sorted(FRAMEWORK_MODULES), default="keras")
+    p.add_argument(
+        "--framework",
+        choices=sorted(FRAMEWORK_MODULES),
+        help="built-in training script to run (default keras); not with --script",
+    )
+    p.add_argument(
+        "--script",
+        type=Path,
+        metavar="FILE",
+        help="run your own Horovod script (`python FILE ARGS` per worker), not a built-in one",
+    )
+    p.add_argument(
+        "--data",
+        metavar="DIR",
+        help="with --script: the data folder, handed over as AZDL_DATA_DIR and {data_dir}",
+    )
+    p.add_argument(
+        "--run-dir",
+        type=Path,
+        metavar="DIR",
+        help="with --script: the run's folder for checkpoints/, logs/ and outputs/ (default "
+        "runs/<script>-<time>); name an earlier run's to resume it",
+    )
     p.add_argument(
         "--workers", type=positive_int, default=2, help="number of worker processes (default 2)"
     )
@@ -82,15 +110,25 @@ def demo_args(framework: str, workers: int) -> list[str]:
 
 
 def launch_command(
-    framework: str, workers: int, launcher: str, script_args: list[str]
+    framework: str,
+    workers: int,
+    launcher: str,
+    script_args: list[str],
+    script: Path | None = None,
+    exports: tuple[str, ...] = (),
 ) -> list[str]:
-    """The command line that starts `workers` processes of the framework's training script."""
+    """The command line that starts `workers` processes of the framework's training script, or
+    of `script` (a user's own file) when given. `exports`: more environment variables mpirun
+    must hand to the workers (horovodrun --gloo hands over the whole environment)."""
     if workers < 1:
         raise AzdlError(f"--workers must be at least 1, got {workers}")
-    if framework not in FRAMEWORK_MODULES:
+    if script is not None:
+        worker = [str(training_bin("python")), str(script), *script_args]
+    elif framework not in FRAMEWORK_MODULES:
         allowed = ", ".join(sorted(FRAMEWORK_MODULES))
         raise AzdlError(f"unknown framework {framework!r}; allowed: {allowed}")
-    worker = [str(training_bin("python")), "-m", FRAMEWORK_MODULES[framework], *script_args]
+    else:
+        worker = [str(training_bin("python")), "-m", FRAMEWORK_MODULES[framework], *script_args]
     if launcher == "gloo":
         hosts = f"localhost:{workers}"
         return [
@@ -107,17 +145,64 @@ def launch_command(
     return [
         mpirun, *root, *oversubscribe, "-np", str(workers), "--bind-to", "none",
         "--map-by", "slot", "-x", "PYTHONPATH", "-x", "PATH", "-x", "TF_CPP_MIN_LOG_LEVEL",
-        "-x", "HOROVOD_CYCLE_TIME",
+        "-x", "HOROVOD_CYCLE_TIME", *(x for name in exports for x in ("-x", name)),
         *worker,
     ]  # fmt: skip
 
 
+def script_run(
+    script: Path, workers: int, data: str | None, script_args: list[str], run_dir: Path
+) -> tuple[list[str], dict[str, str]]:
+    """(arguments, environment additions) for a user script: its folders under `run_dir`
+    (created), the data folder if given, each worker's share of the cores."""
+    folders: dict[str, str | None] = {"data_dir": None}
+    if data is not None:
+        data_dir = Path(data).expanduser().resolve()
+        if not data_dir.is_dir():
+            raise AzdlError(f"--data {data}: no such folder")
+        folders["data_dir"] = str(data_dir)
+    for name, sub in (
+        ("checkpoint_dir", "checkpoints"),
+        ("log_dir", "logs"),
+        ("output_dir", "outputs"),
+    ):
+        folder = run_dir / sub
+        folder.mkdir(parents=True, exist_ok=True)
+        folders[name] = str(folder)
+    threads = str(max(1, (os.cpu_count() or 1) // workers))
+    env = own_script.folder_environment(folders) | {own_script.THREADS_ENV: threads}
+    # PyTorch and TensorFlow size their CPU thread pools by OMP_NUM_THREADS (unless set).
+    env["OMP_NUM_THREADS"] = os.environ.get("OMP_NUM_THREADS", threads)
+    return own_script.substitute(script_args, folders), env
+
+
 def run(args: argparse.Namespace) -> int:
-    training_args = list(script_args(args))
-    if not training_args:
-        training_args = demo_args(args.framework, args.workers)
-        print(f"demo: {args.workers} workers, ResNet50 at 64 px on synthetic data", flush=True)
-    cmd = launch_command(args.framework, args.workers, args.launcher, training_args)
+    user_args = list(script_args(args))
+    if args.script is None:
+        if args.data is not None or args.run_dir is not None:
+            raise AzdlError(
+                "--data and --run-dir go with --script; built-in scripts take "
+                "`-- --data-dir DIR --checkpoint-dir DIR`"
+            )
+        framework = args.framework or "keras"
+        if not user_args:
+            user_args = demo_args(framework, args.workers)
+            print(f"demo: {args.workers} workers, ResNet50 at 64 px on synthetic data", flush=True)
+        cmd = launch_command(framework, args.workers, args.launcher, user_args)
+        print("+ " + shlex.join(cmd), file=sys.stderr, flush=True)
+        # TensorFlow's INFO lines (oneDNN, CPU features) drown the training output.
+        return subprocess.call(cmd, env=local_env(), cwd=REPO_ROOT)
+
+    if args.framework is not None:
+        raise AzdlError("--framework picks a built-in script; leave it out with --script")
+    script = own_script.check_script(args.script)
+    run_dir = args.run_dir or Path("runs", f"{script.stem}-{time.strftime('%Y%m%d-%H%M%S')}")
+    run_dir = run_dir.expanduser().resolve()
+    user_args, extra = script_run(script, args.workers, args.data, user_args, run_dir)
+    cmd = launch_command(
+        "", args.workers, args.launcher, user_args, script=script, exports=tuple(extra)
+    )
+    print(f"{script.name}: {args.workers} workers, folders under {run_dir}", file=sys.stderr)
     print("+ " + shlex.join(cmd), file=sys.stderr, flush=True)
-    # TensorFlow's INFO lines (oneDNN, CPU features) drown the training output.
-    return subprocess.call(cmd, env=local_env(), cwd=REPO_ROOT)
+    # Run where the user is, as `python FILE` would: relative paths mean what they expect.
+    return subprocess.call(cmd, env=local_env() | extra)

@@ -6,13 +6,22 @@ the storage modes, checkpoints and TensorBoard logs in the outputs container, an
 for the cluster's network. Data and outputs are addressed through the stack's identity-based
 datastores (`azureml://datastores/<name>/paths/<path>`, the URIs Azure ML job inputs and
 outputs take). Everything is checked before a job object exists.
+
+A job of a user's own script (`OwnScript`) uploads the script's folder as the job's `code:` and
+runs `python FILE ARGS` there in every MPI process, with the same image, data, NCCL and shared
+memory settings; its folders reach it as `azdl.jobs.script` describes (AZDL_* variables, {…}
+placeholders), and a requirements file is installed once per node before it starts.
 """
 
+import re
 import shlex
 from dataclasses import dataclass
+from pathlib import Path
 
 from azdl.commands.train import FRAMEWORK_MODULES
 from azdl.errors import AzdlError
+from azdl.jobs import code_folder
+from azdl.jobs import script as own_script
 from azdl.jobs.stack_outputs import StackOutputs
 
 # synthetic: no data input; mount: the data container read-only mounted (blob);
@@ -23,8 +32,25 @@ NFS_MOUNT_POINT = "/mnt/azdl-nfs"
 DEFAULT_LOCAL_DIR = "/tmp/azdl-data"
 # Options `submit` sets itself from the storage mode and the outputs account.
 RESERVED_OPTIONS = ("--data-dir", "--checkpoint-dir", "--log-dir")
+# A job name as it appears in the outputs container's folders (Azure ML job names are letters,
+# digits, '-' and '_').
+_JOB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,254}")
 # Training options that only make sense with GPUs (fp16 compute and fp16 gradient exchange).
 GPU_ONLY = {"precision": ("fp16",), "fp16_allreduce": (True,)}
+
+
+@dataclass(frozen=True)
+class OwnScript:
+    """A user's script and the folder uploaded with it (absolute paths); the requirements file
+    and wheel folder, if any, are inside that folder."""
+
+    path: Path
+    code_dir: Path
+    requirements: Path | None = None
+    wheels: Path | None = None  # pip installs from here only (--no-index): no index, no secrets
+
+    def relative(self, path: Path) -> str:
+        return path.relative_to(self.code_dir).as_posix()
 
 
 @dataclass(frozen=True)
@@ -39,6 +65,8 @@ class JobRequest:
     shm_size: str = "16g"
     local_dir: str = DEFAULT_LOCAL_DIR
     nccl_debug: str = "WARN"
+    script: OwnScript | None = None  # a user's own script instead of the framework's built-in
+    resume_from: str | None = None  # an earlier job (same experiment) whose checkpoints to use
 
 
 def processes_per_node(outputs: StackOutputs) -> int:
@@ -86,6 +114,14 @@ def validate(outputs: StackOutputs, request: JobRequest) -> None:
             f"--storage nfs: {outputs.source} has no NFS share (nfsMountTarget is null); "
             "use mount or copy, or set storage.nfsShareGiB in the stack and deploy it"
         )
+    if request.resume_from is not None and not _JOB_NAME.fullmatch(request.resume_from):
+        raise AzdlError(
+            f"--resume-from {request.resume_from!r}: expected the name of an earlier job "
+            "(letters, digits, '-' and '_')"
+        )
+    if request.script is not None:
+        validate_script(request)
+        return
     for option in RESERVED_OPTIONS:
         if _has_option(request.training_args, option):
             raise AzdlError(
@@ -102,6 +138,39 @@ def validate(outputs: StackOutputs, request: JobRequest) -> None:
                     f"{outputs.vm_size.name}, a CPU size (gpus: 0 in infra/vm_sizes.yaml); "
                     "drop the option or deploy a GPU size"
                 )
+
+
+def validate_script(request: JobRequest) -> None:
+    """The script, its requirements and wheels are inside the code folder and uploaded (not
+    left out by its ignore file); the folder is within Azure ML's limits; every placeholder in
+    the arguments has a folder in this job."""
+    script = request.script
+    if not script.code_dir.is_dir():
+        raise AzdlError(f"--code {script.code_dir}: no such folder")
+    for what, path in (("--script", script.path), ("--requirements", script.requirements),
+                       ("--wheels", script.wheels)):  # fmt: skip
+        if path is not None and not path.is_relative_to(script.code_dir):
+            raise AzdlError(
+                f"{what} {path} is outside the code folder {script.code_dir}, which is all the "
+                "job gets; move it in, or name a wider folder with --code"
+            )
+    folder = code_folder.check(script.code_dir)
+    ignored = (
+        f"left out of the upload by {folder.ignore_file}" if folder.ignore_file else "not uploaded"
+    )
+    for what, path in (("--script", script.path), ("--requirements", script.requirements)):
+        if path is not None and not path.is_file():
+            raise AzdlError(f"{what} {path}: no such file")
+        if path is not None and not folder.has(path):
+            raise AzdlError(f"{what} {path} is {ignored}; the job could not run it")
+    if script.wheels is not None:
+        if script.requirements is None:
+            raise AzdlError("--wheels needs --requirements: the file that says what to install")
+        if not script.wheels.is_dir() or not any(script.wheels.glob("*.whl")):
+            raise AzdlError(f"--wheels {script.wheels}: no such folder, or no *.whl files in it")
+        if not folder.has_folder(script.wheels):
+            raise AzdlError(f"--wheels {script.wheels} is {ignored}; the job could not install")
+    own_script.substitute(request.training_args, script_folders(request))
 
 
 def parse_training_args(framework: str, args: tuple[str, ...]):
@@ -129,19 +198,75 @@ def _has_option(args: tuple[str, ...], option: str) -> bool:
     return any(a == option or a.startswith(option + "=") for a in args)
 
 
-def training_command(request: JobRequest, threads: int) -> str:
-    """The shell command every MPI process runs (the copy step coordinates per node itself);
-    `threads` unless the training options name --threads themselves."""
-    steps = []
-    data_dir = {
+def data_folder(request: JobRequest) -> str | None:
+    """Where the processes find the data (an Azure ML placeholder for the blob mount)."""
+    return {
         "synthetic": None,
         "mount": "${{inputs.data}}",
         "copy": request.local_dir,
         "nfs": f"{NFS_MOUNT_POINT}/{request.data_path}".rstrip("/"),
     }[request.storage]
-    if request.storage == "copy":
-        copy = ["python", "-m", "training.copy_shards", "--source", "${{inputs.data}}"]
-        steps.append(shlex.join([*copy, "--dest", request.local_dir]))
+
+
+def copy_step(request: JobRequest) -> list[str]:
+    """The node-side copy to local disk (--storage copy; it coordinates per node itself)."""
+    if request.storage != "copy":
+        return []
+    copy = ["python", "-m", "training.copy_shards", "--source", "${{inputs.data}}"]
+    return [shlex.join([*copy, "--dest", request.local_dir])]
+
+
+def script_folders(request: JobRequest) -> dict[str, str | None]:
+    """A script job's folders, as placeholders Azure ML fills in before the command runs."""
+    return {
+        "data_dir": data_folder(request),
+        "checkpoint_dir": "${{outputs.checkpoints}}",
+        "log_dir": "${{outputs.logs}}",
+        "output_dir": "${{outputs.outputs}}",
+    }
+
+
+# Once per node: local rank 0 installs, the node's other ranks wait for its verdict. The
+# markers live in the job's own container (a fresh /tmp per job on Azure ML).
+_PIP_MARKER = "${TMPDIR:-/tmp}/azdl-pip-${AZUREML_RUN_ID:-local}"
+_LOCAL_RANK = "${OMPI_COMM_WORLD_LOCAL_RANK:-${MPI_LOCALRANKID:-0}}"
+
+
+def install_step(script: OwnScript) -> list[str]:
+    """`pip install -r REQUIREMENTS` once per node before training (from the wheel folder only,
+    when there is one), failing the job if it fails."""
+    if script.requirements is None:
+        return []
+    pip = ["python", "-m", "pip", "install", "--no-cache-dir", "--disable-pip-version-check"]
+    if script.wheels is not None:
+        pip += ["--no-index", "--find-links", script.relative(script.wheels)]
+    pip += ["-r", script.relative(script.requirements)]
+    ok, failed = f'"{_PIP_MARKER}.ok"', f'"{_PIP_MARKER}.failed"'
+    return [
+        f'if [ "{_LOCAL_RANK}" = 0 ]; then {shlex.join(pip)} && touch {ok} || touch {failed}; '
+        f"else while [ ! -e {ok} ] && [ ! -e {failed} ]; do sleep 1; done; fi",
+        f"[ -e {ok} ]",
+    ]
+
+
+def script_command(request: JobRequest) -> str:
+    """The shell command every MPI process of a script job runs."""
+    script = request.script
+    folders = script_folders(request)
+    env = own_script.folder_environment(folders)
+    export = "export " + " ".join(f"{name}={shlex.quote(value)}" for name, value in env.items())
+    args = own_script.substitute(request.training_args, folders)
+    run = shlex.join(["python", script.relative(script.path), *args])
+    return " && ".join([export, *copy_step(request), *install_step(script), run])
+
+
+def training_command(request: JobRequest, threads: int) -> str:
+    """The shell command every MPI process runs (the copy step coordinates per node itself);
+    `threads` unless the training options name --threads themselves."""
+    if request.script is not None:
+        return script_command(request)
+    steps = copy_step(request)
+    data_dir = data_folder(request)
     train = ["python", "-m", FRAMEWORK_MODULES[request.framework], *request.training_args]
     if not _has_option(request.training_args, "--threads"):
         train += ["--threads", str(threads)]
@@ -179,39 +304,57 @@ def build_job(outputs: StackOutputs, request: JobRequest):
     if request.storage in ("mount", "copy"):
         path = datastore_uri(outputs["dataDatastore"], request.data_path)
         inputs["data"] = Input(type="uri_folder", path=path, mode="ro_mount")
-    run_folder = (request.experiment, request.run_id)
+    names = ("checkpoints", "logs") + (("outputs",) if request.script else ())
+    # --resume-from: checkpoints go to (and resume from) the earlier job's folder.
+    folder_of = {"checkpoints": request.resume_from or request.run_id}
     job_outputs = {
         name: Output(
             type="uri_folder",
-            path=datastore_uri(outputs["outputsDatastore"], *run_folder, name),
+            path=datastore_uri(
+                outputs["outputsDatastore"],
+                request.experiment,
+                folder_of.get(name, request.run_id),
+                name,
+            ),
             mode="rw_mount",
         )
-        for name in ("checkpoints", "logs")
+        for name in names
     }
+    threads = threads_per_process(outputs)
+    env = nccl_environment(outputs, request.nccl_debug)
+    tags = {
+        "azdl.framework": request.framework,
+        "azdl.nodes": str(request.nodes),
+        "azdl.storage": request.storage,
+    }
+    if request.resume_from:
+        tags["azdl.resume_from"] = request.resume_from
+    what = f"{request.framework} Horovod job"
+    if request.script is not None:
+        # each process's share of the node's cores, for the script and its thread pools
+        env |= {own_script.THREADS_ENV: str(threads), "OMP_NUM_THREADS": str(threads)}
+        tags["azdl.script"] = request.script.relative(request.script.path)
+        what = f"job of {tags['azdl.script']} ({request.framework} image)"
     return command(
         name=request.run_id,
         display_name=request.run_id,
         experiment_name=request.experiment,
-        description=f"azdl {request.framework} Horovod job, {request.nodes} node(s), "
-        f"{request.storage} data",
-        command=training_command(request, threads_per_process(outputs)),
+        description=f"azdl {what}, {request.nodes} node(s), {request.storage} data",
+        command=training_command(request, threads),
+        code=str(request.script.code_dir) if request.script else None,
         environment=outputs.environment(request.framework),
         compute=outputs["clusterName"],
         instance_count=request.nodes,
         distribution=MpiDistribution(process_count_per_instance=processes_per_node(outputs)),
         inputs=inputs,
         outputs=job_outputs,
-        environment_variables=nccl_environment(outputs, request.nccl_debug),
+        environment_variables=env,
         shm_size=request.shm_size,
         docker_args=(
             nfs_docker_args(outputs.nfs_mount_target) if request.storage == "nfs" else None
         ),
         identity=ManagedIdentityConfiguration(client_id=outputs["clusterIdentityClientId"]),
-        tags={
-            "azdl.framework": request.framework,
-            "azdl.nodes": str(request.nodes),
-            "azdl.storage": request.storage,
-        },
+        tags=tags,
     )
 
 

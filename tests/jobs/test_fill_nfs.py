@@ -46,4 +46,4 @@ def test_fill_dry_run_prints_the_job_only(ml_client, outputs_file, capsys):
     ml_client.assert_not_called()
     out = capsys.readouterr().out
     assert "copy_shards --all" in out
-    assert "instanceCount: 1" in out
+    assert "instance_count: 1" in out

@@ -155,11 +155,11 @@ def test_dry_run_prints_the_request_and_never_calls_azure(ml_client, outputs_fil
     assert code == 0
     ml_client.assert_not_called()
     out = capsys.readouterr().out
-    assert "processCountPerInstance: 8" in out
-    assert "instanceCount: 3" in out
+    assert "process_count_per_instance: 8" in out
+    assert "instance_count: 3" in out
     assert "NCCL_IB_DISABLE: '0'" in out
-    assert "uri: azureml://datastores/azdl_training_data/paths/\n" in out
-    assert "uri: azureml://datastores/azdl_outputs/paths/azdl/r9/checkpoints/\n" in out
+    assert "path: azureml://datastores/azdl_training_data/paths/\n" in out
+    assert "path: azureml://datastores/azdl_outputs/paths/azdl/r9/checkpoints/\n" in out
 
 
 def test_wait_streams_the_logs_and_exits_non_zero_for_a_failed_job(ml_client, outputs_file):
@@ -213,4 +213,4 @@ def test_the_shipped_example_outputs_work_for_a_dry_run_without_azure(ml_client,
     ml_client.assert_not_called()
     out = capsys.readouterr().out
     assert "environments/azdl-tensorflow/versions/" in out
-    assert "instanceCount: 2" in out
+    assert "instance_count: 2" in out

@@ -23,10 +23,12 @@ def test_a_valid_shared_memory_size_reaches_the_job(ml_client, outputs_file):
     assert job.resources.shm_size == "512m"
 
 
-def test_dry_run_says_its_output_is_built_locally_not_the_request(ml_client, outputs_file, capsys):
+def test_dry_run_says_its_output_is_built_locally_and_nothing_was_sent(
+    ml_client, outputs_file, capsys
+):
     assert main(["submit", "--outputs", str(outputs_file()), "--dry-run", "--name", "r1"]) == 0
     ml_client.assert_not_called()
     out = capsys.readouterr().out
     header = out.splitlines()[0]
-    assert "REST form, built locally" in header and "would send" not in header
-    assert "computeId: gpu-cluster" in out  # the name; submitting resolves it to an ARM id
+    assert "Azure ML CLI v2 YAML, built locally; nothing was sent" in header
+    assert "compute: azureml:gpu-cluster" in out  # the cluster by name, as the CLI takes it
