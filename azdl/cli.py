@@ -63,6 +63,13 @@ def main(argv: list[str] | None = None) -> int:
     except (AzdlError, ConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except UnicodeDecodeError as exc:  # a binary file where text was expected
+        print(f"error: a file given is not UTF-8 text ({exc.reason} at byte {exc.start})",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    except OSError as exc:  # unreadable or unwritable files the user named
+        print(f"error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

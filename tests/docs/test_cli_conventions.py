@@ -133,3 +133,12 @@ def test_a_flat_structured_key_points_to_pulumi_config_set_path():
     with pytest.raises(ConfigError) as info:
         load_config(values, stack="dev")
     assert "pulumi config set --path 'azdl:cluster.maxNodes'" in str(info.value)
+
+
+def test_a_binary_or_unreadable_outputs_file_is_one_error_line(capsys, tmp_path):
+    binary = tmp_path / "outputs.json"
+    binary.write_bytes(b"\xff\xfe\x00garbage")
+    code, _, err = run_cli(capsys, "submit", "--outputs", str(binary), "--dry-run")
+    assert code == 2 and "not UTF-8 text" in err
+    code, _, err = run_cli(capsys, "plan", "dev", "--prices", str(tmp_path))  # a directory
+    assert code == 2 and "error:" in err
