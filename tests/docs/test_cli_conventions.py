@@ -124,7 +124,7 @@ def test_a_float_cluster_size_from_pulumi_is_accepted(capsys, tmp_path):
     path = tmp_path / "outputs.json"
     path.write_text(json.dumps(outputs))
     code, out, _ = run_cli(capsys, "submit", "--outputs", str(path), "--nodes", "2", "--dry-run")
-    assert code == 0 and "instanceCount: 2" in out
+    assert code == 0 and "instance_count: 2" in out
 
 
 def test_a_flat_structured_key_points_to_pulumi_config_set_path():
