@@ -90,7 +90,7 @@ def test_plan_command_prints_tree_cost_and_epoch(cli_plan_output):
     assert "Plan of stack dev (offline, no cloud access)" in printed
     assert "Estimated cost of stack dev (USD, estimate)" in printed
     assert "one epoch (1,281,167 images at 2,000.0 images/s)" in printed
-    assert "note: estimate: eastus list prices as of" in printed
+    assert "note: estimate: westeurope list prices as of" in printed
 
 
 def test_dev_to_prod_tightens_and_prod_to_dev_widens(shipped_plans):
