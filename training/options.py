@@ -135,7 +135,27 @@ def build_parser(framework: str) -> argparse.ArgumentParser:
         perf.add_argument(
             "--channels-last",
             action="store_true",
-            help="NHWC memory layout for the model and the images (faster convolutions)",
+            help="NHWC memory layout for the images and activations (faster convolutions on "
+            "tensor cores); the weights stay NCHW, as Horovod 0.28.1 needs",
+        )
+        perf.add_argument(
+            "--compile",
+            action="store_true",
+            help="compile the model with torch.compile (the first step compiles; see "
+            "docs/gpu.md before relying on it)",
+        )
+        data.add_argument(
+            "--decode",
+            choices=("auto", "cpu", "gpu"),
+            default="auto",
+            help="where TFRecord JPEGs are decoded and augmented: gpu (nvJPEG; torchvision), "
+            "cpu (worker processes); auto: gpu on a GPU",
+        )
+        data.add_argument(
+            "--data-workers",
+            type=_at_least(0),
+            help="processes that read and decode TFRecords (0: in the training process; "
+            "default: this worker's share of the cores, as --threads)",
         )
 
     out = p.add_argument_group("outputs")

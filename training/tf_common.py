@@ -1,15 +1,14 @@
-"""What the training scripts share besides the data: Horovod and precision set-up (TensorFlow
-flavours), validation accuracy pooled over workers, rank-0 checkpoints with broadcast on resume,
-the end-of-run report (every flavour)."""
+"""What the TensorFlow flavours share besides the data: Horovod and precision set-up,
+validation accuracy pooled over workers, rank-0 checkpoints with broadcast on resume. What every
+flavour shares (threads, the end-of-run report, the error exit) is in training.common."""
 
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
 
-from training import checkpoints, throughput
-from training.errors import TrainingError
+from training import checkpoints
+from training.common import report, run_main, worker_threads  # noqa: F401  (the flavours' API)
 
 POLICIES = {"fp32": "float32", "fp16": "mixed_float16", "bf16": "mixed_bfloat16"}
 
@@ -39,14 +38,6 @@ def setup(args):
     tf.keras.utils.set_random_seed(args.seed)
     tf.keras.mixed_precision.set_global_policy(POLICIES[args.precision])
     return hvd
-
-
-def worker_threads(args, local_size: int) -> int:
-    """CPU threads for this worker's input pipeline (and PyTorch's ops): `--threads`, else the
-    cores this process may run on shared out among the node's `local_size` workers (at least
-    one). A launcher that pins each rank to a socket or core has already shared them out, so the
-    fallback then undercounts; `azdl submit` passes `--threads` (vCPUs per GPU) for that reason."""
-    return args.threads or max(1, len(os.sched_getaffinity(0)) // local_size)
 
 
 def correct_predictions(logits, labels):
@@ -133,33 +124,3 @@ def dump_weights(args, model, rank: int) -> None:
         Path(args.dump_weights).mkdir(parents=True, exist_ok=True)
         arrays = {f"w{i:03d}": v.numpy() for i, v in enumerate(model.weights)}
         np.savez(Path(args.dump_weights) / f"rank-{rank}.npz", **arrays)
-
-
-def report(args, framework, meter, data_source, workers, rank, checkpoint) -> None:
-    """Rank 0: the throughput lines (the contract in training.throughput), the checkpoint."""
-    if rank != 0:
-        return
-    result = meter.result(
-        framework=framework,
-        model=args.model,
-        image_size=args.image_size,
-        batch_per_worker=args.batch_size,
-        workers=workers,
-        precision=args.precision,
-        data_source=data_source,
-        grad_accum=args.grad_accum,
-    )
-    for line in throughput.format_lines(result):
-        print(line, flush=True)
-    if checkpoint:
-        print(f"Checkpoint: {checkpoint}", flush=True)
-
-
-def run_main(train, args) -> int:
-    """Run `train(args)`; bad input becomes `error: …` on stderr and exit code 2."""
-    try:
-        train(args)
-    except TrainingError as exc:
-        print(f"error: {exc}", file=sys.stderr, flush=True)
-        return 2
-    return 0

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from training import options, tf_common
+from training import common, options
 from training.throughput import ThroughputMeter
 from training.train_torch import FRAMEWORK, Data, Trainer, set_threads, worker_device
 
@@ -122,13 +122,13 @@ def train(args) -> None:
         )
     if args.dump_weights:
         run.trainer.dump_weights(args.dump_weights)
-    tf_common.report(
+    common.report(
         args, FRAMEWORK, run.meter, run.data.source, workers, hvd.rank(), run.checkpoint
     )
 
 
 def main(argv=None) -> int:
-    return tf_common.run_main(train, build_parser().parse_args(argv))
+    return common.run_main(train, build_parser().parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -7,8 +7,11 @@ The loop follows Horovod's own `pytorch_imagenet_resnet50.py`: `hvd.DistributedO
 averages the gradients (fp16-compressed with `--fp16-allreduce`; `--grad-accum` micro-batches
 per step via `backward_passes_per_step`), rank 0's parameters and optimizer state are broadcast
 before the first step, and only rank 0 writes checkpoints, TensorBoard logs and the throughput
-lines. Data: the shared synthetic source, or the shared TFRecord pipeline read through tf.data
-in this process and handed to torch batch by batch.
+lines. Data: the shared synthetic source, or TFRecord shards read without TensorFlow
+(training.torch_data: worker processes decode on the CPU, or nvJPEG on the GPU; batches are
+prefetched onto the device ahead of the step). On a GPU cuDNN picks its fastest kernels
+(`cudnn.benchmark`, as Horovod's and NVIDIA's ResNet50 examples set it); `--compile` hands the
+model to torch.compile.
 """
 
 import contextlib
@@ -21,7 +24,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from training import checkpoints, schedule, synthetic, tf_common
+from training import checkpoints, common, schedule, synthetic
 from training.options import parse_args
 from training.throughput import ThroughputMeter
 from training.torch_models import build_model
@@ -36,11 +39,13 @@ def worker_device(local_rank: int) -> torch.device:
     """This worker's GPU (one per worker, by local rank) when there are GPUs, else the CPU.
 
     Modulo the GPUs this process sees: a launcher that sets CUDA_VISIBLE_DEVICES per worker
-    leaves each of them just one, device 0.
+    leaves each of them just one, device 0. Fixed input shapes: cuDNN benchmarks its algorithms
+    once per shape and keeps the fastest.
     """
     if torch.cuda.is_available():
         index = local_rank % torch.cuda.device_count()
         torch.cuda.set_device(index)
+        torch.backends.cudnn.benchmark = True
         return torch.device("cuda", index)
     return torch.device("cpu")
 
@@ -48,11 +53,11 @@ def worker_device(local_rank: int) -> torch.device:
 def to_torch(images: np.ndarray, labels: np.ndarray, channels_last: bool, device) -> Batch:
     """NHWC float images → an NCHW tensor on `device`. NHWC memory *is* channels-last, so on
     the CPU that is a view."""
-    x = torch.from_numpy(np.require(images, requirements=["C", "W"])).to(device)
+    x = torch.from_numpy(images).to(device)
     x = x.permute(0, 3, 1, 2).contiguous(
         memory_format=torch.channels_last if channels_last else torch.contiguous_format
     )
-    y = torch.from_numpy(np.require(labels, dtype=np.int64, requirements=["W"]))
+    y = torch.from_numpy(labels.astype(np.int64, copy=False))
     return x, y.to(device)
 
 
@@ -78,7 +83,7 @@ def synthetic_batches(args, rank: int, size: int, device) -> Iterator[Batch]:
 def set_threads(args, local_size: int) -> None:
     """`--threads`, or this node's cores shared out among its workers (torch's own default,
     every core per process, oversubscribes them: 2 workers on 2 cores ran 10× slower)."""
-    torch.set_num_threads(tf_common.worker_threads(args, local_size))
+    torch.set_num_threads(common.worker_threads(args, local_size))
 
 
 class Trainer:
@@ -88,9 +93,13 @@ class Trainer:
         self.args, self.hvd, self.device = args, hvd, device
         torch.manual_seed(args.seed)
         # --channels-last puts the images, hence every activation, in NHWC. The weights stay
-        # NCHW: Horovod 0.28.1 refuses to allreduce or broadcast non-contiguous tensors
-        # (horovod/horovod#3491), and gradients follow their parameter's layout.
+        # NCHW: Horovod 0.28.1 refuses to allreduce or broadcast tensors that are not
+        # contiguous in NCHW order (horovod/horovod#3491, open), and gradients follow their
+        # parameter's layout; cuDNN converts each weight to its input's layout as it runs.
         self.model = build_model(args.model, args.num_classes).to(device)
+        # torch.compile compiles on the first step; the optimizer and Horovod's gradient hooks
+        # see the same parameters either way.
+        self.forward = torch.compile(self.model) if getattr(args, "compile", False) else self.model
         self.rescale(hvd.size())
         sgd = torch.optim.SGD(self.model.parameters(), lr=self.peak_lr, momentum=args.momentum)
         self.optimizer = hvd.DistributedOptimizer(
@@ -130,7 +139,7 @@ class Trainer:
         for _ in range(self.args.grad_accum):
             images, labels = next(batches)
             with self.autocast():
-                logits = self.model(images)
+                logits = self.forward(images)
                 loss = F.cross_entropy(logits.float(), labels) / self.args.grad_accum
             # Gradients of the micro-batches add up; dividing the loss makes them a mean.
             self.scaler.scale(loss).backward()
@@ -205,59 +214,45 @@ class Trainer:
         return path
 
 
-def numpy_batches(dataset, files: list[str], channels_last: bool, device) -> Iterator[Batch]:
-    """Batches of a tf.data dataset as torch tensors; TF's data errors name the shard."""
-    from training.tf_pipeline import explained_data_errors
-
-    batches = dataset.as_numpy_iterator()
-    while True:
-        with explained_data_errors(files):
-            try:
-                images, labels = next(batches)
-            except StopIteration:
-                return
-        yield to_torch(images, labels, channels_last, device)
-
-
 class Data:
-    """Where a worker's batches come from: the synthetic source, or TFRecords via tf.data.
-
-    `steps_per_epoch` counts optimizer steps (training.schedule.steps_per_epoch).
-    """
+    """Where a worker's batches come from: the synthetic source, or TFRecord shards
+    (training.torch_data). `steps_per_epoch` counts optimizer steps
+    (training.schedule.steps_per_epoch); `train` yields micro-batches forever, from
+    `start_at(n)`'s micro-batch when called before the first one (a resumed run)."""
 
     def __init__(self, args, rank: int, size: int, local_size: int, device: torch.device):
         self.args, self.device = args, device
+        self._first, self._train = 0, None
         if args.data_dir is None:
             self.source = "synthetic"
             self.steps_per_epoch = args.steps_per_epoch or schedule.steps_per_epoch(
                 args.synthetic_length, args.batch_size, size, args.grad_accum
             )
-            self.train = synthetic_batches(args, rank, size, device)
-            self._tf = None
+            self._train = synthetic_batches(args, rank, size, device)
+            self._records = None
             return
-        import tensorflow as tf
+        from training import torch_data
 
-        from training import tf_pipeline
+        workers = args.data_workers
+        if workers is None:  # this worker's share of the node's cores decodes
+            workers = common.worker_threads(args, local_size)
+        self._records = torch_data.TFRecordData(args, rank, size, device, workers)
+        self.source = "tfrecord"
+        self.steps_per_epoch = self._records.steps_per_epoch
 
-        # TensorFlow's ops here are tf.data's bookkeeping: one thread each keeps them off
-        # torch's cores. Reading and decoding run on the dataset's own pool, this worker's share.
-        with contextlib.suppress(RuntimeError):  # already fixed: TF ran before in this process
-            tf.config.threading.set_inter_op_parallelism_threads(1)
-            tf.config.threading.set_intra_op_parallelism_threads(1)
-        self._tf = tf_pipeline.make_data(
-            args, rank, size, tf_common.worker_threads(args, local_size)
-        )
-        self.source = self._tf.source
-        self.steps_per_epoch = self._tf.steps_per_epoch
-        self.train = numpy_batches(self._tf.train, self._tf.files, args.channels_last, device)
+    def start_at(self, micro_batch: int) -> None:
+        self._first = micro_batch
+
+    @property
+    def train(self) -> Iterator[Batch]:
+        if self._train is None:
+            self._train = self._records.train_batches(self._first)
+        return self._train
 
     def validation(self) -> Iterator[Batch] | None:
         """A fresh pass over this worker's validation batches, or None: no validation."""
-        if self._tf is not None:
-            if self._tf.validation is None:
-                return None
-            tf_data, channels_last = self._tf, self.args.channels_last
-            return numpy_batches(tf_data.validation, tf_data.files, channels_last, self.device)
+        if self._records is not None:
+            return self._records.validation_batches()
         if not self.args.val_steps:
             return None
         # Synthetic data has no held-out split: like the TF flavours, score the training batch.
@@ -276,6 +271,7 @@ def train(args) -> None:
     data = Data(args, rank, size, hvd.local_size(), device)
     trainer = Trainer(args, hvd, device)
     start_epoch, global_step = trainer.restore_and_broadcast(args.checkpoint_dir)
+    data.start_at(global_step * args.grad_accum)  # resumed: the data goes on where it stopped
     if rank == 0 and start_epoch:
         print(
             f"resuming from {args.checkpoint_dir} at epoch {start_epoch} (step {global_step})",
@@ -319,7 +315,7 @@ def train(args) -> None:
 
     if args.dump_weights:
         trainer.dump_weights(args.dump_weights)
-    tf_common.report(args, FRAMEWORK, meter, data.source, size, rank, checkpoint)
+    common.report(args, FRAMEWORK, meter, data.source, size, rank, checkpoint)
 
 
 @contextlib.contextmanager
@@ -343,7 +339,7 @@ def progress_bar(visible: bool, description: str, total: int):
 
 
 def main(argv=None) -> int:
-    return tf_common.run_main(train, parse_args(FRAMEWORK, argv))
+    return common.run_main(train, parse_args(FRAMEWORK, argv))
 
 
 if __name__ == "__main__":
