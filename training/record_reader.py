@@ -49,7 +49,8 @@ class RecordRef:
 
 
 def _corrupt(path: str, record: int, offset: int, what: str) -> TrainingError:
-    return TrainingError(f"corrupt TFRecord file {path!r}: record {record} at byte {offset}: {what}")
+    where = f"record {record} at byte {offset}"
+    return TrainingError(f"corrupt TFRecord file {path!r}: {where}: {what}")
 
 
 def index_file(path: str, file_index: int = 0) -> list[RecordRef]:
@@ -68,7 +69,8 @@ def index_file(path: str, file_index: int = 0) -> list[RecordRef]:
                 raise _corrupt(path, len(refs), offset, "length checksum mismatch")
             data_at = offset + _HEADER.size
             if data_at + length + _FOOTER.size > size:
-                raise _corrupt(path, len(refs), offset, f"record of {length} bytes runs past the end")
+                what = f"record of {length} bytes runs past the end"
+                raise _corrupt(path, len(refs), offset, what)
             refs.append(RecordRef(file_index, data_at, length))
             offset = data_at + length + _FOOTER.size
             f.seek(offset)

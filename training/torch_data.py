@@ -75,9 +75,9 @@ def random_windows(heights, widths, rng: np.random.Generator) -> np.ndarray:
 def _center_fallback(h: int, w: int) -> tuple[int, int, int, int]:
     ratio = w / h
     if ratio < RRC_ASPECT[0]:
-        cw, ch = w, int(round(w / RRC_ASPECT[0]))
+        cw, ch = w, round(w / RRC_ASPECT[0])
     elif ratio > RRC_ASPECT[1]:
-        ch, cw = h, int(round(h * RRC_ASPECT[1]))
+        ch, cw = h, round(h * RRC_ASPECT[1])
     else:
         ch, cw = h, w
     return (h - ch) // 2, (w - cw) // 2, ch, cw
@@ -145,8 +145,18 @@ class RecordBatches(torch.utils.data.Dataset):
     pass p = q // n from (seed, rank, p). train=False: the records in file order, B at a time.
     """
 
-    def __init__(self, split: Split, batch: int, image_size: int, num_classes: int, *,
-                 train: bool, seed: int, rank: int, decode: str):  # fmt: skip
+    def __init__(
+        self,
+        split: Split,
+        batch: int,
+        image_size: int,
+        num_classes: int,
+        *,
+        train: bool,
+        seed: int,
+        rank: int,
+        decode: str,
+    ):
         self.split, self.batch, self.size, self.num_classes = split, batch, image_size, num_classes
         self.train, self.seed, self.rank, self.decode = train, seed, rank, decode
         self._fds: dict[int, int] = {}
@@ -168,7 +178,8 @@ class RecordBatches(torch.utils.data.Dataset):
         out = np.empty(len(q), dtype=np.int64)
         for p in np.unique(q // n):
             if self._perm is None or self._perm[0] != p:
-                self._perm = (int(p), np.random.default_rng([self.seed, self.rank, int(p)]).permutation(n))
+                rng = np.random.default_rng([self.seed, self.rank, int(p)])
+                self._perm = (int(p), rng.permutation(n))
             at = q // n == p
             out[at] = self._perm[1][q[at] % n]
         return out
@@ -198,9 +209,11 @@ class RecordBatches(torch.utils.data.Dataset):
 
     def _make(self, k: int) -> dict:
         records = [self._record(int(p)) for p in self.positions(k)]
-        dims = [(r.height, r.width) if r.height > 0 and r.width > 0 else jpeg_size(r.jpeg)
-                for r in records]  # fmt: skip
-        heights, widths = zip(*dims) if dims else ((), ())
+        dims = [
+            (r.height, r.width) if r.height > 0 and r.width > 0 else jpeg_size(r.jpeg)
+            for r in records
+        ]
+        heights, widths = zip(*dims, strict=True) if dims else ((), ())
         labels = torch.tensor([r.label for r in records], dtype=torch.int64)
         if self.train:
             rng = np.random.default_rng([self.seed, self.rank, k, 1])
@@ -220,7 +233,7 @@ class RecordBatches(torch.utils.data.Dataset):
             }
         images = torch.empty((len(records), self.size, self.size, 3), dtype=torch.uint8)
         pixels = images.numpy()
-        for i, (record, window, flip) in enumerate(zip(records, windows, flips)):
+        for i, (record, window, flip) in enumerate(zip(records, windows, flips, strict=True)):
             pixels[i] = decode_crop_resize(record.jpeg, window, self.size, bool(flip))
         return {"images": images, "labels": labels}
 
@@ -257,7 +270,8 @@ class Finisher:
         decoded = decode_jpeg(chunks, mode=ImageReadMode.RGB, device=self.device)
         out = torch.empty((len(chunks), 3, self.size, self.size), device=self.device)
         windows, flips = item["windows"].tolist(), item["flips"].tolist()
-        for i, (image, (top, left, height, width), flip) in enumerate(zip(decoded, windows, flips)):
+        for i, (image, window, flip) in enumerate(zip(decoded, windows, flips, strict=True)):
+            top, left, height, width = window
             crop = image[None, :, top : top + height, left : left + width].float()
             resized = F.interpolate(
                 crop, size=(self.size, self.size), mode="bilinear", antialias=True
@@ -334,8 +348,7 @@ def worker_context():
     return None
 
 
-def batches(dataset: RecordBatches, sampler, *, workers: int, prefetch: int,
-            finish: Finisher):  # fmt: skip
+def batches(dataset: RecordBatches, sampler, *, workers: int, prefetch: int, finish: Finisher):
     """The batches `sampler` names, made by `workers` processes (0: in this one) and
     finished `prefetch` batches ahead (0: inline)."""
     loader = torch.utils.data.DataLoader(
@@ -369,8 +382,9 @@ def resolve_decode(decode: str, device: torch.device) -> str:
 class TFRecordData:
     """This rank's training stream and validation passes from the shards in `args.data_dir`."""
 
-    def __init__(self, args, rank: int, size: int, device: torch.device, workers: int,
-                 prefetch: int = 2):  # fmt: skip
+    def __init__(
+        self, args, rank: int, size: int, device: torch.device, workers: int, prefetch: int = 2
+    ):
         self.args, self.rank, self.workers, self.prefetch = args, rank, workers, prefetch
         all_train = shards.list_shards(args.data_dir, "train")
         train_files = shards.shards_for_rank(all_train, rank, size)
@@ -394,14 +408,23 @@ class TFRecordData:
 
     def _dataset(self, split: Split, train: bool) -> RecordBatches:
         a = self.args
-        return RecordBatches(split, a.batch_size, a.image_size, a.num_classes, train=train,
-                             seed=a.seed, rank=self.rank, decode=self.decode)  # fmt: skip
+        return RecordBatches(
+            split,
+            a.batch_size,
+            a.image_size,
+            a.num_classes,
+            train=train,
+            seed=a.seed,
+            rank=self.rank,
+            decode=self.decode,
+        )
 
     def train_batches(self, first: int = 0):
         """Micro-batches first, first + 1, … forever."""
         dataset = self._dataset(self.train_split, True)
-        return batches(dataset, _Count(first), workers=self.workers, prefetch=self.prefetch,
-                       finish=self.finish)  # fmt: skip
+        return batches(
+            dataset, _Count(first), workers=self.workers, prefetch=self.prefetch, finish=self.finish
+        )
 
     def validation_batches(self):
         """A pass over this rank's validation records (None: no validation split)."""
@@ -411,8 +434,13 @@ class TFRecordData:
         count = len(dataset) if self.val_split.refs else 0
         if self.args.val_steps:
             count = min(count, self.args.val_steps)
-        return batches(dataset, range(count), workers=min(self.workers, count),
-                       prefetch=self.prefetch, finish=self.finish)  # fmt: skip
+        return batches(
+            dataset,
+            range(count),
+            workers=min(self.workers, count),
+            prefetch=self.prefetch,
+            finish=self.finish,
+        )
 
 
 class _Count:

@@ -122,9 +122,7 @@ def train(args) -> None:
         )
     if args.dump_weights:
         run.trainer.dump_weights(args.dump_weights)
-    common.report(
-        args, FRAMEWORK, run.meter, run.data.source, workers, hvd.rank(), run.checkpoint
-    )
+    common.report(args, FRAMEWORK, run.meter, run.data.source, workers, hvd.rank(), run.checkpoint)
 
 
 def main(argv=None) -> int:

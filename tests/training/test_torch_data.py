@@ -2,6 +2,8 @@
 the shards `azdl data prepare` writes (TensorFlow is the truth here; the reader never imports it).
 """
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -28,15 +30,29 @@ def prepared(tmp_path_factory):
     root = tmp_path_factory.mktemp("prepared")
     generate(root / "jpeg", classes=3, train_per_class=6, validation_per_class=3, size=72)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(convert, "_run_tasks", lambda tasks, *_: list(map(convert.write_shard, tasks)))
-        convert.convert(root / "jpeg", root / "tfr", ["train", "validation"],
-                        {"train": 3, "validation": 2})  # fmt: skip
+        in_process = lambda tasks, *_: list(map(convert.write_shard, tasks))  # noqa: E731
+        patch.setattr(convert, "_run_tasks", in_process)
+        convert.convert(
+            root / "jpeg", root / "tfr", ["train", "validation"], {"train": 3, "validation": 2}
+        )
     return root / "tfr"
 
 
 def _args(data_dir, *extra):
-    return parse_args("torch", ["--data-dir", str(data_dir), "--image-size", str(SIZE),
-                                "--num-classes", "3", "--batch-size", "4", *map(str, extra)])  # fmt: skip
+    return parse_args(
+        "torch",
+        [
+            "--data-dir",
+            str(data_dir),
+            "--image-size",
+            str(SIZE),
+            "--num-classes",
+            "3",
+            "--batch-size",
+            "4",
+            *map(str, extra),
+        ],
+    )
 
 
 def test_records_are_tensorflows_records_byte_for_byte(prepared):
@@ -87,8 +103,11 @@ def test_validation_batches_match_tf_data_in_order_without_padding(prepared):
     partial; pixels agree up to the two libraries' resampling."""
     for rank, size in ((0, 1), (1, 2)):
         args = _args(prepared)
-        ours = list(torch_data.TFRecordData(args, rank, size, torch.device("cpu"), workers=0)
-                    .validation_batches())  # fmt: skip
+        ours = list(
+            torch_data.TFRecordData(
+                args, rank, size, torch.device("cpu"), workers=0
+            ).validation_batches()
+        )
         theirs = list(tf_pipeline.make_data(args, rank, size, 1).validation.as_numpy_iterator())
         assert [len(y) for _, y in ours] == [len(y) for _, y in theirs]
         for (x, y), (tx, ty) in zip(ours, theirs, strict=True):
@@ -98,8 +117,12 @@ def test_validation_batches_match_tf_data_in_order_without_padding(prepared):
             assert np.abs(nhwc - tx).mean() < 0.1  # normalised units (1/255 ≈ 0.017)
     # 9 validation images in 2 shards (5 + 4): rank 0 of 1 sees 4 + 4 + 1.
     args = _args(prepared)
-    labels = [len(y) for _, y in torch_data.TFRecordData(args, 0, 1, torch.device("cpu"),
-                                                          workers=0).validation_batches()]  # fmt: skip
+    labels = [
+        len(y)
+        for _, y in torch_data.TFRecordData(
+            args, 0, 1, torch.device("cpu"), workers=0
+        ).validation_batches()
+    ]
     assert labels == [4, 4, 1]
 
 
@@ -119,8 +142,10 @@ def test_training_passes_cover_the_ranks_records_reshuffled_each_pass(prepared):
     dataset = data._dataset(data.train_split, True)
     n = len(data.train_split.refs)
     # The rank's shards by global rank (1 of 2: the second shard), read by tf.data.
-    expected = [records.parse_example(r)["image/filename"].numpy().decode()
-                for r in tf.data.TFRecordDataset(list_shards(prepared, "train")[1::2])]  # fmt: skip
+    expected = [
+        records.parse_example(r)["image/filename"].numpy().decode()
+        for r in tf.data.TFRecordDataset(list_shards(prepared, "train")[1::2])
+    ]
     stream = np.concatenate([dataset.positions(k) for k in range(3 * n // 4 + 1)])
     passes = [stream[i * n : (i + 1) * n] for i in range(3)]
     for positions in passes:
@@ -129,8 +154,9 @@ def test_training_passes_cover_the_ranks_records_reshuffled_each_pass(prepared):
     again = data._dataset(data.train_split, True)
     assert np.array_equal(again.positions(2), dataset.positions(2))  # fixed by the seed
     other = torch_data.TFRecordData(_args(prepared, "--seed", 1), 1, 2, torch.device("cpu"), 0)
-    assert not np.array_equal(other._dataset(other.train_split, True).positions(0),
-                              dataset.positions(0))  # fmt: skip
+    assert not np.array_equal(
+        other._dataset(other.train_split, True).positions(0), dataset.positions(0)
+    )
 
 
 def test_worker_processes_and_prefetching_yield_the_simple_paths_batches(prepared):
@@ -165,20 +191,23 @@ def test_random_resized_crop_follows_the_recipe():
 def test_a_corrupted_record_is_named_with_its_file(prepared, tmp_path):
     bad = tmp_path / "bad"
     bad.mkdir()
-    for path in list_shards(prepared, "train"):
-        (bad / path.rsplit("/", 1)[1]).write_bytes(open(path, "rb").read())
-    shard = str(bad / "train-00001-of-00003")
-    blob = bytearray(open(shard, "rb").read())
+    for path in map(Path, list_shards(prepared, "train")):
+        (bad / path.name).write_bytes(path.read_bytes())
+    shard = bad / "train-00001-of-00003"
+    blob = bytearray(shard.read_bytes())
     blob[len(blob) // 2] ^= 0xFF  # inside a JPEG: only the data checksum can tell
-    open(shard, "wb").write(bytes(blob))
+    shard.write_bytes(bytes(blob))
     data = torch_data.TFRecordData(_args(bad), 0, 1, torch.device("cpu"), workers=1)
     batches = data.train_batches()
-    with pytest.raises(TrainingError, match=rf"corrupt TFRecord file '{shard}': record \d+ "
-                                            r"at byte \d+: data checksum mismatch"):  # fmt: skip
+    with pytest.raises(
+        TrainingError,
+        match=rf"corrupt TFRecord file '{shard}': record \d+ "
+        r"at byte \d+: data checksum mismatch",
+    ):
         for _ in range(5):
             next(batches)
     blob[3] ^= 0x01  # the first record's length: the index finds it before training starts
-    open(shard, "wb").write(bytes(blob))
+    shard.write_bytes(bytes(blob))
     with pytest.raises(TrainingError, match=rf"'{shard}': record 0 at byte 0: length checksum"):
         torch_data.TFRecordData(_args(bad), 0, 1, torch.device("cpu"), workers=0)
 
