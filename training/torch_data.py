@@ -246,8 +246,12 @@ class Finisher:
 
     def __init__(self, device: torch.device, image_size: int, channels_last: bool):
         self.device, self.size, self.channels_last = device, image_size, channels_last
-        self.mean = torch.tensor(MEAN, device=device).view(1, 3, 1, 1) * 255
-        self.std = torch.tensor(STD, device=device).view(1, 3, 1, 1) * 255
+        # (pixel / 255 - mean) / std = pixel * scale + bias
+        self.scale = 1 / (255 * torch.tensor(STD, device=device).view(1, 3, 1, 1))
+        self.bias = -torch.tensor(MEAN, device=device).view(1, 3, 1, 1) / torch.tensor(
+            STD, device=device
+        ).view(1, 3, 1, 1)
+        self.layout = torch.channels_last if channels_last else torch.contiguous_format
 
     def __call__(self, item: dict) -> tuple[torch.Tensor, torch.Tensor]:
         if "error" in item:
@@ -257,9 +261,10 @@ class Finisher:
             pixels = self.gpu_decode(item)
         else:  # NHWC uint8 → an NCHW view with channels-last strides; uint8 crosses the bus
             pixels = item["images"].to(self.device, non_blocking=True).permute(0, 3, 1, 2)
-        images = (pixels.float() - self.mean) / self.std
-        layout = torch.channels_last if self.channels_last else torch.contiguous_format
-        return images.contiguous(memory_format=layout), labels
+        # One pass converts to float in the model's layout, one scales in place.
+        images = torch.empty(pixels.shape, device=self.device, memory_format=self.layout)
+        images.copy_(pixels)
+        return images.mul_(self.scale).add_(self.bias), labels
 
     def gpu_decode(self, item: dict) -> torch.Tensor:
         """nvJPEG batched decode (torchvision ≥ 0.19 takes a list), then crop, resize (bilinear,

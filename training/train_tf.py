@@ -64,17 +64,20 @@ def train(args) -> None:
     with tf_pipeline.explained_data_errors(data.files):
         for epoch in range(start_epoch, args.epochs):
             started = time.perf_counter()
-            loss_sum, correct = 0.0, 0
-            for _ in range(steps):
+            # The epoch's sums stay on the device: no host sync per step.
+            loss_sum, correct = tf.zeros([]), tf.zeros([], tf.int32)
+            for step in range(steps):
                 optimizer.learning_rate.assign(lr_at(global_step / steps))
                 meter.begin()
                 images, labels = next(batches)
                 loss, hits = train_step(images, labels)
-                loss_sum += float(loss)  # waits for the step: the timing is honest
+                loss_sum, correct = loss_sum + tf.cast(loss, tf.float32), correct + hits
+                if step == steps - 1 or meter.steps + 1 == args.timing_warmup_steps:
+                    loss_sum.numpy()  # the timed window's ends wait for the device: honest timing
                 meter.end()
-                correct += int(hits)
                 global_step += 1
-            means = tf.constant([loss_sum / steps, correct / (steps * args.batch_size)])
+            accuracy_sum = tf.cast(correct, tf.float32) / args.batch_size
+            means = tf.stack([loss_sum, accuracy_sum]) / steps
             loss_mean, accuracy = hvd.allreduce(means, op=hvd.Average, name="epoch").numpy()
             metrics = {"loss": loss_mean, "accuracy": accuracy}
             metrics["lr"] = lr_at((global_step - 1) / steps)  # the epoch's last step's
