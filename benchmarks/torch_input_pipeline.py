@@ -14,6 +14,7 @@ processes share the machine. Results: benchmarks/results/torch_input_pipeline.{m
 """
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
@@ -33,8 +34,18 @@ TARGET = 300  # images/s per core (issue 13)
 
 
 def _argv(data_dir: str, batch: int) -> list[str]:
-    return ["--data-dir", data_dir, "--image-size", "224", "--batch-size", str(batch),
-            "--num-classes", "8", "--shuffle-buffer", "512"]  # fmt: skip
+    return [
+        "--data-dir",
+        data_dir,
+        "--image-size",
+        "224",
+        "--batch-size",
+        str(batch),
+        "--num-classes",
+        "8",
+        "--shuffle-buffer",
+        "512",
+    ]
 
 
 def _cpu_seconds() -> float:
@@ -44,10 +55,8 @@ def _cpu_seconds() -> float:
     me = psutil.Process()
     total = sum(me.cpu_times()[:2])
     for child in me.children(recursive=True):
-        try:
+        with contextlib.suppress(psutil.NoSuchProcess):
             total += sum(child.cpu_times()[:2])
-        except psutil.NoSuchProcess:
-            pass
     return total
 
 
@@ -80,8 +89,20 @@ def child(pipeline: str, data_dir: str, cores: int, batch: int, batches: int, wa
 
 
 def _run_child(pipeline, shards, cores, args) -> dict:
-    cmd = [sys.executable, __file__, "--child", pipeline, str(shards), str(cores),
-           "--batch", str(args.batch), "--batches", str(args.batches), "--warmup", str(args.warmup)]  # fmt: skip
+    cmd = [
+        sys.executable,
+        __file__,
+        "--child",
+        pipeline,
+        str(shards),
+        str(cores),
+        "--batch",
+        str(args.batch),
+        "--batches",
+        str(args.batches),
+        "--warmup",
+        str(args.warmup),
+    ]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
@@ -93,8 +114,9 @@ def main() -> None:
     p.add_argument("--batches", type=int, default=24, help="timed batches per run")
     p.add_argument("--warmup", type=int, default=4, help="untimed batches first")
     p.add_argument("--cores", type=int, nargs="*", default=[1], help="core counts to measure")
-    p.add_argument("--child", nargs=3, metavar=("PIPELINE", "DATA_DIR", "CORES"),
-                   help=argparse.SUPPRESS)  # fmt: skip
+    p.add_argument(
+        "--child", nargs=3, metavar=("PIPELINE", "DATA_DIR", "CORES"), help=argparse.SUPPRESS
+    )
     args = p.parse_args()
     if args.child:
         pipeline, data_dir, cores = args.child
@@ -110,16 +132,17 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         source, shards = Path(tmp) / "jpeg", Path(tmp) / "tfrecords"
-        generate(source, classes=8, train_per_class=args.images // 8, validation_per_class=0,
-                 size=400)  # fmt: skip
+        generate(
+            source, classes=8, train_per_class=args.images // 8, validation_per_class=0, size=400
+        )
         manifest = convert(source, shards, ["train"], {"train": 8})
         count = manifest.splits["train"].num_examples
         mean_kb = manifest.total_bytes / count / 1e3
         for n in cores:
             for pipeline in ("tf", "torch"):
                 print(f"timing {pipeline} on {n} core(s)…", flush=True)
-                rows.append({"pipeline": pipeline, "cores": n, **_run_child(pipeline, shards, n,
-                                                                                   args)})  # fmt: skip
+                rate = _run_child(pipeline, shards, n, args)
+                rows.append({"pipeline": pipeline, "cores": n, **rate})
     load_after = os.getloadavg()
     for row in rows:
         row["images_per_sec_per_core"] = row["images_per_sec"] / row["cores"]
@@ -131,7 +154,7 @@ def main() -> None:
     per_cpu_s = min(r["images_per_cpu_sec"] for r in torch_rows)
     report = {
         "benchmark": NAME,
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "machine": f"{platform.node()}: {platform.processor() or platform.machine()}, "
         f"{os.cpu_count()} cores, Python {platform.python_version()}",
         "command": "python benchmarks/torch_input_pipeline.py " + " ".join(sys.argv[1:]),
@@ -167,8 +190,11 @@ def main() -> None:
             f"{r['images_per_cpu_sec']:.0f} | {r['cpu_vs_tf_data']:.2f}× |"
         )
     verdict = "met" if per_core >= TARGET else "NOT met"
-    md += ["", f"Target ≥ {TARGET} images/s per core (PyTorch pipeline): {per_core:.0f}, {verdict}; "
-               f"{per_cpu_s:.0f} images per CPU-second."]  # fmt: skip
+    md += [
+        "",
+        f"Target ≥ {TARGET} images/s per core (PyTorch pipeline): {per_core:.0f}, {verdict}; "
+        f"{per_cpu_s:.0f} images per CPU-second.",
+    ]
     (RESULTS / f"{NAME}.md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
 
