@@ -35,24 +35,14 @@ echo "==> wheels for the GPU machine's CPython 3.12"
 
 echo "==> $train_images + $validation_images JPEGs (~500x375), converted by the data tool"
 classes=16
-PYTHONPATH=$root "$python" - "$carry" "$classes" "$train_images" "$validation_images" <<'PY'
-import sys
-import tempfile
-from pathlib import Path
-
-from training.dataprep.convert import convert
-from training.dataprep.sample import generate
-
-carry, classes, train, validation = sys.argv[1], *map(int, sys.argv[2:])
-with tempfile.TemporaryDirectory() as tmp:
-    # size 440: sides 330-550 px, on average about ImageNet's 500x375 pixels.
-    generate(Path(tmp), classes=classes, train_per_class=train // classes,
-             validation_per_class=validation // classes, size=440)
-    manifest = convert(Path(tmp), Path(carry) / "data", ["train", "validation"],
-                       {"train": 16, "validation": 2})
-count = sum(s.num_examples for s in manifest.splits.values())
-print(f"{count} images, {manifest.total_bytes / count / 1e3:.0f} kB each on average")
-PY
+jpeg=$(mktemp -d)
+trap 'rm -rf "$jpeg"' EXIT
+# --size 440: sides of 330-550 px, on average about ImageNet's 500x375 pixels.
+PYTHONPATH=$root "$python" -m training.dataprep.sample "$jpeg/images" --classes $classes \
+    --train-per-class $((train_images / classes)) \
+    --validation-per-class $((validation_images / classes)) --size 440
+PYTHONPATH=$root "$python" -m training.dataprep.convert --input "$jpeg/images" \
+    --output "$carry/data" --train-shards 16 --validation-shards 2
 du -sh "$carry"
 total=$(du -sb "$carry" | cut -f1)
 if (( total > 60 * 1024 * 1024 )); then
