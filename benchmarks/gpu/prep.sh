@@ -4,7 +4,8 @@
 # `run` carries there (limit 64 MiB):
 #   horovod-0.28.1.tar.gz      Horovod's source release (checksum as training/install pins it)
 #   wheels/*.whl               CPython 3.12 wheels the GPU image lacks: google-crc32c (the
-#                              TFRecord reader), cffi + pycparser (Horovod's build needs cffi)
+#                              TFRecord reader), simplejpeg (CPU decode), cffi + pycparser
+#                              (Horovod's build needs cffi)
 #   data/                      TFRecords written by `azdl data prepare`'s converter from
 #                              generated JPEGs of ImageNet's typical size (~500x375, ~110 kB)
 # The GPU machine has no TensorFlow, which the converter needs, hence data made here.
@@ -31,6 +32,7 @@ echo "==> wheels for the GPU machine's CPython 3.12"
     --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
     --platform manylinux2014_x86_64 -d "$carry/wheels" \
     "$(grep -E '^google-crc32c==' training/requirements.txt | cut -d' ' -f1)" \
+    "$(grep -E '^simplejpeg==' training/requirements.txt | cut -d' ' -f1)" \
     "$(grep -E '^cffi==' training/requirements.txt | cut -d' ' -f1)" pycparser==2.22
 
 echo "==> $train_images + $validation_images JPEGs (~500x375), converted by the data tool"

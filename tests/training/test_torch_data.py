@@ -218,3 +218,20 @@ def test_labels_beyond_num_classes_name_the_image(prepared):
     with pytest.raises(TrainingError, match=r"label 2 of image '.+' in '.+train-0000\d-of-00003'"):
         for _ in range(5):
             next(batches)
+
+
+@pytest.mark.parametrize("mode", ["L", "CMYK", "RGB"])
+def test_grey_and_cmyk_jpegs_decode_to_rgb(mode):
+    """libjpeg-turbo's fast path refuses CMYK: Pillow decodes those."""
+    import io
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new(mode, (90, 60), 200 if mode == "L" else (10, 200, 30, 0)[: len(mode)]).save(
+        buffer, "JPEG"
+    )
+    out = torch_data.decode_crop_resize(buffer.getvalue(), (5, 10, 50, 70), (60, 90), 32, True)
+    assert out.shape == (32, 32, 3) and out.dtype == torch.uint8
+    if mode == "L":
+        assert (out == out[..., :1]).all()  # grey stays grey in all three channels
