@@ -7,7 +7,7 @@ Writes ImageNet-like JPEGs (training.dataprep.sample: 300-500 px sides, photo-li
 converts them with the data tool (`azdl data prepare`'s converter), then times each pipeline in
 a child process pinned to N cores (os.sched_setaffinity): tf.data (training.tf_pipeline, its
 decode pool sized to N) and training.torch_data with N DataLoader worker processes (decode on
-the CPU with Pillow, random-resized-crop, flip, normalise; the training process shares the same
+the CPU with libjpeg-turbo via simplejpeg, random-resized-crop, flip, normalise; the training process shares the same
 cores). Both deliver normalised float32 NCHW/NHWC batches of 224 px. images/CPU-s counts the CPU
 time of the child and all its worker processes: it shows the cost per core even when other
 processes share the machine. Results: benchmarks/results/torch_input_pipeline.{md,json}.
@@ -182,7 +182,7 @@ def main() -> None:
         "| pipeline | cores | images/s | per core | vs tf.data | images/CPU-s | vs tf.data |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    names = {"tf": "tf.data (TF flavours)", "torch": "torch_data (PyTorch, Pillow workers)"}
+    names = {"tf": "tf.data (TF flavours)", "torch": "torch_data (PyTorch, worker processes)"}
     for r in rows:
         md.append(
             f"| {names[r['pipeline']]} | {r['cores']} | {r['images_per_sec']:.0f} | "
