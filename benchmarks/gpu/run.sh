@@ -26,7 +26,8 @@ log() { echo "==> $(date -u +%H:%M:%S) $*"; }
 
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   "$python" -c "import sys, torch, torchvision; print(sys.version.split()[0], torch.__version__, torchvision.__version__, torch.version.cuda)"
-  nproc; } | tee "$out/machine.txt"
+  nproc; gcc --version | head -1 || true
+  "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" --version | tail -1 || true; } | tee "$out/machine.txt"
 
 log "carried wheels"
 "$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
@@ -41,6 +42,9 @@ if [[ $stage == all || $stage == build ]]; then
     mkdir -p /tmp/nccl-lib && ln -sf "$nccl/lib/libnccl.so.2" /tmp/nccl-lib/libnccl.so
     export LD_LIBRARY_PATH=$nccl/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
     log "building Horovod (log: $out/build.log)"
+    # Newer GCCs (13+) no longer pull <cstdint> in through other headers, and the Gloo copy in
+    # Horovod 0.28.1 relies on that (pytorch/gloo#387, #448): include it everywhere.
+    export CXXFLAGS="${CXXFLAGS:-} -include cstdint"
     if ! HOROVOD_SDIST=$carry/horovod-0.28.1.tar.gz PYTHON=$python \
         HOROVOD_GPU_OPERATIONS=NCCL HOROVOD_NCCL_LINK=SHARED \
         HOROVOD_NCCL_INCLUDE=$nccl/include HOROVOD_NCCL_LIB=/tmp/nccl-lib \
