@@ -188,6 +188,7 @@ def main() -> None:
         "command": "python benchmarks/torch_input_pipeline.py " + " ".join(sys.argv[1:]),
         "load_average_before": load_before,
         "load_average_after": load_after,
+        "niceness": os.nice(0),
         "dataset": {"images": count, "mean_kb": round(mean_kb, 1), "shards": 8},
         "image_size": 224,
         "batch": args.batch,
@@ -205,7 +206,8 @@ def main() -> None:
         f"CPU input pipelines at 224 px, {count} JPEGs of 300-500 px ({mean_kb:.0f} kB mean) in "
         f"8 shards, batch {args.batch}, {args.batches} timed batches after {args.warmup}. "
         f"{report['date']}, {report['machine']}; load average {load_before[0]:.1f} before, "
-        f"{load_after[0]:.1f} after (a shared machine: images/CPU-s is the steadier figure).",
+        f"{load_after[0]:.1f} after, niceness {os.nice(0)} (a shared machine: images/CPU-s is the "
+        "steadier figure).",
         "",
         f"`{report['command']}`",
         "",
