@@ -129,7 +129,7 @@ def test_validation_batches_match_tf_data_in_order_without_padding(prepared):
 def _filenames(split: torch_data.Split, positions) -> list[str]:
     out = []
     for p in positions:
-        ref = split.refs[int(p)]
+        ref = split.ref(int(p))
         with open(split.files[ref.file], "rb") as f:
             f.seek(ref.offset)
             out.append(image_record(f.read(ref.length)).filename)
@@ -140,7 +140,7 @@ def test_training_passes_cover_the_ranks_records_reshuffled_each_pass(prepared):
     args = _args(prepared)
     data = torch_data.TFRecordData(args, 1, 2, torch.device("cpu"), workers=0)
     dataset = data._dataset(data.train_split, True)
-    n = len(data.train_split.refs)
+    n = len(data.train_split)
     # The rank's shards by global rank (1 of 2: the second shard), read by tf.data.
     expected = [
         records.parse_example(r)["image/filename"].numpy().decode()
