@@ -21,6 +21,7 @@ import p3_report  # noqa: E402
 import p3_resnet50  # noqa: E402
 
 
+@pytest.mark.slow
 def test_p3_runs_the_flavour_with_horovod_on_tfrecords_in_cpu_mode(tmp_path):
     data = write_tiny_tfrecords(tmp_path / "data", per_shard=8)
     argv = [
