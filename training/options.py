@@ -6,6 +6,7 @@ Defaults are ImageNet's ResNet50 recipe (224 px, 1000 classes, 90 epochs, step d
 
 import argparse
 
+from training import recipe
 from training.schedule import DECAYS
 from training.synthetic import IMAGENET_TRAIN_IMAGES
 
@@ -37,6 +38,13 @@ def _non_negative_float(text: str) -> float:
     return value
 
 
+def _fraction_below_one(text: str) -> float:
+    value = _non_negative_float(text)
+    if value >= 1:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {value}")
+    return value
+
+
 def build_parser(framework: str) -> argparse.ArgumentParser:
     if framework not in FRAMEWORKS:
         raise ValueError(f"unknown framework {framework!r}; allowed: {', '.join(FRAMEWORKS)}")
@@ -60,6 +68,13 @@ def build_parser(framework: str) -> argparse.ArgumentParser:
     )
     data.add_argument("--image-size", type=_at_least(32), default=224, help="pixels per side")
     data.add_argument("--num-classes", type=_at_least(2), default=1000)
+    data.add_argument(
+        "--label-offset",
+        type=_at_least(0),
+        default=0,
+        help="subtracted from every TFRecord label: 1 for TF-slim's 1-based ImageNet shards "
+        "(labels 1..1000, 0 = background) with --num-classes 1000",
+    )
     data.add_argument("--shuffle-buffer", type=_at_least(1), default=10_000)
     data.add_argument(
         "--val-steps",
@@ -89,6 +104,19 @@ def build_parser(framework: str) -> argparse.ArgumentParser:
         "--synthetic-length images)",
     )
     train.add_argument("--seed", type=int, default=0)
+    train.add_argument(
+        "--weight-decay",
+        type=_non_negative_float,
+        default=recipe.WEIGHT_DECAY,
+        help="L2 weight decay on convolution and fully-connected kernels only (never batch-norm "
+        "scale/shift or biases)",
+    )
+    train.add_argument(
+        "--label-smoothing",
+        type=_fraction_below_one,
+        default=recipe.LABEL_SMOOTHING,
+        help="share of the target spread evenly over all classes",
+    )
 
     lr = p.add_argument_group("learning rate")
     lr.add_argument("--base-lr", type=_non_negative_float, default=0.1)
@@ -103,7 +131,7 @@ def build_parser(framework: str) -> argparse.ArgumentParser:
         "--warmup-epochs",
         type=_non_negative_float,
         default=5.0,
-        help="linear warm-up from peak/workers to peak; fractions allowed",
+        help="linear warm-up from --base-lr to the scaled peak (Goyal et al.); fractions allowed",
     )
     lr.add_argument("--lr-decay", choices=DECAYS, default="step")
     lr.add_argument("--decay-epochs", type=_at_least(1), nargs="*", default=[30, 60, 80])

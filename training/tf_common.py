@@ -1,6 +1,6 @@
 """What the TensorFlow flavours share besides the data: Horovod and precision set-up,
-validation accuracy pooled over workers, rank-0 checkpoints with broadcast on resume. What every
-flavour shares (threads, the end-of-run report, the error exit) is in training.common."""
+validation loss and accuracy pooled over workers, rank-0 checkpoints with broadcast on resume. What
+every flavour shares (threads, the end-of-run report, the error exit) is in training.common."""
 
 import os
 from pathlib import Path
@@ -48,26 +48,50 @@ def correct_predictions(logits, labels):
     return tf.reduce_sum(tf.cast(predicted == tf.cast(labels, tf.int64), tf.int32))
 
 
-def pooled_accuracy(model):
-    """A function of a validation dataset: the model's top-1 accuracy over the batches of every
-    worker together (correct and seen counts summed over workers). Every worker must call it;
-    one without validation data passes an empty dataset and adds nothing."""
+def pooled_validation(model, loss_fn):
+    """A function of a validation dataset: `val_loss` (the training loss without weight decay),
+    `val_accuracy` and `val_top5` over the batches of every worker together (sums and counts
+    added over workers). Every worker must call it; one without validation data passes an empty
+    dataset and adds nothing."""
     import horovod.tensorflow as hvd
     import tensorflow as tf
 
     @tf.function
-    def counts(images, labels):
-        return correct_predictions(model(images, training=False), labels), tf.size(labels)
+    def sums(images, labels):
+        logits = tf.cast(model(images, training=False), tf.float32)
+        top5 = tf.math.in_top_k(tf.cast(labels, tf.int32), logits, k=min(5, logits.shape[-1]))
+        return tf.stack(
+            [
+                tf.reduce_sum(tf.cast(loss_fn(labels, logits), tf.float64)),
+                tf.cast(correct_predictions(logits, labels), tf.float64),
+                tf.reduce_sum(tf.cast(top5, tf.float64)),
+                tf.cast(tf.size(labels), tf.float64),
+            ]
+        )
 
-    def accuracy(dataset) -> float:
-        hits, seen = 0, 0
+    def evaluate(dataset) -> dict[str, float]:
+        totals = tf.zeros(4, tf.float64)
         for images, labels in dataset:
-            batch_hits, batch_seen = counts(images, labels)
-            hits, seen = hits + int(batch_hits), seen + int(batch_seen)
-        totals = hvd.allreduce(tf.constant([hits, seen], tf.float64), op=hvd.Sum, name="val")
-        return float(totals[0] / tf.maximum(totals[1], 1.0))
+            totals += sums(images, labels)
+        loss, top1, top5, seen = hvd.allreduce(totals, op=hvd.Sum, name="val").numpy()
+        seen = max(seen, 1.0)
+        return {"val_loss": loss / seen, "val_accuracy": top1 / seen, "val_top5": top5 / seen}
 
-    return accuracy
+    return evaluate
+
+
+def print_recipe(args, model, peak: float, workers: int) -> None:
+    """Rank 0: training.recipe's summary line for this Keras model."""
+    import horovod.tensorflow as hvd
+
+    from training import recipe
+
+    if hvd.rank() != 0:
+        return
+    decayed = {id(k) for k in recipe.keras_decayed_kernels(model)}
+    tensors = [(tuple(w.shape), id(w) in decayed) for w in model.trainable_weights]
+    batch = args.batch_size * args.grad_accum * workers
+    print(recipe.summary_line(args, tensors, peak, batch), flush=True)
 
 
 def enable_xla_autoclustering() -> None:

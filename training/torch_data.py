@@ -23,7 +23,7 @@ import multiprocessing
 import os
 import queue
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -188,9 +188,11 @@ class RecordBatches(torch.utils.data.Dataset):
         seed: int,
         rank: int,
         decode: str,
+        label_offset: int = 0,
     ):
         self.split, self.batch, self.size, self.num_classes = split, batch, image_size, num_classes
         self.train, self.seed, self.rank, self.decode = train, seed, rank, decode
+        self.label_offset = label_offset
         self._fds: dict[int, int] = {}
         self._perm: tuple[int, np.ndarray] | None = None
 
@@ -225,13 +227,16 @@ class RecordBatches(torch.utils.data.Dataset):
             record = image_record(read_record(path, self._fds[ref.file], ref, position))
         except ValueError as exc:
             raise TrainingError(f"unreadable record in TFRecord file {path!r}: {exc}") from None
-        if not 0 <= record.label < self.num_classes:
+        label = record.label - self.label_offset
+        if not 0 <= label < self.num_classes:
             raise TrainingError(
-                f"a label in the data is not below --num-classes: label {record.label} of image "
-                f"{record.filename!r} in {path!r} (--num-classes {self.num_classes}); labels "
-                "must be 0..num_classes-1, so raise --num-classes"
+                f"a label in the data is not a class index: label {record.label} of image "
+                f"{record.filename!r} in {path!r} minus --label-offset {self.label_offset} is "
+                f"{label} (--num-classes {self.num_classes}); labels minus --label-offset must be "
+                "0..num_classes-1: raise --num-classes, or set --label-offset 1 for 1-based "
+                "(TF-slim) shards"
             )
-        return record
+        return replace(record, label=label) if self.label_offset else record
 
     def __getitem__(self, k: int) -> dict:
         try:
@@ -455,6 +460,7 @@ class TFRecordData:
             seed=a.seed,
             rank=self.rank,
             decode=self.decode,
+            label_offset=a.label_offset,
         )
 
     def train_batches(self, first: int = 0):

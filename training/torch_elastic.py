@@ -67,7 +67,7 @@ class ElasticRun:
         while state.epoch < a.epochs:
             steps = self.data.steps_per_epoch
             while state.step < steps:
-                self.trainer.set_lr(state.epoch + state.step / steps, hvd.size())
+                self.trainer.set_lr(state.epoch + state.step / steps)
                 self.meter.begin()
                 loss, _ = self.trainer.step(self.data.train)
                 self.meter.end()

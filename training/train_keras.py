@@ -19,7 +19,7 @@ from collections.abc import Callable
 import horovod.tensorflow.keras as hvd
 import tensorflow as tf
 
-from training import options, schedule, tf_common, tf_models, tf_pipeline
+from training import options, recipe, schedule, tf_common, tf_models, tf_pipeline
 from training.throughput import ThroughputMeter
 
 FRAMEWORK = "keras"
@@ -63,22 +63,23 @@ class ScheduledLearningRate(tf.keras.callbacks.Callback):
 
 
 class PooledValidation(tf.keras.callbacks.Callback):
-    """`val_accuracy` at every epoch's end over all workers' validation batches together.
+    """`val_loss`, `val_accuracy` and `val_top5` at every epoch's end over all workers'
+    validation batches together.
 
     Instead of Keras' `validation_data`: that evaluates each worker's data on its own (the
     metric average would weigh workers equally) and can't run on a worker with no batches.
     """
 
-    def __init__(self, dataset: tf.data.Dataset):
+    def __init__(self, dataset: tf.data.Dataset, loss_fn):
         super().__init__()
-        self.dataset = dataset
+        self.dataset, self.loss_fn = dataset, loss_fn
 
     def set_model(self, model):
         super().set_model(model)
-        self.accuracy = tf_common.pooled_accuracy(model)
+        self.evaluate = tf_common.pooled_validation(model, self.loss_fn)
 
     def on_epoch_end(self, epoch, logs=None):
-        logs["val_accuracy"] = self.accuracy(self.dataset)
+        logs.update(self.evaluate(self.dataset))
 
 
 class RankZeroCheckpoint(tf.keras.callbacks.Callback):
@@ -122,9 +123,12 @@ def train(args) -> None:
     if args.precision == "fp16":
         optimizer = tf.keras.mixed_precision.LossScaleOptimizer(optimizer)
     model = tf_models.build_model(args.model, args.image_size, args.num_classes)
+    recipe.add_keras_weight_decay(model, args.weight_decay)
+    tf_common.print_recipe(args, model, peak, size)
+    loss_fn = recipe.keras_loss(args.label_smoothing)
     model.compile(
         optimizer=optimizer,
-        loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        loss=loss_fn,
         metrics=["accuracy"],
         # Horovod's allreduce has no XLA kernel on CPU, so the whole train step can't be
         # compiled; --xla turns on auto-clustering instead.
@@ -140,12 +144,12 @@ def train(args) -> None:
         # callbacks that read them.
         hvd.callbacks.MetricAverageCallback(),
         ScheduledLearningRate(
-            schedule.from_options(args, peak, size), data.steps_per_epoch, args.grad_accum
+            schedule.from_options(args, peak), data.steps_per_epoch, args.grad_accum
         ),
         StepTimer(meter, args.grad_accum),
     ]
     if data.validation is not None:
-        callbacks.append(PooledValidation(data.validation))
+        callbacks.append(PooledValidation(data.validation, loss_fn))
     if rank == 0 and args.checkpoint_dir:
         callbacks.append(checkpoint)
     if rank == 0 and args.log_dir:

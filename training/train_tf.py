@@ -15,7 +15,7 @@ import time
 import horovod.tensorflow as hvd
 import tensorflow as tf
 
-from training import options, schedule, tf_common, tf_models, tf_pipeline
+from training import options, recipe, schedule, tf_common, tf_models, tf_pipeline
 from training.throughput import ThroughputMeter
 
 FRAMEWORK = "tf"
@@ -33,8 +33,10 @@ def train(args) -> None:
     if fp16:
         optimizer = tf.keras.mixed_precision.LossScaleOptimizer(optimizer)
     model = tf_models.build_model(args.model, args.image_size, args.num_classes)
+    recipe.add_keras_weight_decay(model, args.weight_decay)
+    tf_common.print_recipe(args, model, peak, size)
     progress = tf_common.restore_and_broadcast(args, FRAMEWORK, model, optimizer)
-    loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    loss_fn = recipe.keras_loss(args.label_smoothing)
     compression = tf_common.compression(args)
     # XLA compiles the model (forward and its gradient); the allreduce stays outside it.
     forward = tf.function(lambda x: model(x, training=True), jit_compile=args.xla)
@@ -43,8 +45,9 @@ def train(args) -> None:
     def train_step(images, labels):
         with tf.GradientTape() as tape:
             logits = forward(images)
-            loss = loss_fn(labels, logits)
-            scaled = optimizer.get_scaled_loss(loss) if fp16 else loss
+            loss = tf.reduce_mean(loss_fn(labels, logits))
+            total = loss + tf.add_n(model.losses) if model.losses else loss  # + weight decay
+            scaled = optimizer.get_scaled_loss(total) if fp16 else total
         tape = hvd.DistributedGradientTape(tape, compression=compression)
         grads = tape.gradient(scaled, model.trainable_variables)
         if fp16:
@@ -52,8 +55,8 @@ def train(args) -> None:
         optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
         return loss, tf_common.correct_predictions(logits, labels)
 
-    lr_at = schedule.from_options(args, peak, size)
-    val_accuracy = tf_common.pooled_accuracy(model)
+    lr_at = schedule.from_options(args, peak)
+    evaluate = tf_common.pooled_validation(model, loss_fn)
 
     writer = tf.summary.create_file_writer(args.log_dir) if rank == 0 and args.log_dir else None
     meter = ThroughputMeter(args.batch_size * size, args.timing_warmup_steps)
@@ -82,7 +85,7 @@ def train(args) -> None:
             metrics = {"loss": loss_mean, "accuracy": accuracy}
             metrics["lr"] = lr_at((global_step - 1) / steps)  # the epoch's last step's
             if data.validation is not None:
-                metrics["val_accuracy"] = val_accuracy(data.validation)
+                metrics.update(evaluate(data.validation))
             if rank == 0:
                 shown = " - ".join(f"{k}: {v:.4g}" for k, v in metrics.items())
                 took = time.perf_counter() - started

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from training import checkpoints, common, schedule, synthetic
+from training import checkpoints, common, recipe, schedule, synthetic
 from training.options import parse_args
 from training.throughput import ThroughputMeter
 from training.torch_models import build_model
@@ -101,7 +101,8 @@ class Trainer:
         # see the same parameters either way.
         self.forward = torch.compile(self.model) if getattr(args, "compile", False) else self.model
         self.rescale(hvd.size())
-        sgd = torch.optim.SGD(self.model.parameters(), lr=self.peak_lr, momentum=args.momentum)
+        groups = recipe.torch_param_groups(self.model, args.weight_decay)
+        sgd = torch.optim.SGD(groups, lr=self.peak_lr, momentum=args.momentum)
         self.optimizer = hvd.DistributedOptimizer(
             sgd,
             named_parameters=self.model.named_parameters(),
@@ -119,8 +120,8 @@ class Trainer:
             a.base_lr, a.base_batch, a.batch_size * a.grad_accum, workers
         )
 
-    def set_lr(self, epoch: float, workers: int) -> float:
-        lr = schedule.from_options(self.args, self.peak_lr, workers)(epoch)
+    def set_lr(self, epoch: float) -> float:
+        lr = schedule.from_options(self.args, self.peak_lr)(epoch)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         return lr
@@ -140,7 +141,8 @@ class Trainer:
             images, labels = next(batches)
             with self.autocast():
                 logits = self.forward(images)
-                loss = F.cross_entropy(logits.float(), labels) / self.args.grad_accum
+                loss = recipe.torch_loss(logits, labels, self.args.label_smoothing)
+                loss = loss / self.args.grad_accum
             # Gradients of the micro-batches add up; dividing the loss makes them a mean.
             self.scaler.scale(loss).backward()
             totals += torch.stack([loss.detach(), (logits.argmax(1) == labels).sum()])
@@ -155,19 +157,30 @@ class Trainer:
         loss, correct = totals.tolist()  # waits for the step: the throughput timing needs it
         return loss, correct / seen
 
+    def recipe_line(self, workers: int) -> str:
+        decayed = {id(p) for p in self.optimizer.param_groups[0]["params"]}
+        tensors = [(tuple(p.shape), id(p) in decayed) for p in self.model.parameters()]
+        batch = self.args.batch_size * self.args.grad_accum * workers
+        return recipe.summary_line(self.args, tensors, self.peak_lr, batch)
+
     @torch.no_grad()
-    def accuracy(self, batches: Iterator[Batch]) -> float:
-        """Top-1 accuracy over this worker's `batches`, pooled over all workers."""
+    def evaluate(self, batches: Iterator[Batch]) -> dict[str, float]:
+        """Validation loss (the training loss without weight decay), top-1 and top-5 accuracy
+        over this worker's `batches`, pooled over all workers (sums and counts added)."""
         self.model.eval()
-        correct = seen = 0
+        totals = torch.zeros(4, dtype=torch.float64)  # loss sum, top-1 hits, top-5 hits, seen
         for images, labels in batches:
             with self.autocast():
-                correct += int((self.model(images).argmax(1) == labels).sum())
-            seen += len(labels)
-        totals = self.hvd.allreduce(
-            torch.tensor([correct, seen], dtype=torch.float64), op=self.hvd.Sum
-        )
-        return float(totals[0] / totals[1])
+                logits = self.model(images).float()
+            loss = F.cross_entropy(
+                logits, labels, label_smoothing=self.args.label_smoothing, reduction="sum"
+            )
+            top5 = logits.topk(min(5, logits.shape[1]), dim=1).indices
+            hits = (top5 == labels[:, None]).sum(0)  # per rank of the prediction
+            totals += torch.stack([loss, hits[0], hits.sum(), torch.tensor(len(labels))]).cpu()
+        loss, top1, top5, seen = self.hvd.allreduce(totals, op=self.hvd.Sum).tolist()
+        seen = max(seen, 1.0)
+        return {"val_loss": loss / seen, "val_accuracy": top1 / seen, "val_top5": top5 / seen}
 
     def save(self, ckpt_dir: Path, epoch: int, global_step: int) -> Path:
         """Rank 0 only: model + optimizer payload, then progress.json pointing at it."""
@@ -272,6 +285,8 @@ def train(args) -> None:
     trainer = Trainer(args, hvd, device)
     start_epoch, global_step = trainer.restore_and_broadcast(args.checkpoint_dir)
     data.start_at(global_step * args.grad_accum)  # resumed: the data goes on where it stopped
+    if rank == 0:
+        print(trainer.recipe_line(size), flush=True)
     if rank == 0 and start_epoch:
         print(
             f"resuming from {args.checkpoint_dir} at epoch {start_epoch} (step {global_step})",
@@ -290,7 +305,7 @@ def train(args) -> None:
         losses = torch.zeros(2, dtype=torch.float64)  # loss sum, accuracy sum
         with progress_bar(rank == 0, f"epoch {epoch + 1}/{args.epochs}", steps) as advance:
             for step in range(steps):
-                lr = trainer.set_lr(epoch + step / steps, size)
+                lr = trainer.set_lr(epoch + step / steps)
                 meter.begin()
                 loss, accuracy = trainer.step(data.train)
                 meter.end()
@@ -302,8 +317,9 @@ def train(args) -> None:
         metrics = {"loss": loss, "accuracy": accuracy, "lr": lr}
         validation = data.validation()
         if validation is not None:
-            metrics["val_accuracy"] = trainer.accuracy(validation)
-            line += f" - val_accuracy: {metrics['val_accuracy']:.4f}"
+            scores = trainer.evaluate(validation)
+            metrics.update(scores)
+            line += "".join(f" - {name}: {value:.4f}" for name, value in scores.items())
         if rank == 0:
             print(f"{line} - lr: {lr:.5g}", flush=True)
             if writer:

@@ -58,6 +58,11 @@ def results(tmp_path_factory):
             "tf",
             [*short, "--data-dir", str(good), "--steps-per-epoch", "3", "--num-classes", "2"],
         ),
+        "label_below_offset": (
+            "keras",
+            [*short, "--data-dir", str(good), "--steps-per-epoch", "3", "--label-offset", "1"],
+        ),
+        "smoothing_one": ("tf", [*TINY, "--label-smoothing", "1"]),
         "batch_zero": ("keras", [*TINY, "--batch-size", "0"]),
         "unknown_model": ("tf", ["--model", "vgg16"]),
     }
@@ -81,7 +86,10 @@ def results(tmp_path_factory):
         ("no_shards", "no train shards in '{root}/empty': expected files named like"),
         ("corrupt_counting", "corrupt TFRecord file '{root}/corrupt/train-00001-of-00002'"),
         ("corrupt_training", "corrupt TFRecord file '{root}/corrupt/train-00001-of-00002'"),
-        ("label_too_big", "a label in the data is not below --num-classes"),
+        ("label_too_big", "a label in the data is not a class index"),
+        ("label_below_offset", "set --label-offset 1 for 1-based (TF-slim) shards"),
+        ("label_below_offset", "label -1"),
+        ("smoothing_one", "argument --label-smoothing: must be in [0, 1), got 1.0"),
         ("batch_zero", "argument --batch-size: must be at least 1, got 0"),
         (
             "unknown_model",
@@ -93,7 +101,7 @@ def test_bad_input_is_a_clear_error(results, case, message):
     code, stderr = results[case]
     assert code == 2, stderr
     assert message.format(root=results["root"]) in stderr, stderr
-    if case != "batch_zero" and case != "unknown_model":
+    if case not in ("batch_zero", "unknown_model", "smoothing_one"):
         assert stderr.startswith("error: ") and stderr.count("\n") == 1, stderr  # no traceback
 
 

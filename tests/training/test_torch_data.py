@@ -220,6 +220,27 @@ def test_labels_beyond_num_classes_name_the_image(prepared):
             next(batches)
 
 
+def test_label_offset_shifts_every_label_and_names_those_below_it(prepared):
+    """--label-offset (TF-slim's 1-based shards) as tf_pipeline applies it: the record's label
+    minus the offset, and a record whose label falls below the offset is named."""
+    split = torch_data.index_split(list_shards(prepared, "validation"))
+    common = dict(train=False, seed=0, rank=0, decode="cpu")
+    plain = torch_data.RecordBatches(split, 4, SIZE, 3, **common)
+    shifted = torch_data.RecordBatches(split, 4, SIZE, 3, **common, label_offset=1)
+    seen = set()
+    for position in range(len(split)):
+        label = plain._record(position).label
+        seen.add(label)
+        if label >= 1:
+            assert shifted._record(position).label == label - 1
+        else:
+            with pytest.raises(
+                TrainingError, match=r"label 0 of image .+ minus --label-offset 1 is -1"
+            ):
+                shifted._record(position)
+    assert seen == {0, 1, 2}
+
+
 @pytest.mark.parametrize("mode", ["L", "CMYK", "RGB"])
 def test_grey_and_cmyk_jpegs_decode_to_rgb(mode):
     """libjpeg-turbo's fast path refuses CMYK: Pillow decodes those."""
