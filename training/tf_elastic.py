@@ -92,10 +92,24 @@ def model_state(model, optimizer, position: Position):
     return ModelState()
 
 
-def run(train_from, state, on_reset) -> None:
-    """`train_from(state)` under Horovod's elastic driver; `on_reset()` after every change of
-    workers (before the state is synchronised and `train_from` is called again)."""
+def run(train_from, state) -> None:
+    """`train_from(state)` under Horovod's elastic driver. Rank 0 reports every change of
+    workers and, at the end, how many the run ended with."""
     import horovod.tensorflow as hvd
+
+    started_with, resets = hvd.size(), 0
+
+    def on_reset():
+        nonlocal resets
+        resets += 1
+        if hvd.rank() == 0:
+            print(f"workers changed: now {hvd.size()} (reset {resets})", flush=True)
 
     state.register_reset_callbacks([on_reset])
     hvd.elastic.run(train_from)(state)
+    if hvd.rank() == 0:
+        print(
+            f"Elastic run finished with {hvd.size()} worker(s) "
+            f"(started with {started_with}, {resets} reset(s))",
+            flush=True,
+        )

@@ -110,6 +110,8 @@ class TrackPosition(tf.keras.callbacks.Callback):
             state.commit()
 
     def on_epoch_end(self, epoch, logs=None):
+        if self.args.elastic and hvd.rank() == 0:
+            print(f"epoch {epoch + 1}/{self.args.epochs} - workers: {hvd.size()}", flush=True)
         self.save(self.state.epoch + 1, 0)
         self.state.next_epoch()
         self.state.commit()
@@ -156,7 +158,7 @@ def train(args) -> None:
     position = tf_elastic.Position.at(progress)
     if args.elastic:
         state = tf_elastic.model_state(model, optimizer, position)
-        tf_elastic.run(fit, state, fit.on_reset)
+        tf_elastic.run(fit, state)
     else:
         fit(position)
     tf_common.dump_weights(args, model, hvd.rank())
@@ -171,12 +173,6 @@ class Fit:
     def __init__(self, args, model):
         self.args, self.model = args, model
         self.track = None
-        self.resets = 0
-
-    def on_reset(self) -> None:
-        self.resets += 1
-        if hvd.rank() == 0:
-            print(f"workers changed: now {hvd.size()} (reset {self.resets})", flush=True)
 
     def __call__(self, state) -> None:
         args, rank, size = self.args, hvd.rank(), hvd.size()

@@ -60,7 +60,7 @@ def train(args) -> None:
     position = tf_elastic.Position.at(progress)
     if args.elastic:
         state = tf_elastic.model_state(model, optimizer, position)
-        tf_elastic.run(loop, state, loop.on_reset)
+        tf_elastic.run(loop, state)
     else:
         loop(position)
     tf_common.dump_weights(args, model, hvd.rank())
@@ -80,12 +80,6 @@ class Loop:
         if hvd.rank() == 0 and args.log_dir:
             self.writer = tf.summary.create_file_writer(args.log_dir)
         self.checkpoint = None
-        self.resets = 0
-
-    def on_reset(self) -> None:
-        self.resets += 1
-        if hvd.rank() == 0:
-            print(f"workers changed: now {hvd.size()} (reset {self.resets})", flush=True)
 
     def __call__(self, state) -> None:
         args, rank, size = self.args, hvd.rank(), hvd.size()
