@@ -53,7 +53,7 @@ def test_killing_a_worker_does_not_stop_elastic_training(framework, tmp_path):
     deadline = time.monotonic() + 180
     for line in proc.stdout:
         seen.append(line)
-        if "epoch 2/" in line and "workers: 2" in line or time.monotonic() > deadline:
+        if ("epoch 2/" in line and "workers: 2" in line) or time.monotonic() > deadline:
             break
     assert any("epoch 2/" in line and "workers: 2" in line for line in seen), "".join(seen)
     (victim,) = worker_pids(module, str(tmp_path / "w"), "HOROVOD_HOSTNAME=127.0.0.1")
