@@ -34,25 +34,28 @@ def count_examples(
     gather: Callable[[dict], list[dict]] | None = None,
     threads: int = 1,
     count_file: Callable[[str], int] = count_records,
+    cache: dict[str, int] | None = None,
 ) -> int:
     """Training examples in `files` (every worker passes the same list and gets the same total).
 
     `gather`: the flavour's `hvd.allgather_object` (every worker must call this function then);
-    None in a single process, which counts every file itself.
+    None in a single process, which counts every file itself. `cache`: shard → count, this
+    process's by default.
     """
+    known = _COUNTS if cache is None else cache
     manifest = Path(data_dir) / "manifest.json"
     if manifest.exists():
         from training.dataprep.manifest import load_manifest
 
         return load_manifest(manifest).splits["train"].num_examples
     own = files[rank::size] if gather is not None else files
-    todo = [f for f in own if f not in _COUNTS]
+    todo = [f for f in own if f not in known]
     with ThreadPoolExecutor(max(1, threads)) as pool:
-        _COUNTS.update(zip(todo, pool.map(count_file, todo), strict=True))
+        known.update(zip(todo, pool.map(count_file, todo), strict=True))
     if gather is not None:
-        for known in gather({f: _COUNTS[f] for f in files if f in _COUNTS}):
-            _COUNTS.update(known)
-    missing = [f for f in files if f not in _COUNTS]
+        for theirs in gather({f: known[f] for f in files if f in known}):
+            known.update(theirs)
+    missing = [f for f in files if f not in known]
     if missing:  # every file is some rank's own, so this means ranks disagree on `files`
         raise TrainingError(f"no record count for {len(missing)} shard(s), e.g. {missing[0]!r}")
-    return sum(_COUNTS[f] for f in files)
+    return sum(known[f] for f in files)
