@@ -32,6 +32,7 @@ class Progress:
     framework: str
     model: str
     step: int = 0  # absent from progress files written before mid-epoch checkpoints
+    steps_per_epoch: int = 0  # what `step` counts in (0: unknown, older progress files)
 
 
 def payload_name(epoch: int, step: int = 0) -> str:
@@ -42,6 +43,14 @@ def payload_name(epoch: int, step: int = 0) -> str:
 def due(global_step: int, every: int | None) -> bool:
     """Whether `--checkpoint-every-steps every` asks for a checkpoint after `global_step`."""
     return bool(every) and global_step % every == 0
+
+
+def rescale_step(step: int, was: int, now: int) -> int:
+    """`step` of an epoch of `was` steps, as a step of an epoch of `now`: the same fraction of
+    the epoch when the number of workers (so the steps per epoch) changed in between."""
+    if not was or was == now:
+        return step
+    return min(now, round(step * now / was))
 
 
 def describe(progress: Progress) -> str:

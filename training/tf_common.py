@@ -131,10 +131,10 @@ def restore_and_broadcast(
 
 
 def save_checkpoint(
-    args, framework, model, optimizer, epoch: int, global_step: int, step: int = 0
+    args, framework, model, optimizer, epoch, global_step, step=0, steps_per_epoch=0
 ) -> Path:
     """Rank 0 only: payload, then progress.json (see training.checkpoints). `step`: steps done
-    in epoch `epoch` (mid-epoch checkpoints)."""
+    in epoch `epoch` of `steps_per_epoch` (mid-epoch checkpoints)."""
     import tensorflow as tf
 
     name = checkpoints.payload_name(epoch, step)
@@ -142,7 +142,9 @@ def save_checkpoint(
     tf.train.Checkpoint(model=model, optimizer=optimizer).write(
         str(Path(args.checkpoint_dir) / name)
     )
-    progress = checkpoints.Progress(epoch, global_step, name, framework, args.model, step)
+    progress = checkpoints.Progress(
+        epoch, global_step, name, framework, args.model, step, steps_per_epoch
+    )
     return checkpoints.write_progress(args.checkpoint_dir, progress, args.keep_checkpoints)
 
 

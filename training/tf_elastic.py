@@ -19,6 +19,8 @@ Without `--elastic` the same training code runs on a `Position`, whose `commit()
 
 from dataclasses import dataclass
 
+from training import checkpoints
+
 
 @dataclass
 class Position:
@@ -31,13 +33,23 @@ class Position:
     loss_sum: float = 0.0
     correct: int = 0
     images: int = 0
+    epoch_steps: int = 0  # the steps per epoch `step` counts in (0: not known yet)
 
     @classmethod
     def at(cls, progress) -> "Position":
         """Where a checkpoint's `training.checkpoints.Progress` (or None: the start) leaves off."""
         if progress is None:
             return cls()
-        return cls(progress.epoch, progress.step, progress.global_step)
+        return cls(
+            progress.epoch, progress.step, progress.global_step,
+            epoch_steps=progress.steps_per_epoch,
+        )  # fmt: skip
+
+    def align(self, steps: int) -> None:
+        """Count `step` in epochs of `steps` steps: after a change in the number of workers the
+        run goes on at the same fraction of the epoch."""
+        self.step = checkpoints.rescale_step(self.step, self.epoch_steps, steps)
+        self.epoch_steps = steps
 
     def next_epoch(self) -> None:
         self.epoch, self.step = self.epoch + 1, 0
@@ -71,6 +83,9 @@ def model_state(model, optimizer, position: Position):
 
         def next_epoch(self) -> None:
             Position.next_epoch(self)
+
+        def align(self, steps: int) -> None:
+            Position.align(self, steps)
 
         def save(self):
             self._save_variables()

@@ -93,8 +93,11 @@ class ElasticRun:
         """The training loop `@hvd.elastic.run` restarts from the last commit after a reset."""
         a, hvd = self.args, self.hvd
         self._new_world(state)
+        # The same fraction of the epoch if the number of workers (steps per epoch) changed.
+        steps = self.data.steps_per_epoch
+        state.step = checkpoints.rescale_step(state.step, state.epoch_steps, steps)
+        state.epoch_steps = steps
         while state.epoch < a.epochs:
-            steps = self.data.steps_per_epoch
             while state.step < steps:
                 self.trainer.set_lr(state.epoch + state.step / steps, hvd.size())
                 self.meter.begin()
@@ -106,7 +109,7 @@ class ElasticRun:
                 due = checkpoints.due(state.global_step, a.checkpoint_every_steps)
                 if hvd.rank() == 0 and due and state.step < steps:  # mid-epoch checkpoint
                     self.checkpoint = self.trainer.save(
-                        Path(a.checkpoint_dir), state.epoch, state.global_step, state.step
+                        Path(a.checkpoint_dir), state.epoch, state.global_step, state.step, steps
                     )
                 if state.step % a.commit_every == 0:
                     state.commit()
@@ -145,6 +148,7 @@ def train(args) -> None:
         epoch=progress.epoch if progress else 0,
         step=progress.step if progress else 0,
         global_step=progress.global_step if progress else 0,
+        epoch_steps=progress.steps_per_epoch if progress else 0,
         loss_sum=0.0,
     )
     state.register_reset_callbacks([run.on_reset])

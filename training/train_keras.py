@@ -119,8 +119,9 @@ class TrackPosition(tf.keras.callbacks.Callback):
     def save(self, epoch: int, step: int) -> None:
         if hvd.rank() == 0 and self.args.checkpoint_dir:
             model = self.model
+            global_step = self.state.global_step
             self.last = tf_common.save_checkpoint(
-                self.args, FRAMEWORK, model, model.optimizer, epoch, self.state.global_step, step
+                self.args, FRAMEWORK, model, model.optimizer, epoch, global_step, step, self.steps
             )
 
 
@@ -183,6 +184,7 @@ class Fit:
 
         data = data_from(state.epoch, state.step)
         self.source, steps = data.source, data.steps_per_epoch
+        state.align(steps)
         peak = schedule.peak_lr(
             args.base_lr, args.base_batch, args.batch_size * args.grad_accum, size
         )

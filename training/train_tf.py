@@ -89,6 +89,7 @@ class Loop:
             args, rank, size, threads, (state.epoch, state.step), hvd.allgather_object
         )
         steps = self.data.steps_per_epoch
+        state.align(steps)
         peak = schedule.peak_lr(args.base_lr, args.base_batch, args.batch_size, size)
         lr_at = schedule.from_options(args, peak, size)
         self.meter = ThroughputMeter(args.batch_size * size, args.timing_warmup_steps)
@@ -97,7 +98,7 @@ class Loop:
             while state.epoch < args.epochs:
                 started = time.perf_counter()
                 while state.step < steps:
-                    self.optimizer.learning_rate.assign(lr_at(state.global_step / steps))
+                    self.optimizer.learning_rate.assign(lr_at(state.epoch + state.step / steps))
                     self.meter.begin()
                     images, labels = next(batches)
                     loss, hits = self.train_step(images, labels)
@@ -121,7 +122,7 @@ class Loop:
         means = tf.constant([state.loss_sum / ran, state.correct / max(state.images, 1)])
         loss_mean, accuracy = hvd.allreduce(means, op=hvd.Average, name="epoch").numpy()
         metrics = {"loss": loss_mean, "accuracy": accuracy}
-        metrics["lr"] = lr_at((state.global_step - 1) / steps)  # the epoch's last step's
+        metrics["lr"] = lr_at(state.epoch + (steps - 1) / steps)  # the epoch's last step's
         if self.data.validation is not None:
             metrics["val_accuracy"] = self.val_accuracy(self.data.validation)
         if hvd.rank() == 0:
@@ -144,10 +145,11 @@ class Loop:
         if hvd.rank() != 0 or not self.args.checkpoint_dir:
             return
         epoch, step = (state.epoch + 1, 0) if epoch_end else (state.epoch, state.step)
-        if step == self.data.steps_per_epoch:
+        steps = self.data.steps_per_epoch
+        if step == steps:
             return  # the epoch's last step: the epoch-end checkpoint follows
         self.checkpoint = tf_common.save_checkpoint(
-            self.args, FRAMEWORK, self.model, self.optimizer, epoch, state.global_step, step
+            self.args, FRAMEWORK, self.model, self.optimizer, epoch, state.global_step, step, steps
         )
 
 

@@ -160,9 +160,9 @@ class Trainer:
         )
         return float(totals[0] / totals[1])
 
-    def save(self, ckpt_dir: Path, epoch: int, global_step: int, step: int = 0) -> Path:
+    def save(self, ckpt_dir: Path, epoch, global_step, step=0, steps_per_epoch=0) -> Path:
         """Rank 0 only: model + optimizer + loss-scaler payload, then progress.json pointing at
-        it. `step`: optimizer steps done in epoch `epoch` (mid-epoch checkpoints)."""
+        it. `step`: optimizer steps done in epoch `epoch` of `steps_per_epoch` (mid-epoch)."""
         ckpt_dir.mkdir(parents=True, exist_ok=True)
         name = checkpoints.payload_name(epoch, step)
         tmp = ckpt_dir / f"{name}.pt.tmp"
@@ -178,7 +178,9 @@ class Trainer:
         }
         torch.save(payload, tmp)
         tmp.replace(ckpt_dir / f"{name}.pt")
-        progress = checkpoints.Progress(epoch, global_step, name, FRAMEWORK, self.args.model, step)
+        progress = checkpoints.Progress(
+            epoch, global_step, name, FRAMEWORK, self.args.model, step, steps_per_epoch
+        )
         checkpoints.write_progress(ckpt_dir, progress, self.args.keep_checkpoints)
         return ckpt_dir / f"{name}.pt"
 
@@ -302,6 +304,8 @@ def train(args) -> None:
         writer = SummaryWriter(args.log_dir)
     meter = ThroughputMeter(args.batch_size * args.grad_accum * size, args.timing_warmup_steps)
     steps = data.steps_per_epoch
+    if progress:  # the same fraction of the epoch if the number of workers changed
+        start_step = checkpoints.rescale_step(start_step, progress.steps_per_epoch, steps)
     checkpoint = None
     for epoch in range(start_epoch, args.epochs):
         first = start_step if epoch == start_epoch else 0  # a resumed epoch's steps done
@@ -319,7 +323,7 @@ def train(args) -> None:
                 due = checkpoints.due(global_step, args.checkpoint_every_steps)
                 if rank == 0 and due and step + 1 < steps:  # else the epoch-end one follows
                     ckpt_dir = Path(args.checkpoint_dir)
-                    checkpoint = trainer.save(ckpt_dir, epoch, global_step, step + 1)
+                    checkpoint = trainer.save(ckpt_dir, epoch, global_step, step + 1, steps)
         ran = steps - first
         loss, accuracy = (hvd.allreduce(losses / ran, name=f"epoch-metrics-{epoch}")).tolist()
         line = f"epoch {epoch + 1}/{args.epochs} - loss: {loss:.4f} - accuracy: {accuracy:.4f}"

@@ -85,6 +85,8 @@ def test_relaunch_resumes_at_the_step_of_the_last_checkpoint(framework, tmp_path
     ref_ckpt = ["--checkpoint-dir", tmp_path / "ref-ckpt"]
     reference = launch(framework, 2, [*args, *ref_ckpt, "--dump-weights", tmp_path / "ref"])
     assert reference.returncode == 0, reference.output
+    losses = reference.losses()  # fp16 training learns (2 workers, loss-scaled)
+    assert len(losses) == EPOCHS and losses[-1] < 0.8 * losses[0], losses
     args += ["--checkpoint-dir", ckpt, "--checkpoint-every-steps", EVERY]
 
     left = _killed_mid_epoch(framework, args, ckpt)
