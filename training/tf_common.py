@@ -49,6 +49,20 @@ def worker_threads(args, local_size: int) -> int:
     return args.threads or max(1, len(os.sched_getaffinity(0)) // local_size)
 
 
+def on_float32_logits(loss_fn):
+    """`loss_fn` computed on fp32 logits. Under mixed precision the model's last layer returns
+    fp16/bf16 logits; the softmax cross-entropy in fp16 loses precision, and the fp16 loss times
+    the loss scale (2^15 at first) overflows as soon as the loss exceeds 2, so every step would
+    be skipped until the scale has backed off. Keras' mixed-precision guide: outputs in float32
+    (https://www.tensorflow.org/guide/mixed_precision)."""
+    import tensorflow as tf
+
+    def loss(labels, logits):
+        return loss_fn(labels, tf.cast(logits, tf.float32))
+
+    return loss
+
+
 def correct_predictions(logits, labels):
     """How many of the batch's top-1 predictions are right (an int32 tensor)."""
     import tensorflow as tf

@@ -146,7 +146,9 @@ def train(args) -> None:
     model = tf_models.build_model(args.model, args.image_size, args.num_classes)
     model.compile(
         optimizer=optimizer,
-        loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        loss=tf_common.on_float32_logits(
+            tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        ),
         metrics=["accuracy"],
         # Horovod's allreduce has no XLA kernel on CPU, so the whole train step can't be
         # compiled; --xla turns on auto-clustering instead.
