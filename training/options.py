@@ -188,6 +188,13 @@ def build_parser(framework: str) -> argparse.ArgumentParser:
 
     out = p.add_argument_group("outputs")
     out.add_argument("--checkpoint-dir", help="rank 0 checkpoints here every epoch; resumes")
+    out.add_argument(
+        "--checkpoint-every-steps",
+        type=_at_least(1),
+        metavar="N",
+        help="also checkpoint every N optimizer steps inside an epoch (preemptible nodes: a "
+        "relaunch resumes at that step); needs --checkpoint-dir",
+    )
     out.add_argument("--keep-checkpoints", type=_at_least(1), default=2)
     out.add_argument("--log-dir", help="TensorBoard logs (rank 0)")
     out.add_argument(
@@ -195,8 +202,47 @@ def build_parser(framework: str) -> argparse.ArgumentParser:
         metavar="DIR",
         help="every rank writes its final weights to DIR/rank-<r>.npz (to compare ranks)",
     )
+    if framework in ("keras", "tf"):
+        elastic = p.add_argument_group("elastic training (Horovod elastic, see docs/resilience.md)")
+        elastic.add_argument(
+            "--elastic",
+            action="store_true",
+            help="keep training when workers leave or join (launch with horovodrun --min-np "
+            "--max-np --host-discovery-script)",
+        )
+        elastic.add_argument(
+            "--commit-every",
+            type=_at_least(1),
+            default=5,
+            help="steps between elastic state commits: a lost worker costs at most this many",
+        )
     return p
 
 
+def check_combinations(framework: str, args: argparse.Namespace) -> str | None:
+    """What is wrong with a combination of options that each parse on their own, or None."""
+    if args.checkpoint_every_steps and not args.checkpoint_dir:
+        return "--checkpoint-every-steps needs --checkpoint-dir (where the checkpoints go)"
+    if framework == "keras" and args.grad_accum > 1 and args.precision == "fp16":
+        # Keras' LossScaleOptimizer sits outside Horovod's gradient accumulation: it would
+        # update (and on overflow halve) the loss scale after every micro-batch, while the
+        # accumulated gradients were scaled with the scale of each micro-batch's time.
+        return (
+            "--precision fp16 with --grad-accum > 1 is not supported by the Keras flavour "
+            "(its loss scale would change inside an accumulated step); use --precision bf16, "
+            "--grad-accum 1, or the tf flavour with a larger --batch-size or the torch flavour"
+        )
+    if framework == "keras" and args.grad_accum > 1 and getattr(args, "elastic", False):
+        return (
+            "--elastic with --grad-accum > 1 is not supported by the Keras flavour (Horovod's "
+            "accumulation buffers are not part of the elastic state); use --grad-accum 1"
+        )
+    return None
+
+
 def parse_args(framework: str, argv: list[str] | None = None) -> argparse.Namespace:
-    return build_parser(framework).parse_args(argv)
+    parser = build_parser(framework)
+    args = parser.parse_args(argv)
+    if problem := check_combinations(framework, args):
+        parser.error(problem)
+    return args

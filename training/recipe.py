@@ -87,7 +87,9 @@ def add_keras_weight_decay(model, weight_decay: float) -> list:
 
 def keras_loss(label_smoothing: float):
     """Per-example label-smoothed cross-entropy of integer labels and float logits: a loss
-    function for Keras' `compile` (Keras 2's SparseCategoricalCrossentropy has no smoothing)."""
+    function for Keras' `compile` (Keras 2's SparseCategoricalCrossentropy has no smoothing).
+    Computed on fp32 logits: under mixed precision an fp16 loss times the loss scale (2^15 at
+    first) overflows as soon as the loss exceeds 2 (https://www.tensorflow.org/guide/mixed_precision)."""
     import tensorflow as tf
 
     def smoothed_cross_entropy(labels, logits):

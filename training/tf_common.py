@@ -9,6 +9,7 @@ import numpy as np
 
 from training import checkpoints
 from training.common import report, run_main, worker_threads  # noqa: F401  (the flavours' API)
+from training.errors import TrainingError
 
 POLICIES = {"fp32": "float32", "fp16": "mixed_float16", "bf16": "mixed_bfloat16"}
 
@@ -108,12 +109,18 @@ def compression(args):
     return hvd.Compression.fp16 if args.fp16_allreduce else hvd.Compression.none
 
 
-def restore_and_broadcast(args, framework, model, optimizer) -> checkpoints.Progress | None:
+def restore_and_broadcast(
+    args, framework, model, optimizer, broadcast: bool = True
+) -> checkpoints.Progress | None:
     """Rank 0 restores the last checkpoint (if any); every rank then gets rank 0's weights,
-    optimizer state and progress. Broadcasting before the first step (rather than Horovod's
-    Keras callback, which broadcasts after it) keeps the first resumed step exact."""
+    optimizer state (with the fp16 loss scale) and progress. Broadcasting before the first step
+    (rather than Horovod's Keras callback, which broadcasts after it) keeps the first resumed
+    step exact. `broadcast=False` (elastic runs): rank 0 only restores; the elastic state's
+    first sync broadcasts, and the other ranks get None."""
     import horovod.tensorflow as hvd
     import tensorflow as tf
+
+    from training.tf_elastic import state_variables
 
     optimizer.build(model.trainable_variables)
     progress = None
@@ -122,24 +129,38 @@ def restore_and_broadcast(args, framework, model, optimizer) -> checkpoints.Prog
         if progress:
             checkpoints.check_compatible(progress, framework, args.model, args.checkpoint_dir)
             path = Path(args.checkpoint_dir) / progress.checkpoint
-            tf.train.Checkpoint(model=model, optimizer=optimizer).read(str(path)).assert_consumed()
-            print(f"resuming from {path} at epoch {progress.epoch} (step {progress.global_step})")
-    progress = hvd.broadcast_object(progress, root_rank=0, name="progress")
-    hvd.broadcast_variables(model.variables, root_rank=0)
-    hvd.broadcast_variables(optimizer.variables, root_rank=0)
+            try:
+                tf.train.Checkpoint(model=model, optimizer=optimizer).read(
+                    str(path)
+                ).assert_consumed()
+            except (AssertionError, ValueError) as exc:
+                raise TrainingError(
+                    f"checkpoint {str(path)!r} does not fit this model and optimizer (was it "
+                    "written with another --num-classes or --precision? fp16 adds a loss scale): "
+                    f"{str(exc).splitlines()[0]}"
+                ) from None
+            print(f"resuming from {path} at {checkpoints.describe(progress)}", flush=True)
+    if broadcast:
+        progress = hvd.broadcast_object(progress, root_rank=0, name="progress")
+        hvd.broadcast_variables(state_variables(model, optimizer), root_rank=0)
     return progress
 
 
-def save_checkpoint(args, framework, model, optimizer, epoch: int, global_step: int) -> Path:
-    """Rank 0 only: payload, then progress.json (see training.checkpoints)."""
+def save_checkpoint(
+    args, framework, model, optimizer, epoch, global_step, step=0, steps_per_epoch=0
+) -> Path:
+    """Rank 0 only: payload, then progress.json (see training.checkpoints). `step`: steps done
+    in epoch `epoch` of `steps_per_epoch` (mid-epoch checkpoints)."""
     import tensorflow as tf
 
-    name = checkpoints.payload_name(epoch)
+    name = checkpoints.payload_name(epoch, step)
     Path(args.checkpoint_dir).mkdir(parents=True, exist_ok=True)
     tf.train.Checkpoint(model=model, optimizer=optimizer).write(
         str(Path(args.checkpoint_dir) / name)
     )
-    progress = checkpoints.Progress(epoch, global_step, name, framework, args.model)
+    progress = checkpoints.Progress(
+        epoch, global_step, name, framework, args.model, step, steps_per_epoch
+    )
     return checkpoints.write_progress(args.checkpoint_dir, progress, args.keep_checkpoints)
 
 

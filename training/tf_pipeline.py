@@ -14,12 +14,11 @@ steps of `--grad-accum` micro-batches on every worker (training.schedule.steps_p
 import contextlib
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import tensorflow as tf
 
-from training import records, schedule, shards, synthetic
+from training import data_order, record_count, records, schedule, shards, synthetic
 from training.errors import TrainingError
 
 AUTOTUNE = tf.data.AUTOTUNE
@@ -47,14 +46,18 @@ class Data:
     files: list[str]  # this worker's shards, searched when a read fails
 
 
-def make_data(args, rank: int, size: int, threads: int) -> Data:
+def make_data(args, rank: int, size: int, threads: int, start=(0, 0), gather=None) -> Data:
     """Datasets of batches of `args.batch_size` for this worker; errors before any training.
 
     `threads`: the thread pool that reads and decodes TFRecords (this worker's share of cores).
+    `start`: (epochs done, steps done in the epoch) the stream begins at; it seeds the shuffles
+    (training.data_order), so a resumed run draws a fresh order instead of the first epoch's.
+    `gather`: the flavour's `hvd.allgather_object`, to count unlabelled shards once per job
+    (training.record_count); None: this process counts them all.
     """
     if args.data_dir is None:
         return _synthetic(args, rank, size)
-    return _tfrecords(args, rank, size, threads)
+    return _tfrecords(args, rank, size, threads, start, gather)
 
 
 def _synthetic(args, rank, size) -> Data:
@@ -72,7 +75,7 @@ def _synthetic(args, rank, size) -> Data:
     return Data(micro, steps, validation, "synthetic", [])
 
 
-def _tfrecords(args, rank, size, threads) -> Data:
+def _tfrecords(args, rank, size, threads, start, gather) -> Data:
     all_train = shards.list_shards(args.data_dir, "train")
     train_files = shards.shards_for_rank(all_train, rank, size)
     try:
@@ -85,27 +88,31 @@ def _tfrecords(args, rank, size, threads) -> Data:
     # nothing, and the correct/seen counts summed over workers stay right.
     val_files = all_val[rank::size]
 
-    steps = args.steps_per_epoch or schedule.steps_per_epoch(
-        _count_train_examples(args.data_dir, all_train), args.batch_size, size, args.grad_accum
-    )
+    if args.steps_per_epoch:
+        steps = args.steps_per_epoch
+    else:
+        with explained_data_errors(all_train):
+            examples = record_count.count_examples(
+                args.data_dir, all_train, rank, size, gather, threads
+            )
+        steps = schedule.steps_per_epoch(examples, args.batch_size, size, args.grad_accum)
+    seed = data_order.shuffle_seed(args.seed, rank, *start)
     own_pool = tf.data.Options()
     own_pool.threading.private_threadpool_size = threads
     files = tf.data.Dataset.from_tensor_slices(train_files)
-    files = files.shuffle(len(train_files), seed=args.seed + rank).repeat()
+    files = files.shuffle(len(train_files), seed=seed).repeat()
     records_in_order = files.interleave(
         tf.data.TFRecordDataset,
         cycle_length=min(len(train_files), 8),
         num_parallel_calls=AUTOTUNE,
         deterministic=False,
-    ).shuffle(args.shuffle_buffer, seed=args.seed + rank)
-    # A stateless seed pair per example, from this rank's own stream.
-    seeds = tf.data.Dataset.random(seed=augmentation_seed(args.seed, rank)).batch(2)
+    ).shuffle(args.shuffle_buffer, seed=seed)
+    # A stateless seed pair per example, from this rank's own stream (fresh for every start).
+    seeds = tf.data.Dataset.random(seed=augmentation_seed(args.seed, rank, start)).batch(2)
     train = (
         tf.data.Dataset.zip((records_in_order, seeds))
         .map(
-            lambda r, s: _train_example(
-                r, s, args.image_size, args.num_classes, args.label_offset
-            ),
+            lambda r, s: _train_example(r, s, args.image_size, args.num_classes, args.label_offset),
             AUTOTUNE,
         )
         .batch(args.batch_size, drop_remainder=True)
@@ -130,16 +137,6 @@ def _tfrecords(args, rank, size, threads) -> Data:
     return Data(train, steps, validation, "tfrecord", train_files + val_files)
 
 
-def _count_train_examples(data_dir: str, files: list[str]) -> int:
-    """From the data manifest when there is one; else by reading every record (small sets)."""
-    if (Path(data_dir) / "manifest.json").exists():
-        from training.dataprep.manifest import load_manifest
-
-        return load_manifest(Path(data_dir) / "manifest.json").splits["train"].num_examples
-    with explained_data_errors(files):
-        return int(tf.data.TFRecordDataset(files).reduce(0, lambda n, _: n + 1))
-
-
 def _checked_label(features, num_classes, offset):
     """The record's label minus `--label-offset`, asserted to be a class index."""
     label = features["image/class/label"] - offset
@@ -157,10 +154,13 @@ def _normalize(image, image_size):
     return (image - MEAN) / STD
 
 
-def augmentation_seed(seed: int, rank: int) -> int:
+def augmentation_seed(seed: int, rank: int, start: tuple[int, int] = (0, 0)) -> int:
     """The seed of rank `rank`'s augmentation stream: its own for every (--seed, rank) pair, so
-    workers draw different crops and flips (one shared seed made every rank draw the same)."""
-    return int(np.random.SeedSequence([seed, rank]).generate_state(1, np.uint64)[0]) >> 1
+    workers draw different crops and flips (one shared seed made every rank draw the same), and
+    for every `start` (epochs, steps done), so a resumed run draws fresh crops as it draws a
+    fresh order (training.data_order)."""
+    entropy = [seed, rank, *start]
+    return int(np.random.SeedSequence(entropy).generate_state(1, np.uint64)[0]) >> 1
 
 
 def crop_window(height, width, seed):

@@ -24,7 +24,6 @@ import os
 import queue
 import threading
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import numpy as np
 import simplejpeg
@@ -426,8 +425,17 @@ class TFRecordData:
     """This rank's training stream and validation passes from the shards in `args.data_dir`."""
 
     def __init__(
-        self, args, rank: int, size: int, device: torch.device, workers: int, prefetch: int = 2
+        self,
+        args,
+        rank: int,
+        size: int,
+        device: torch.device,
+        workers: int,
+        prefetch: int = 2,
+        gather=None,
     ):
+        """`gather`: horovod.torch's allgather_object, so that shards without a manifest are
+        counted once per job (training.record_count); None: this process counts them all."""
         self.args, self.rank, self.workers, self.prefetch = args, rank, workers, prefetch
         all_train = shards.list_shards(args.data_dir, "train")
         train_files = shards.shards_for_rank(all_train, rank, size)
@@ -447,7 +455,9 @@ class TFRecordData:
         # Validation on every worker alike (its accuracy is pooled), or on none.
         has_validation = bool(all_val) and args.val_steps != 0
         self.val_split = index_split(all_val[rank::size]) if has_validation else None
-        self.steps_per_epoch = args.steps_per_epoch or _steps(args, all_train, size)
+        self.steps_per_epoch = args.steps_per_epoch or _steps(
+            args, all_train, rank, size, gather, workers
+        )
 
     def _dataset(self, split: Split, train: bool) -> RecordBatches:
         a = self.args
@@ -500,19 +510,17 @@ class _Count:
             k += 1
 
 
-def _steps(args, all_train: list[str], size: int) -> int:
-    from training import schedule
+def _steps(args, all_train: list[str], rank: int, size: int, gather, threads: int) -> int:
+    """Optimizer steps per epoch: the examples from the data manifest when there is one, else
+    counted from the record headers, each worker its own shards, shared with `gather`."""
+    from training import record_count, schedule
 
-    return schedule.steps_per_epoch(
-        count_examples(args.data_dir, all_train), args.batch_size, size, args.grad_accum
+    examples = record_count.count_examples(
+        args.data_dir, all_train, rank, size, gather, threads, count_file=count_records
     )
+    return schedule.steps_per_epoch(examples, args.batch_size, size, args.grad_accum)
 
 
-def count_examples(data_dir: str, files: list[str]) -> int:
-    """From the data manifest when there is one; else from the record headers."""
-    manifest = Path(data_dir) / "manifest.json"
-    if manifest.exists():
-        from training.dataprep.manifest import load_manifest
-
-        return load_manifest(manifest).splits["train"].num_examples
-    return sum(len(index_file(path)) for path in files)
+def count_records(path: str) -> int:
+    """Records in one TFRecord file, from its headers (nothing decoded, no TensorFlow)."""
+    return len(index_file(path))

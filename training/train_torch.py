@@ -182,42 +182,54 @@ class Trainer:
         seen = max(seen, 1.0)
         return {"val_loss": loss / seen, "val_accuracy": top1 / seen, "val_top5": top5 / seen}
 
-    def save(self, ckpt_dir: Path, epoch: int, global_step: int) -> Path:
-        """Rank 0 only: model + optimizer payload, then progress.json pointing at it."""
+    def save(self, ckpt_dir: Path, epoch, global_step, step=0, steps_per_epoch=0) -> Path:
+        """Rank 0 only: model + optimizer + loss-scaler payload, then progress.json pointing at
+        it. `step`: optimizer steps done in epoch `epoch` of `steps_per_epoch` (mid-epoch)."""
         ckpt_dir.mkdir(parents=True, exist_ok=True)
-        name = checkpoints.payload_name(epoch)
+        name = checkpoints.payload_name(epoch, step)
         tmp = ckpt_dir / f"{name}.pt.tmp"
         payload = {
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
+            # fp16: the loss scale and its growth counter; a resume with the initial scale
+            # would skip steps until it has backed off again.
+            "scaler": self.scaler.state_dict(),
             "epoch": epoch,
+            "step": step,
             "global_step": global_step,
         }
         torch.save(payload, tmp)
         tmp.replace(ckpt_dir / f"{name}.pt")
-        progress = checkpoints.Progress(epoch, global_step, name, FRAMEWORK, self.args.model)
+        progress = checkpoints.Progress(
+            epoch, global_step, name, FRAMEWORK, self.args.model, step, steps_per_epoch
+        )
         checkpoints.write_progress(ckpt_dir, progress, self.args.keep_checkpoints)
         return ckpt_dir / f"{name}.pt"
 
-    def restore_and_broadcast(self, ckpt_dir: str | None) -> tuple[int, int]:
+    def restore_and_broadcast(self, ckpt_dir: str | None) -> checkpoints.Progress | None:
         """Rank 0 loads the last checkpoint (if any); everything is broadcast from rank 0.
 
-        Returns (epochs done, global step) to resume from.
+        Returns the checkpoint's progress (epochs and steps done), or None: a fresh start.
         """
         hvd = self.hvd
         progress = checkpoints.read_progress(ckpt_dir) if hvd.rank() == 0 else None
         progress = hvd.broadcast_object(progress, root_rank=0, name="progress")
+        scaler_state = None
         if progress is not None:
             checkpoints.check_compatible(progress, FRAMEWORK, self.args.model, ckpt_dir)
             if hvd.rank() == 0:
-                payload = torch.load(
-                    Path(ckpt_dir) / f"{progress.checkpoint}.pt", map_location=self.device
-                )
+                path = Path(ckpt_dir) / f"{progress.checkpoint}.pt"
+                payload = torch.load(path, map_location=self.device)
                 self.model.load_state_dict(payload["model"])
                 self.optimizer.load_state_dict(payload["optimizer"])
+                scaler_state = payload.get("scaler")  # absent from older checkpoints
+                print(f"resuming from {path} at {checkpoints.describe(progress)}", flush=True)
         hvd.broadcast_parameters(self.model.state_dict(), root_rank=0)
         hvd.broadcast_optimizer_state(self.optimizer, root_rank=0)
-        return (progress.epoch, progress.global_step) if progress else (0, 0)
+        scaler_state = hvd.broadcast_object(scaler_state, root_rank=0, name="scaler")
+        if scaler_state and self.scaler.is_enabled():
+            self.scaler.load_state_dict(scaler_state)
+        return progress
 
     def dump_weights(self, directory: str) -> Path:
         path = Path(directory) / f"rank-{self.hvd.rank()}.npz"
@@ -233,7 +245,9 @@ class Data:
     (training.schedule.steps_per_epoch); `train` yields micro-batches forever, from
     `start_at(n)`'s micro-batch when called before the first one (a resumed run)."""
 
-    def __init__(self, args, rank: int, size: int, local_size: int, device: torch.device):
+    def __init__(self, args, rank, size, local_size, device: torch.device, gather=None):
+        """`gather`: horovod.torch's allgather_object, to count unlabelled shards once per job
+        (training.record_count); every worker must then build its Data."""
         self.args, self.device = args, device
         self._first, self._train = 0, None
         if args.data_dir is None:
@@ -249,7 +263,7 @@ class Data:
         workers = args.data_workers
         if workers is None:  # this worker's share of the node's cores decodes
             workers = common.worker_threads(args, local_size)
-        self._records = torch_data.TFRecordData(args, rank, size, device, workers)
+        self._records = torch_data.TFRecordData(args, rank, size, device, workers, gather=gather)
         self.source = "tfrecord"
         self.steps_per_epoch = self._records.steps_per_epoch
 
@@ -281,17 +295,14 @@ def train(args) -> None:
     set_threads(args, hvd.local_size())
     rank, size = hvd.rank(), hvd.size()
     device = worker_device(hvd.local_rank())
-    data = Data(args, rank, size, hvd.local_size(), device)
     trainer = Trainer(args, hvd, device)
-    start_epoch, global_step = trainer.restore_and_broadcast(args.checkpoint_dir)
+    progress = trainer.restore_and_broadcast(args.checkpoint_dir)
+    start_epoch, start_step = (progress.epoch, progress.step) if progress else (0, 0)
+    global_step = progress.global_step if progress else 0
+    data = Data(args, rank, size, hvd.local_size(), device, hvd.allgather_object)
     data.start_at(global_step * args.grad_accum)  # resumed: the data goes on where it stopped
     if rank == 0:
         print(trainer.recipe_line(size), flush=True)
-    if rank == 0 and start_epoch:
-        print(
-            f"resuming from {args.checkpoint_dir} at epoch {start_epoch} (step {global_step})",
-            flush=True,
-        )
 
     writer = None
     if rank == 0 and args.log_dir:
@@ -300,11 +311,15 @@ def train(args) -> None:
         writer = SummaryWriter(args.log_dir)
     meter = ThroughputMeter(args.batch_size * args.grad_accum * size, args.timing_warmup_steps)
     steps = data.steps_per_epoch
+    if progress:  # the same fraction of the epoch if the number of workers changed
+        start_step = checkpoints.rescale_step(start_step, progress.steps_per_epoch, steps)
     checkpoint = None
     for epoch in range(start_epoch, args.epochs):
+        first = start_step if epoch == start_epoch else 0  # a resumed epoch's steps done
         losses = torch.zeros(2, dtype=torch.float64)  # loss sum, accuracy sum
         with progress_bar(rank == 0, f"epoch {epoch + 1}/{args.epochs}", steps) as advance:
-            for step in range(steps):
+            advance(float("nan"), first)
+            for step in range(first, steps):
                 lr = trainer.set_lr(epoch + step / steps)
                 meter.begin()
                 loss, accuracy = trainer.step(data.train)
@@ -312,7 +327,12 @@ def train(args) -> None:
                 global_step += 1
                 losses += torch.tensor([loss, accuracy], dtype=torch.float64)
                 advance(loss)
-        loss, accuracy = (hvd.allreduce(losses / steps, name=f"epoch-metrics-{epoch}")).tolist()
+                due = checkpoints.due(global_step, args.checkpoint_every_steps)
+                if rank == 0 and due and step + 1 < steps:  # else the epoch-end one follows
+                    ckpt_dir = Path(args.checkpoint_dir)
+                    checkpoint = trainer.save(ckpt_dir, epoch, global_step, step + 1, steps)
+        ran = steps - first
+        loss, accuracy = (hvd.allreduce(losses / ran, name=f"epoch-metrics-{epoch}")).tolist()
         line = f"epoch {epoch + 1}/{args.epochs} - loss: {loss:.4f} - accuracy: {accuracy:.4f}"
         metrics = {"loss": loss, "accuracy": accuracy, "lr": lr}
         validation = data.validation()
@@ -336,9 +356,9 @@ def train(args) -> None:
 
 @contextlib.contextmanager
 def progress_bar(visible: bool, description: str, total: int):
-    """A rich progress bar on rank 0 (with the last loss); yields `advance(loss)`."""
+    """A rich progress bar on rank 0 (with the last loss); yields `advance(loss, steps=1)`."""
     if not visible:
-        yield lambda loss: None
+        yield lambda loss, steps=1: None
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
@@ -351,7 +371,7 @@ def progress_bar(visible: bool, description: str, total: int):
     )
     with Progress(*columns, transient=False) as bar:
         task = bar.add_task(description, total=total, loss=float("nan"))
-        yield lambda loss: bar.update(task, advance=1, loss=loss)
+        yield lambda loss, steps=1: bar.update(task, advance=steps, loss=loss)
 
 
 def main(argv=None) -> int:

@@ -31,6 +31,10 @@ print("RESULTS " + json.dumps(results))
 """
 
 
+# Combinations refused by the option parser: argparse's usage line, then `error: …`.
+ARGPARSE_CHECKS = ("fp16_accum", "elastic_accum", "every_steps_no_dir")
+
+
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     root = tmp_path_factory.mktemp("bad-input")
@@ -65,6 +69,9 @@ def results(tmp_path_factory):
         "smoothing_one": ("tf", [*TINY, "--label-smoothing", "1"]),
         "batch_zero": ("keras", [*TINY, "--batch-size", "0"]),
         "unknown_model": ("tf", ["--model", "vgg16"]),
+        "fp16_accum": ("keras", [*TINY, "--precision", "fp16", "--grad-accum", "2"]),
+        "elastic_accum": ("keras", [*TINY, "--elastic", "--grad-accum", "2"]),
+        "every_steps_no_dir": ("tf", [*TINY, "--checkpoint-every-steps", "100"]),
     }
     proc = subprocess.run(
         [sys.executable, "-c", HARNESS, json.dumps(cases)],
@@ -95,13 +102,19 @@ def results(tmp_path_factory):
             "unknown_model",
             "argument --model: invalid choice: 'vgg16' (choose from 'resnet50', 'tiny')",
         ),
+        (
+            "fp16_accum",
+            "--precision fp16 with --grad-accum > 1 is not supported by the Keras flavour",
+        ),
+        ("elastic_accum", "--elastic with --grad-accum > 1 is not supported by the Keras"),
+        ("every_steps_no_dir", "--checkpoint-every-steps needs --checkpoint-dir"),
     ],
 )
 def test_bad_input_is_a_clear_error(results, case, message):
     code, stderr = results[case]
     assert code == 2, stderr
     assert message.format(root=results["root"]) in stderr, stderr
-    if case not in ("batch_zero", "unknown_model", "smoothing_one"):
+    if case not in ("batch_zero", "unknown_model", "smoothing_one", *ARGPARSE_CHECKS):
         assert stderr.startswith("error: ") and stderr.count("\n") == 1, stderr  # no traceback
 
 

@@ -201,6 +201,33 @@ def test_checkpoint_progress_is_atomic_and_pruned(tmp_path):
         checkpoints.check_compatible(p, "torch", "tiny", tmp_path)
 
 
+def test_mid_epoch_checkpoints_sort_in_training_order_and_share_the_pruning(tmp_path):
+    order = [(0, 10), (0, 20), (1, 0), (1, 5), (1, 15), (2, 0), (10, 0), (10, 3)]
+    names = [checkpoints.payload_name(epoch, step) for epoch, step in order]
+    assert names[2:4] == ["ckpt-00001", "ckpt-00001-s000005"] and sorted(names) == names
+    for (epoch, step), name in zip(order, names, strict=True):
+        _touch(tmp_path, f"{name}.pt")
+        p = checkpoints.Progress(epoch, epoch * 25 + step, name, "torch", "tiny", step)
+        checkpoints.write_progress(tmp_path, p, keep=2)
+    assert sorted(f.name for f in tmp_path.glob("ckpt-*")) == [
+        "ckpt-00010-s000003.pt",
+        "ckpt-00010.pt",
+    ]
+    assert checkpoints.describe(p) == "epoch 10, step 3 of epoch 11 (step 253)"
+    # A progress file from before mid-epoch checkpoints has no "step": the epoch's start.
+    (tmp_path / "progress.json").write_text(
+        '{"epoch": 2, "global_step": 50, "checkpoint": "ckpt-00002", "framework": "torch", '
+        '"model": "tiny"}'
+    )
+    old = checkpoints.read_progress(tmp_path)
+    assert old.step == 0 and checkpoints.describe(old) == "epoch 2 (step 50)"
+    assert [checkpoints.due(s, 10) for s in (9, 10, 20)] == [False, True, True]
+    assert not checkpoints.due(10, None)
+    # Relaunched with twice the workers (half the steps per epoch): the same fraction of it.
+    assert checkpoints.rescale_step(300, 1000, 500) == 150
+    assert checkpoints.rescale_step(300, 0, 500) == checkpoints.rescale_step(300, 500, 500) == 300
+
+
 def test_options_reject_bad_values_with_clear_messages(capsys):
     args = options.parse_args("keras", ["--batch-size", "4", "--model", "tiny", "--xla"])
     assert (args.batch_size, args.model, args.xla, args.data_dir) == (4, "tiny", True, None)
