@@ -151,7 +151,7 @@ def run(args) -> dict:
     trainer = train_torch.Trainer(targs, hvd, device)
     if args.weights_channels_last:
         trainer.model.to(memory_format=torch.channels_last)
-    trainer.set_lr(0.0, 1)
+    trainer.set_lr(0.0)
 
     def sync():
         if device.type == "cuda":
