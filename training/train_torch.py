@@ -206,8 +206,12 @@ class Trainer:
                 )
                 self.model.load_state_dict(payload["model"])
                 self.optimizer.load_state_dict(payload["optimizer"])
+        if progress is not None:
+            # Horovod first steps a stateless optimizer once with zero gradients to create its
+            # state (horovod/torch/functions.py); with weight decay that step shrinks the
+            # weights. So: only when resuming, and before the parameters, which overwrite it.
+            hvd.broadcast_optimizer_state(self.optimizer, root_rank=0)
         hvd.broadcast_parameters(self.model.state_dict(), root_rank=0)
-        hvd.broadcast_optimizer_state(self.optimizer, root_rank=0)
         return (progress.epoch, progress.global_step) if progress else (0, 0)
 
     def dump_weights(self, directory: str) -> Path:
