@@ -1,6 +1,6 @@
 """What the training scripts share besides the data: Horovod and precision set-up (TensorFlow
-flavours), validation loss and accuracy pooled over workers, rank-0 checkpoints with broadcast on resume,
-the end-of-run report (every flavour)."""
+flavours), validation loss and accuracy pooled over workers, rank-0 checkpoints with broadcast
+on resume, the end-of-run report (every flavour)."""
 
 import os
 import sys

@@ -103,9 +103,7 @@ def _tfrecords(args, rank, size, threads) -> Data:
     train = (
         tf.data.Dataset.zip((records_in_order, seeds))
         .map(
-            lambda r, s: _train_example(
-                r, s, args.image_size, args.num_classes, args.label_offset
-            ),
+            lambda r, s: _train_example(r, s, args.image_size, args.num_classes, args.label_offset),
             AUTOTUNE,
         )
         .batch(args.batch_size, drop_remainder=True)

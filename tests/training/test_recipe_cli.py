@@ -109,6 +109,7 @@ def test_all_flavours_print_the_same_recipe_with_torchvisions_parameter_count(re
 
 def test_all_flavours_have_the_same_kernel_shapes(results):
     steps = {fw: results[fw]["steps"] for fw in FRAMEWORKS}
+
     def kernels(arrays, torch_layout):
         shapes = [a.shape for a in arrays if a.ndim >= 2]
         if torch_layout:  # (out, in, kh, kw) → (kh, kw, in, out); (out, in) → (in, out)

@@ -172,9 +172,7 @@ def test_label_smoothing_matches_torch_and_keras(smoothing):
     keras = tf.keras.losses.CategoricalCrossentropy(from_logits=True, label_smoothing=smoothing)
     reference = float(keras(tf.one_hot(labels, 10), logits))
     log_p = logits - np.log(np.exp(logits).sum(1, keepdims=True))
-    formula = np.mean(
-        (1 - smoothing) * -log_p[np.arange(16), labels] + smoothing * -log_p.mean(1)
-    )
+    formula = np.mean((1 - smoothing) * -log_p[np.arange(16), labels] + smoothing * -log_p.mean(1))
     assert ours_tf == pytest.approx(reference, rel=1e-5)
     assert ours_torch == pytest.approx(reference, rel=1e-5)
     assert formula == pytest.approx(reference, rel=1e-5)
