@@ -1,8 +1,9 @@
 """The learning rate and the epoch length agree across the three flavours (2 real workers).
 
 Each flavour trains 3 epochs of one pass over 64 synthetic images with 16 images per optimizer
-step (twice --base-batch, so the rate warms up from --base-lr 1 to 2) (Keras and PyTorch: batch 4 × 2 accumulated micro-batches; the TF loop: batch 8), so
-4 optimizer steps an epoch, with a fractional warm-up (1.5 epochs) and a step decay at epoch 2.
+step (Keras and PyTorch: batch 4 × 2 accumulated micro-batches; the TF loop: batch 8), so
+4 optimizer steps an epoch; 16 is twice --base-batch, so the rate warms up from --base-lr 1
+to 2, over a fractional warm-up (1.5 epochs), and a step decay follows at epoch 2.
 The rate rank 0 logs for each epoch (its last step's) must be `schedule.lr_at` at that step.
 (Horovod's Keras warm-up callback, used before, compared the whole-number epoch with the
 warm-up end, so it warmed up through all of epoch 2, and ran one step ahead; and with
