@@ -13,6 +13,7 @@ steps of `--grad-accum` micro-batches on every worker (training.schedule.steps_p
 
 import contextlib
 import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -247,8 +248,22 @@ def explained_data_errors(files: list[str]):
         if LABEL_CHECK not in exc.message:
             raise
         detail = exc.message.split("assertion failed:", 1)[-1].splitlines()[0].strip()
+        found = re.search(
+            r"\[(\d+)\] \[label\] \[(-?\d+)\] \[offset\] \[(\d+)\] \[image\] \[(.*?)\]", detail
+        )
+        if not found:
+            raise TrainingError(f"a label in the data is not a class index: {detail}") from None
+        classes, label, offset, image = found.groups()
+        stored = (
+            f"label {int(label) + int(offset)} of image {image!r} minus --label-offset {offset}"
+        )
+        if int(label) < 0:
+            advice = f"is {label}, below 0: lower --label-offset (0-based shards need 0)"
+        else:
+            advice = (
+                f"is {label}, not below --num-classes {classes}: raise --num-classes, or set "
+                "--label-offset 1 for 1-based (TF-slim) shards"
+            )
         raise TrainingError(
-            f"a label in the data is not a class index: {detail}; labels minus --label-offset "
-            "must be 0..num_classes-1: raise --num-classes, or set --label-offset 1 for "
-            "1-based (TF-slim) shards"
+            f"a label in the data is not a class index: {stored} {advice}"
         ) from None

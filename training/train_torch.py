@@ -224,8 +224,12 @@ class Trainer:
                 self.optimizer.load_state_dict(payload["optimizer"])
                 scaler_state = payload.get("scaler")  # absent from older checkpoints
                 print(f"resuming from {path} at {checkpoints.describe(progress)}", flush=True)
+        if progress is not None:
+            # Horovod first steps a stateless optimizer once with zero gradients to create its
+            # state (horovod/torch/functions.py); with weight decay that step shrinks the
+            # weights. So: only when resuming, and before the parameters, which overwrite it.
+            hvd.broadcast_optimizer_state(self.optimizer, root_rank=0)
         hvd.broadcast_parameters(self.model.state_dict(), root_rank=0)
-        hvd.broadcast_optimizer_state(self.optimizer, root_rank=0)
         scaler_state = hvd.broadcast_object(scaler_state, root_rank=0, name="scaler")
         if scaler_state and self.scaler.is_enabled():
             self.scaler.load_state_dict(scaler_state)

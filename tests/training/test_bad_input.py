@@ -93,9 +93,12 @@ def results(tmp_path_factory):
         ("no_shards", "no train shards in '{root}/empty': expected files named like"),
         ("corrupt_counting", "corrupt TFRecord file '{root}/corrupt/train-00001-of-00002'"),
         ("corrupt_training", "corrupt TFRecord file '{root}/corrupt/train-00001-of-00002'"),
-        ("label_too_big", "a label in the data is not a class index"),
-        ("label_below_offset", "set --label-offset 1 for 1-based (TF-slim) shards"),
-        ("label_below_offset", "label -1"),
+        ("label_too_big", "a label in the data is not a class index: label "),
+        (
+            "label_too_big",
+            "not below --num-classes 2: raise --num-classes, or set --label-offset 1",
+        ),
+        ("label_below_offset", "is -1, below 0: lower --label-offset (0-based shards need 0)"),
         ("smoothing_one", "argument --label-smoothing: must be in [0, 1), got 1.0"),
         ("batch_zero", "argument --batch-size: must be at least 1, got 0"),
         (
