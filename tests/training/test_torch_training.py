@@ -325,7 +325,7 @@ def test_data_errors_name_the_problem(tmp_path, tiny_data):
     # Record checksums are checked as records are read: within the first pass.
     for argv, message in [
         (["--data-dir", corrupt], f"corrupt TFRecord file {str(bad_shard)!r}"),
-        (["--data-dir", tiny_data, "--num-classes", 2], "not below --num-classes"),
+        (["--data-dir", tiny_data, "--num-classes", 2], "not a class index: label 2"),
     ]:
         data = _data(argv)
         with pytest.raises(TrainingError, match=re.escape(message)):
