@@ -175,15 +175,6 @@ def check_combinations(framework: str, args: argparse.Namespace) -> str | None:
     """What is wrong with a combination of options that each parse on their own, or None."""
     if args.checkpoint_every_steps and not args.checkpoint_dir:
         return "--checkpoint-every-steps needs --checkpoint-dir (where the checkpoints go)"
-    if framework == "keras" and args.grad_accum > 1 and args.precision == "fp16":
-        # Keras' LossScaleOptimizer sits outside Horovod's gradient accumulation: it would
-        # update (and on overflow halve) the loss scale after every micro-batch, while the
-        # accumulated gradients were scaled with the scale of each micro-batch's time.
-        return (
-            "--precision fp16 with --grad-accum > 1 is not supported by the Keras flavour "
-            "(its loss scale would change inside an accumulated step); use --precision bf16, "
-            "--grad-accum 1, or the tf flavour with a larger --batch-size or the torch flavour"
-        )
     if framework == "keras" and args.grad_accum > 1 and getattr(args, "elastic", False):
         return (
             "--elastic with --grad-accum > 1 is not supported by the Keras flavour (Horovod's "
