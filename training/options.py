@@ -37,10 +37,26 @@ def _non_negative_float(text: str) -> float:
     return value
 
 
+class _CheckedParser(argparse.ArgumentParser):
+    """Also checks combinations of options (`check_combinations`), for every caller: the
+    training scripts, training.torch_elastic and `azdl submit`'s check before submitting."""
+
+    def __init__(self, framework: str, **kwargs):
+        super().__init__(**kwargs)
+        self.framework = framework
+
+    def parse_known_args(self, args=None, namespace=None):
+        parsed, extra = super().parse_known_args(args, namespace)
+        if problem := check_combinations(self.framework, parsed):
+            self.error(problem)
+        return parsed, extra
+
+
 def build_parser(framework: str) -> argparse.ArgumentParser:
     if framework not in FRAMEWORKS:
         raise ValueError(f"unknown framework {framework!r}; allowed: {', '.join(FRAMEWORKS)}")
-    p = argparse.ArgumentParser(
+    p = _CheckedParser(
+        framework,
         prog=f"python -m training.train_{framework}",
         description=f"Horovod data-parallel training ({framework}); run one process per worker "
         "(horovodrun or mpirun). Rank 0 prints the throughput lines at the end.",
@@ -184,8 +200,4 @@ def check_combinations(framework: str, args: argparse.Namespace) -> str | None:
 
 
 def parse_args(framework: str, argv: list[str] | None = None) -> argparse.Namespace:
-    parser = build_parser(framework)
-    args = parser.parse_args(argv)
-    if problem := check_combinations(framework, args):
-        parser.error(problem)
-    return args
+    return build_parser(framework).parse_args(argv)

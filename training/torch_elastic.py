@@ -169,11 +169,7 @@ def train(args) -> None:
 
 
 def main(argv=None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if problem := options.check_combinations(FRAMEWORK, args):
-        parser.error(problem)
-    return tf_common.run_main(train, args)
+    return tf_common.run_main(train, build_parser().parse_args(argv))
 
 
 if __name__ == "__main__":
