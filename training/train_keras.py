@@ -202,7 +202,9 @@ class Fit:
         self.meter = ThroughputMeter(
             args.batch_size * args.grad_accum * size, args.timing_warmup_steps
         )
+        earlier = self.track  # before an elastic reset: its last checkpoint still counts
         self.track = TrackPosition(args, state, steps)
+        self.track.last = earlier.last if earlier else None
         validation = PooledValidation(data.validation) if data.validation is not None else None
         callbacks = [
             # Averages the epoch's training metrics over all workers; must come before the
