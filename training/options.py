@@ -39,7 +39,8 @@ def _non_negative_float(text: str) -> float:
 
 class _CheckedParser(argparse.ArgumentParser):
     """Also checks combinations of options (`check_combinations`), for every caller: the
-    training scripts, training.torch_elastic and `azdl submit`'s check before submitting."""
+    training scripts, training.torch_elastic and `azdl submit`'s check before submitting
+    (which adds --checkpoint-dir itself, so that one is checked when a script starts)."""
 
     def __init__(self, framework: str, **kwargs):
         super().__init__(**kwargs)
@@ -47,7 +48,7 @@ class _CheckedParser(argparse.ArgumentParser):
 
     def parse_known_args(self, args=None, namespace=None):
         parsed, extra = super().parse_known_args(args, namespace)
-        if problem := check_combinations(self.framework, parsed):
+        if problem := check_combinations(self.framework, parsed, complete=False):
             self.error(problem)
         return parsed, extra
 
@@ -187,9 +188,10 @@ def build_parser(framework: str) -> argparse.ArgumentParser:
     return p
 
 
-def check_combinations(framework: str, args: argparse.Namespace) -> str | None:
-    """What is wrong with a combination of options that each parse on their own, or None."""
-    if args.checkpoint_every_steps and not args.checkpoint_dir:
+def check_combinations(framework: str, args: argparse.Namespace, complete=True) -> str | None:
+    """What is wrong with a combination of options that each parse on their own, or None.
+    `complete`: these are all the options the script will get (not `azdl submit`'s part)."""
+    if complete and args.checkpoint_every_steps and not args.checkpoint_dir:
         return "--checkpoint-every-steps needs --checkpoint-dir (where the checkpoints go)"
     if framework == "keras" and args.grad_accum > 1 and getattr(args, "elastic", False):
         return (
@@ -200,4 +202,8 @@ def check_combinations(framework: str, args: argparse.Namespace) -> str | None:
 
 
 def parse_args(framework: str, argv: list[str] | None = None) -> argparse.Namespace:
-    return build_parser(framework).parse_args(argv)
+    parser = build_parser(framework)
+    args = parser.parse_args(argv)
+    if problem := check_combinations(framework, args):
+        parser.error(problem)
+    return args

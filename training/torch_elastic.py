@@ -169,7 +169,11 @@ def train(args) -> None:
 
 
 def main(argv=None) -> int:
-    return tf_common.run_main(train, build_parser().parse_args(argv))
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if problem := options.check_combinations(FRAMEWORK, args):
+        parser.error(problem)
+    return tf_common.run_main(train, args)
 
 
 if __name__ == "__main__":
