@@ -45,10 +45,27 @@ def _fraction_below_one(text: str) -> float:
     return value
 
 
+class _CheckedParser(argparse.ArgumentParser):
+    """Also checks combinations of options (`check_combinations`), for every caller: the
+    training scripts, training.torch_elastic and `azdl submit`'s check before submitting
+    (which adds --checkpoint-dir itself, so that one is checked when a script starts)."""
+
+    def __init__(self, framework: str, **kwargs):
+        super().__init__(**kwargs)
+        self.framework = framework
+
+    def parse_known_args(self, args=None, namespace=None):
+        parsed, extra = super().parse_known_args(args, namespace)
+        if problem := check_combinations(self.framework, parsed, complete=False):
+            self.error(problem)
+        return parsed, extra
+
+
 def build_parser(framework: str) -> argparse.ArgumentParser:
     if framework not in FRAMEWORKS:
         raise ValueError(f"unknown framework {framework!r}; allowed: {', '.join(FRAMEWORKS)}")
-    p = argparse.ArgumentParser(
+    p = _CheckedParser(
+        framework,
         prog=f"python -m training.train_{framework}",
         description=f"Horovod data-parallel training ({framework}); run one process per worker "
         "(horovodrun or mpirun). Rank 0 prints the throughput lines at the end.",
@@ -219,19 +236,11 @@ def build_parser(framework: str) -> argparse.ArgumentParser:
     return p
 
 
-def check_combinations(framework: str, args: argparse.Namespace) -> str | None:
-    """What is wrong with a combination of options that each parse on their own, or None."""
-    if args.checkpoint_every_steps and not args.checkpoint_dir:
+def check_combinations(framework: str, args: argparse.Namespace, complete=True) -> str | None:
+    """What is wrong with a combination of options that each parse on their own, or None.
+    `complete`: these are all the options the script will get (not `azdl submit`'s part)."""
+    if complete and args.checkpoint_every_steps and not args.checkpoint_dir:
         return "--checkpoint-every-steps needs --checkpoint-dir (where the checkpoints go)"
-    if framework == "keras" and args.grad_accum > 1 and args.precision == "fp16":
-        # Keras' LossScaleOptimizer sits outside Horovod's gradient accumulation: it would
-        # update (and on overflow halve) the loss scale after every micro-batch, while the
-        # accumulated gradients were scaled with the scale of each micro-batch's time.
-        return (
-            "--precision fp16 with --grad-accum > 1 is not supported by the Keras flavour "
-            "(its loss scale would change inside an accumulated step); use --precision bf16, "
-            "--grad-accum 1, or the tf flavour with a larger --batch-size or the torch flavour"
-        )
     if framework == "keras" and args.grad_accum > 1 and getattr(args, "elastic", False):
         return (
             "--elastic with --grad-accum > 1 is not supported by the Keras flavour (Horovod's "

@@ -24,6 +24,7 @@ from horovod.tensorflow import allgather_object
 
 from training import (
     checkpoints,
+    keras_loss_scale,
     options,
     recipe,
     schedule,
@@ -142,17 +143,17 @@ def train(args) -> None:
     size = hvd.size()
 
     peak = schedule.peak_lr(args.base_lr, args.base_batch, args.batch_size * args.grad_accum, size)
+    optimizer = tf.keras.optimizers.SGD(learning_rate=peak, momentum=args.momentum)
+    if args.precision == "fp16":
+        # Inside Horovod's optimizer: one loss scale per accumulated step, checked on the
+        # averaged gradients, so every worker skips or applies alike (training.keras_loss_scale).
+        optimizer = keras_loss_scale.loss_scale_optimizer(optimizer)
     optimizer = hvd.DistributedOptimizer(
-        tf.keras.optimizers.SGD(learning_rate=peak, momentum=args.momentum),
+        optimizer,
         compression=tf_common.compression(args),
         backward_passes_per_step=args.grad_accum,
         average_aggregated_gradients=True,
     )
-    if args.precision == "fp16":
-        # Around Horovod's optimizer: the loss is scaled, the allreduced gradients unscaled and
-        # checked, so every worker takes the same skip / scale decision. Only with
-        # --grad-accum 1 (options.check_combinations refuses the rest).
-        optimizer = tf.keras.mixed_precision.LossScaleOptimizer(optimizer)
     model = tf_models.build_model(args.model, args.image_size, args.num_classes)
     recipe.add_keras_weight_decay(model, args.weight_decay)
     tf_common.print_recipe(args, model, peak, size)
@@ -204,7 +205,9 @@ class Fit:
         self.meter = ThroughputMeter(
             args.batch_size * args.grad_accum * size, args.timing_warmup_steps
         )
+        earlier = self.track  # before an elastic reset: its last checkpoint still counts
         self.track = TrackPosition(args, state, steps)
+        self.track.last = earlier.last if earlier else None
         validation = None
         if data.validation is not None:
             validation = PooledValidation(data.validation, self.loss_fn)

@@ -32,7 +32,7 @@ print("RESULTS " + json.dumps(results))
 
 
 # Combinations refused by the option parser: argparse's usage line, then `error: …`.
-ARGPARSE_CHECKS = ("fp16_accum", "elastic_accum", "every_steps_no_dir")
+ARGPARSE_CHECKS = ("elastic_accum", "every_steps_no_dir")
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +69,6 @@ def results(tmp_path_factory):
         "smoothing_one": ("tf", [*TINY, "--label-smoothing", "1"]),
         "batch_zero": ("keras", [*TINY, "--batch-size", "0"]),
         "unknown_model": ("tf", ["--model", "vgg16"]),
-        "fp16_accum": ("keras", [*TINY, "--precision", "fp16", "--grad-accum", "2"]),
         "elastic_accum": ("keras", [*TINY, "--elastic", "--grad-accum", "2"]),
         "every_steps_no_dir": ("tf", [*TINY, "--checkpoint-every-steps", "100"]),
     }
@@ -104,10 +103,6 @@ def results(tmp_path_factory):
         (
             "unknown_model",
             "argument --model: invalid choice: 'vgg16' (choose from 'resnet50', 'tiny')",
-        ),
-        (
-            "fp16_accum",
-            "--precision fp16 with --grad-accum > 1 is not supported by the Keras flavour",
         ),
         ("elastic_accum", "--elastic with --grad-accum > 1 is not supported by the Keras"),
         ("every_steps_no_dir", "--checkpoint-every-steps needs --checkpoint-dir"),

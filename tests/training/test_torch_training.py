@@ -236,9 +236,9 @@ def test_resume_after_a_worker_is_killed(tmp_path):
 
     second = launch("torch", 2, [*args, "--dump-weights", tmp_path / "w"])
     assert second.returncode == 0, second.output
-    payload = ckpt / f"ckpt-{resumed_at:05d}.pt"  # the resume line names the payload (h12b)
-    assert f"resuming from {payload} at epoch {resumed_at} (step {resumed_at * steps})" in (
-        second.output
+    assert (
+        f"resuming from {ckpt / f'ckpt-{resumed_at:05d}.pt'} at epoch {resumed_at} "
+        f"(step {resumed_at * steps})" in second.output
     )
     assert f"epoch {resumed_at}/{epochs} -" not in second.output
     assert f"epoch {resumed_at + 1}/{epochs} -" in second.output
