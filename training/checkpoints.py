@@ -1,9 +1,12 @@
 """Checkpoint rules every flavour follows (stdlib only; each flavour writes its own payload).
 
-- Only rank 0 writes, at the end of every epoch: the checkpoint interval is one epoch.
-- The payload is written first (`ckpt-00003.*`: model + optimizer state), then `progress.json`
-  is replaced atomically to point at it. A worker killed mid-write leaves `progress.json`
-  pointing at the previous, complete checkpoint, so a relaunch loses at most one epoch.
+- Only rank 0 writes: at the end of every epoch (`ckpt-00003.*`) and, with
+  `--checkpoint-every-steps N`, every N optimizer steps inside an epoch (`ckpt-00003-s000120.*`:
+  3 epochs and 120 steps of the 4th done). Names sort in training order.
+- The payload is written first (model + optimizer state, torch also the GradScaler), then
+  `progress.json` is replaced atomically to point at it. A worker killed mid-write leaves
+  `progress.json` pointing at the previous, complete checkpoint, so a relaunch loses at most one
+  checkpoint interval.
 - On resume only rank 0 reads; the weights, optimizer state and progress are broadcast.
 - The last `keep` payloads are kept, older ones removed.
 """
@@ -20,17 +23,41 @@ PROGRESS_FILE = "progress.json"
 
 @dataclass(frozen=True)
 class Progress:
-    """Where a run stands after a checkpoint: `epoch` epochs done = the next epoch to run."""
+    """Where a run stands after a checkpoint: `epoch` epochs done = the next epoch to run, and
+    `step` optimizer steps of it done (0 at an epoch's end)."""
 
     epoch: int
     global_step: int
     checkpoint: str  # payload name inside the checkpoint dir, e.g. "ckpt-00003"
     framework: str
     model: str
+    step: int = 0  # absent from progress files written before mid-epoch checkpoints
+    steps_per_epoch: int = 0  # what `step` counts in (0: unknown, older progress files)
 
 
-def payload_name(epoch: int) -> str:
-    return f"ckpt-{epoch:05d}"
+def payload_name(epoch: int, step: int = 0) -> str:
+    """`ckpt-00003` after 3 epochs; `ckpt-00003-s000120` 120 steps into the 4th."""
+    return f"ckpt-{epoch:05d}" + (f"-s{step:06d}" if step else "")
+
+
+def due(global_step: int, every: int | None) -> bool:
+    """Whether `--checkpoint-every-steps every` asks for a checkpoint after `global_step`."""
+    return bool(every) and global_step % every == 0
+
+
+def rescale_step(step: int, was: int, now: int) -> int:
+    """`step` of an epoch of `was` steps, as a step of an epoch of `now`: the same fraction of
+    the epoch when the number of workers (so the steps per epoch) changed in between."""
+    if not was or was == now:
+        return step
+    return min(now, round(step * now / was))
+
+
+def describe(progress: Progress) -> str:
+    """`epoch 3 (step 1620)`, or `epoch 3, step 120 of epoch 4 (step 1620)` mid-epoch: the words
+    every flavour's resume line uses."""
+    inside = f", step {progress.step} of epoch {progress.epoch + 1}" if progress.step else ""
+    return f"epoch {progress.epoch}{inside} (step {progress.global_step})"
 
 
 def read_progress(ckpt_dir: str | Path | None) -> Progress | None:

@@ -6,6 +6,7 @@ Defaults are ImageNet's ResNet50 recipe (224 px, 1000 classes, 90 epochs, step d
 
 import argparse
 
+from training import recipe
 from training.schedule import DECAYS
 from training.synthetic import IMAGENET_TRAIN_IMAGES
 
@@ -37,10 +38,34 @@ def _non_negative_float(text: str) -> float:
     return value
 
 
+def _fraction_below_one(text: str) -> float:
+    value = _non_negative_float(text)
+    if value >= 1:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {value}")
+    return value
+
+
+class _CheckedParser(argparse.ArgumentParser):
+    """Also checks combinations of options (`check_combinations`), for every caller: the
+    training scripts, training.torch_elastic and `azdl submit`'s check before submitting
+    (which adds --checkpoint-dir itself, so that one is checked when a script starts)."""
+
+    def __init__(self, framework: str, **kwargs):
+        super().__init__(**kwargs)
+        self.framework = framework
+
+    def parse_known_args(self, args=None, namespace=None):
+        parsed, extra = super().parse_known_args(args, namespace)
+        if problem := check_combinations(self.framework, parsed, complete=False):
+            self.error(problem)
+        return parsed, extra
+
+
 def build_parser(framework: str) -> argparse.ArgumentParser:
     if framework not in FRAMEWORKS:
         raise ValueError(f"unknown framework {framework!r}; allowed: {', '.join(FRAMEWORKS)}")
-    p = argparse.ArgumentParser(
+    p = _CheckedParser(
+        framework,
         prog=f"python -m training.train_{framework}",
         description=f"Horovod data-parallel training ({framework}); run one process per worker "
         "(horovodrun or mpirun). Rank 0 prints the throughput lines at the end.",
@@ -60,6 +85,13 @@ def build_parser(framework: str) -> argparse.ArgumentParser:
     )
     data.add_argument("--image-size", type=_at_least(32), default=224, help="pixels per side")
     data.add_argument("--num-classes", type=_at_least(2), default=1000)
+    data.add_argument(
+        "--label-offset",
+        type=_at_least(0),
+        default=0,
+        help="subtracted from every TFRecord label: 1 for TF-slim's 1-based ImageNet shards "
+        "(labels 1..1000, 0 = background) with --num-classes 1000",
+    )
     data.add_argument("--shuffle-buffer", type=_at_least(1), default=10_000)
     data.add_argument(
         "--val-steps",
@@ -89,6 +121,19 @@ def build_parser(framework: str) -> argparse.ArgumentParser:
         "--synthetic-length images)",
     )
     train.add_argument("--seed", type=int, default=0)
+    train.add_argument(
+        "--weight-decay",
+        type=_non_negative_float,
+        default=recipe.WEIGHT_DECAY,
+        help="L2 weight decay on convolution and fully-connected kernels only (never batch-norm "
+        "scale/shift or biases)",
+    )
+    train.add_argument(
+        "--label-smoothing",
+        type=_fraction_below_one,
+        default=recipe.LABEL_SMOOTHING,
+        help="share of the target spread evenly over all classes",
+    )
 
     lr = p.add_argument_group("learning rate")
     lr.add_argument("--base-lr", type=_non_negative_float, default=0.1)
@@ -103,7 +148,7 @@ def build_parser(framework: str) -> argparse.ArgumentParser:
         "--warmup-epochs",
         type=_non_negative_float,
         default=5.0,
-        help="linear warm-up from peak/workers to peak; fractions allowed",
+        help="linear warm-up from --base-lr to the scaled peak (Goyal et al.); fractions allowed",
     )
     lr.add_argument("--lr-decay", choices=DECAYS, default="step")
     lr.add_argument("--decay-epochs", type=_at_least(1), nargs="*", default=[30, 60, 80])
@@ -135,11 +180,38 @@ def build_parser(framework: str) -> argparse.ArgumentParser:
         perf.add_argument(
             "--channels-last",
             action="store_true",
-            help="NHWC memory layout for the model and the images (faster convolutions)",
+            help="NHWC memory layout for the images and activations (faster convolutions on "
+            "tensor cores); the weights stay NCHW, as Horovod 0.28.1 needs",
+        )
+        perf.add_argument(
+            "--compile",
+            action="store_true",
+            help="compile the model with torch.compile (the first step compiles; see "
+            "docs/gpu.md before relying on it)",
+        )
+        data.add_argument(
+            "--decode",
+            choices=("auto", "cpu", "gpu"),
+            default="auto",
+            help="where TFRecord JPEGs are decoded and augmented: gpu (nvJPEG; torchvision), "
+            "cpu (worker processes); auto: gpu on a GPU",
+        )
+        data.add_argument(
+            "--data-workers",
+            type=_at_least(0),
+            help="processes that read and decode TFRecords (0: in the training process; "
+            "default: this worker's share of the cores, as --threads)",
         )
 
     out = p.add_argument_group("outputs")
     out.add_argument("--checkpoint-dir", help="rank 0 checkpoints here every epoch; resumes")
+    out.add_argument(
+        "--checkpoint-every-steps",
+        type=_at_least(1),
+        metavar="N",
+        help="also checkpoint every N optimizer steps inside an epoch (preemptible nodes: a "
+        "relaunch resumes at that step); needs --checkpoint-dir",
+    )
     out.add_argument("--keep-checkpoints", type=_at_least(1), default=2)
     out.add_argument("--log-dir", help="TensorBoard logs (rank 0)")
     out.add_argument(
@@ -147,8 +219,39 @@ def build_parser(framework: str) -> argparse.ArgumentParser:
         metavar="DIR",
         help="every rank writes its final weights to DIR/rank-<r>.npz (to compare ranks)",
     )
+    if framework in ("keras", "tf"):
+        elastic = p.add_argument_group("elastic training (Horovod elastic, see docs/resilience.md)")
+        elastic.add_argument(
+            "--elastic",
+            action="store_true",
+            help="keep training when workers leave or join (launch with horovodrun --min-np "
+            "--max-np --host-discovery-script)",
+        )
+        elastic.add_argument(
+            "--commit-every",
+            type=_at_least(1),
+            default=5,
+            help="steps between elastic state commits: a lost worker costs at most this many",
+        )
     return p
 
 
+def check_combinations(framework: str, args: argparse.Namespace, complete=True) -> str | None:
+    """What is wrong with a combination of options that each parse on their own, or None.
+    `complete`: these are all the options the script will get (not `azdl submit`'s part)."""
+    if complete and args.checkpoint_every_steps and not args.checkpoint_dir:
+        return "--checkpoint-every-steps needs --checkpoint-dir (where the checkpoints go)"
+    if framework == "keras" and args.grad_accum > 1 and getattr(args, "elastic", False):
+        return (
+            "--elastic with --grad-accum > 1 is not supported by the Keras flavour (Horovod's "
+            "accumulation buffers are not part of the elastic state); use --grad-accum 1"
+        )
+    return None
+
+
 def parse_args(framework: str, argv: list[str] | None = None) -> argparse.Namespace:
-    return build_parser(framework).parse_args(argv)
+    parser = build_parser(framework)
+    args = parser.parse_args(argv)
+    if problem := check_combinations(framework, args):
+        parser.error(problem)
+    return args

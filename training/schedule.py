@@ -4,8 +4,12 @@
   step, so the peak rate is `base_lr × global_batch / base_batch`. With a fixed per-worker batch
   this is linear in the number of workers — and 2 workers × b gets the same rate as
   1 worker × 2b, which keeps the averaging identity exact.
-- Gradual warm-up over `warmup_epochs` (fractions allowed): from `peak / workers` up to `peak`,
-  the formula of Horovod's `LearningRateWarmupCallback`, evaluated at the steps completed.
+- Gradual warm-up over `warmup_epochs` (fractions allowed), as Goyal et al. (section 2.2) give
+  it: linear from the base rate (`base_lr`, the rate of `base_batch`) up to `peak`, evaluated at
+  the steps completed. It depends on the global batch only, not on how it is made up (workers ×
+  batch × `--grad-accum`): 1 GPU × 256 × 4 micro-batches warms up exactly like 4 GPUs × 256.
+  A global batch at or below `base_batch` has `peak <= base_lr` and needs no warm-up: its
+  rate starts at `peak` (starting above the linear-scaled rate would defeat the purpose).
 - Then step decay (× `decay_factor` at each of `decay_epochs`) or cosine decay to 0 at `epochs`.
 
 An epoch is one pass over the data: `steps_per_epoch` optimizer steps. Every flavour sets the
@@ -54,16 +58,18 @@ def lr_at(
     epoch: float,
     *,
     peak: float,
-    workers: int,
+    base: float,
     warmup_epochs: float,
     decay: str,
     epochs: int,
     decay_epochs: tuple[int, ...] = (30, 60, 80),
     decay_factor: float = 0.1,
 ) -> float:
-    """The learning rate at (fractional) `epoch` = completed steps / steps per epoch."""
+    """The learning rate at (fractional) `epoch` = completed steps / steps per epoch; `base` is
+    `--base-lr`, where the warm-up starts."""
     if warmup_epochs > 0 and epoch < warmup_epochs:
-        return peak / workers * (epoch * (workers - 1) / warmup_epochs + 1)
+        start = min(base, peak)
+        return start + (peak - start) * epoch / warmup_epochs
     return peak * decay_multiplier(
         epoch,
         decay=decay,
@@ -74,12 +80,12 @@ def lr_at(
     )
 
 
-def from_options(args, peak: float, workers: int) -> Callable[[float], float]:
+def from_options(args, peak: float) -> Callable[[float], float]:
     """`lr_at` as a function of the epoch, with a command line's schedule options."""
     return functools.partial(
         lr_at,
         peak=peak,
-        workers=workers,
+        base=args.base_lr,
         warmup_epochs=args.warmup_epochs,
         decay=args.lr_decay,
         epochs=args.epochs,

@@ -1,14 +1,14 @@
-"""What the training scripts share besides the data: Horovod and precision set-up (TensorFlow
-flavours), validation accuracy pooled over workers, rank-0 checkpoints with broadcast on resume,
-the end-of-run report (every flavour)."""
+"""What the TensorFlow flavours share besides the data: Horovod and precision set-up,
+validation loss and accuracy pooled over workers, rank-0 checkpoints with broadcast on resume. What
+every flavour shares (threads, the end-of-run report, the error exit) is in training.common."""
 
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
 
-from training import checkpoints, throughput
+from training import checkpoints
+from training.common import report, run_main, worker_threads  # noqa: F401  (the flavours' API)
 from training.errors import TrainingError
 
 POLICIES = {"fp32": "float32", "fp16": "mixed_float16", "bf16": "mixed_bfloat16"}
@@ -41,14 +41,6 @@ def setup(args):
     return hvd
 
 
-def worker_threads(args, local_size: int) -> int:
-    """CPU threads for this worker's input pipeline (and PyTorch's ops): `--threads`, else the
-    cores this process may run on shared out among the node's `local_size` workers (at least
-    one). A launcher that pins each rank to a socket or core has already shared them out, so the
-    fallback then undercounts; `azdl submit` passes `--threads` (vCPUs per GPU) for that reason."""
-    return args.threads or max(1, len(os.sched_getaffinity(0)) // local_size)
-
-
 def correct_predictions(logits, labels):
     """How many of the batch's top-1 predictions are right (an int32 tensor)."""
     import tensorflow as tf
@@ -57,26 +49,50 @@ def correct_predictions(logits, labels):
     return tf.reduce_sum(tf.cast(predicted == tf.cast(labels, tf.int64), tf.int32))
 
 
-def pooled_accuracy(model):
-    """A function of a validation dataset: the model's top-1 accuracy over the batches of every
-    worker together (correct and seen counts summed over workers). Every worker must call it;
-    one without validation data passes an empty dataset and adds nothing."""
+def pooled_validation(model, loss_fn):
+    """A function of a validation dataset: `val_loss` (the training loss without weight decay),
+    `val_accuracy` and `val_top5` over the batches of every worker together (sums and counts
+    added over workers). Every worker must call it; one without validation data passes an empty
+    dataset and adds nothing."""
     import horovod.tensorflow as hvd
     import tensorflow as tf
 
     @tf.function
-    def counts(images, labels):
-        return correct_predictions(model(images, training=False), labels), tf.size(labels)
+    def sums(images, labels):
+        logits = tf.cast(model(images, training=False), tf.float32)
+        top5 = tf.math.in_top_k(tf.cast(labels, tf.int32), logits, k=min(5, logits.shape[-1]))
+        return tf.stack(
+            [
+                tf.reduce_sum(tf.cast(loss_fn(labels, logits), tf.float64)),
+                tf.cast(correct_predictions(logits, labels), tf.float64),
+                tf.reduce_sum(tf.cast(top5, tf.float64)),
+                tf.cast(tf.size(labels), tf.float64),
+            ]
+        )
 
-    def accuracy(dataset) -> float:
-        hits, seen = 0, 0
+    def evaluate(dataset) -> dict[str, float]:
+        totals = tf.zeros(4, tf.float64)
         for images, labels in dataset:
-            batch_hits, batch_seen = counts(images, labels)
-            hits, seen = hits + int(batch_hits), seen + int(batch_seen)
-        totals = hvd.allreduce(tf.constant([hits, seen], tf.float64), op=hvd.Sum, name="val")
-        return float(totals[0] / tf.maximum(totals[1], 1.0))
+            totals += sums(images, labels)
+        loss, top1, top5, seen = hvd.allreduce(totals, op=hvd.Sum, name="val").numpy()
+        seen = max(seen, 1.0)
+        return {"val_loss": loss / seen, "val_accuracy": top1 / seen, "val_top5": top5 / seen}
 
-    return accuracy
+    return evaluate
+
+
+def print_recipe(args, model, peak: float, workers: int) -> None:
+    """Rank 0: training.recipe's summary line for this Keras model."""
+    import horovod.tensorflow as hvd
+
+    from training import recipe
+
+    if hvd.rank() != 0:
+        return
+    decayed = {id(k) for k in recipe.keras_decayed_kernels(model)}
+    tensors = [(tuple(w.shape), id(w) in decayed) for w in model.trainable_weights]
+    batch = args.batch_size * args.grad_accum * workers
+    print(recipe.summary_line(args, tensors, peak, batch), flush=True)
 
 
 def enable_xla_autoclustering() -> None:
@@ -93,12 +109,18 @@ def compression(args):
     return hvd.Compression.fp16 if args.fp16_allreduce else hvd.Compression.none
 
 
-def restore_and_broadcast(args, framework, model, optimizer) -> checkpoints.Progress | None:
+def restore_and_broadcast(
+    args, framework, model, optimizer, broadcast: bool = True
+) -> checkpoints.Progress | None:
     """Rank 0 restores the last checkpoint (if any); every rank then gets rank 0's weights,
-    optimizer state and progress. Broadcasting before the first step (rather than Horovod's
-    Keras callback, which broadcasts after it) keeps the first resumed step exact."""
+    optimizer state (with the fp16 loss scale) and progress. Broadcasting before the first step
+    (rather than Horovod's Keras callback, which broadcasts after it) keeps the first resumed
+    step exact. `broadcast=False` (elastic runs): rank 0 only restores; the elastic state's
+    first sync broadcasts, and the other ranks get None."""
     import horovod.tensorflow as hvd
     import tensorflow as tf
+
+    from training.tf_elastic import state_variables
 
     optimizer.build(model.trainable_variables)
     progress = None
@@ -107,24 +129,38 @@ def restore_and_broadcast(args, framework, model, optimizer) -> checkpoints.Prog
         if progress:
             checkpoints.check_compatible(progress, framework, args.model, args.checkpoint_dir)
             path = Path(args.checkpoint_dir) / progress.checkpoint
-            tf.train.Checkpoint(model=model, optimizer=optimizer).read(str(path)).assert_consumed()
-            print(f"resuming from {path} at epoch {progress.epoch} (step {progress.global_step})")
-    progress = hvd.broadcast_object(progress, root_rank=0, name="progress")
-    hvd.broadcast_variables(model.variables, root_rank=0)
-    hvd.broadcast_variables(optimizer.variables, root_rank=0)
+            try:
+                tf.train.Checkpoint(model=model, optimizer=optimizer).read(
+                    str(path)
+                ).assert_consumed()
+            except (AssertionError, ValueError) as exc:
+                raise TrainingError(
+                    f"checkpoint {str(path)!r} does not fit this model and optimizer (was it "
+                    "written with another --num-classes or --precision? fp16 adds a loss scale): "
+                    f"{str(exc).splitlines()[0]}"
+                ) from None
+            print(f"resuming from {path} at {checkpoints.describe(progress)}", flush=True)
+    if broadcast:
+        progress = hvd.broadcast_object(progress, root_rank=0, name="progress")
+        hvd.broadcast_variables(state_variables(model, optimizer), root_rank=0)
     return progress
 
 
-def save_checkpoint(args, framework, model, optimizer, epoch: int, global_step: int) -> Path:
-    """Rank 0 only: payload, then progress.json (see training.checkpoints)."""
+def save_checkpoint(
+    args, framework, model, optimizer, epoch, global_step, step=0, steps_per_epoch=0
+) -> Path:
+    """Rank 0 only: payload, then progress.json (see training.checkpoints). `step`: steps done
+    in epoch `epoch` of `steps_per_epoch` (mid-epoch checkpoints)."""
     import tensorflow as tf
 
-    name = checkpoints.payload_name(epoch)
+    name = checkpoints.payload_name(epoch, step)
     Path(args.checkpoint_dir).mkdir(parents=True, exist_ok=True)
     tf.train.Checkpoint(model=model, optimizer=optimizer).write(
         str(Path(args.checkpoint_dir) / name)
     )
-    progress = checkpoints.Progress(epoch, global_step, name, framework, args.model)
+    progress = checkpoints.Progress(
+        epoch, global_step, name, framework, args.model, step, steps_per_epoch
+    )
     return checkpoints.write_progress(args.checkpoint_dir, progress, args.keep_checkpoints)
 
 
@@ -133,33 +169,3 @@ def dump_weights(args, model, rank: int) -> None:
         Path(args.dump_weights).mkdir(parents=True, exist_ok=True)
         arrays = {f"w{i:03d}": v.numpy() for i, v in enumerate(model.weights)}
         np.savez(Path(args.dump_weights) / f"rank-{rank}.npz", **arrays)
-
-
-def report(args, framework, meter, data_source, workers, rank, checkpoint) -> None:
-    """Rank 0: the throughput lines (the contract in training.throughput), the checkpoint."""
-    if rank != 0:
-        return
-    result = meter.result(
-        framework=framework,
-        model=args.model,
-        image_size=args.image_size,
-        batch_per_worker=args.batch_size,
-        workers=workers,
-        precision=args.precision,
-        data_source=data_source,
-        grad_accum=args.grad_accum,
-    )
-    for line in throughput.format_lines(result):
-        print(line, flush=True)
-    if checkpoint:
-        print(f"Checkpoint: {checkpoint}", flush=True)
-
-
-def run_main(train, args) -> int:
-    """Run `train(args)`; bad input becomes `error: …` on stderr and exit code 2."""
-    try:
-        train(args)
-    except TrainingError as exc:
-        print(f"error: {exc}", file=sys.stderr, flush=True)
-        return 2
-    return 0

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from training import options, tf_common
+from training import checkpoints, common, options
 from training.throughput import ThroughputMeter
 from training.train_torch import FRAMEWORK, Data, Trainer, set_threads, worker_device
 
@@ -36,6 +36,32 @@ def build_parser():
     return parser
 
 
+def scaler_handler():
+    """A TorchState handler for the fp16 GradScaler: its scale and growth counter are saved on
+    commit, restored on rollback and broadcast from rank 0 on sync, like the optimizer's state
+    (horovod/torch/elastic/state.py has handlers for modules, optimizers and samplers only)."""
+    import copy
+
+    from horovod.torch import broadcast_object
+    from horovod.torch.elastic.state import StateHandler
+
+    class GradScalerHandler(StateHandler):
+        def __init__(self, scaler):
+            super().__init__(scaler)
+            self.save()
+
+        def save(self):
+            self._saved = copy.deepcopy(self.value.state_dict())
+
+        def restore(self):
+            self.value.load_state_dict(self._saved)
+
+        def sync(self):
+            self.value.load_state_dict(broadcast_object(self.value.state_dict(), root_rank=0))
+
+    return GradScalerHandler
+
+
 class ElasticRun:
     def __init__(self, args, hvd):
         self.args, self.hvd = args, hvd
@@ -45,35 +71,45 @@ class ElasticRun:
         self.started_with = hvd.size()
         self.resets = 0
         self.checkpoint = None
-        self._new_world()
 
-    def _new_world(self) -> None:
-        """Data slices, LR and throughput meter for the current rank and number of workers."""
-        a, size = self.args, self.hvd.size()
-        self.data = Data(a, self.hvd.rank(), size, self.hvd.local_size(), self.device)
+    def _new_world(self, state) -> None:
+        """Data slices (the stream going on from the state's step), LR and throughput meter for
+        the current rank and number of workers. Inside the elastic function: counting shards is
+        collective."""
+        a, hvd, size = self.args, self.hvd, self.hvd.size()
+        self.data = Data(a, hvd.rank(), size, hvd.local_size(), self.device, hvd.allgather_object)
+        self.data.start_at(state.global_step * a.grad_accum)
         self.trainer.rescale(size)
         self.meter = ThroughputMeter(a.batch_size * a.grad_accum * size, a.timing_warmup_steps)
 
     def on_reset(self) -> None:
         self.resets += 1
         set_threads(self.args, self.hvd.local_size())
-        self._new_world()
         if self.hvd.rank() == 0:
             print(f"workers changed: now {self.hvd.size()} (reset {self.resets})", flush=True)
 
     def loop(self, state) -> None:
         """The training loop `@hvd.elastic.run` restarts from the last commit after a reset."""
         a, hvd = self.args, self.hvd
+        self._new_world(state)
+        # The same fraction of the epoch if the number of workers (steps per epoch) changed.
+        steps = self.data.steps_per_epoch
+        state.step = checkpoints.rescale_step(state.step, state.epoch_steps, steps)
+        state.epoch_steps = steps
         while state.epoch < a.epochs:
-            steps = self.data.steps_per_epoch
             while state.step < steps:
-                self.trainer.set_lr(state.epoch + state.step / steps, hvd.size())
+                self.trainer.set_lr(state.epoch + state.step / steps)
                 self.meter.begin()
                 loss, _ = self.trainer.step(self.data.train)
                 self.meter.end()
                 state.step += 1
                 state.global_step += 1
                 state.loss_sum += loss
+                due = checkpoints.due(state.global_step, a.checkpoint_every_steps)
+                if hvd.rank() == 0 and due and state.step < steps:  # mid-epoch checkpoint
+                    self.checkpoint = self.trainer.save(
+                        Path(a.checkpoint_dir), state.epoch, state.global_step, state.step, steps
+                    )
                 if state.step % a.commit_every == 0:
                     state.commit()
             mean_loss = float(
@@ -98,16 +134,20 @@ class ElasticRun:
 
 def train(args) -> None:
     import horovod.torch as hvd
+    from horovod.torch.elastic.state import get_handler_registry, set_handler_registry
 
     hvd.init()
     run = ElasticRun(args, hvd)
-    epoch, global_step = run.trainer.restore_and_broadcast(args.checkpoint_dir)
+    progress = run.trainer.restore_and_broadcast(args.checkpoint_dir)
+    set_handler_registry([*get_handler_registry(), (torch.amp.GradScaler, scaler_handler())])
     state = hvd.elastic.TorchState(
         model=run.trainer.model,
         optimizer=run.trainer.optimizer,
-        epoch=epoch,
-        step=0,
-        global_step=global_step,
+        scaler=run.trainer.scaler,
+        epoch=progress.epoch if progress else 0,
+        step=progress.step if progress else 0,
+        global_step=progress.global_step if progress else 0,
+        epoch_steps=progress.steps_per_epoch if progress else 0,
         loss_sum=0.0,
     )
     state.register_reset_callbacks([run.on_reset])
@@ -122,13 +162,15 @@ def train(args) -> None:
         )
     if args.dump_weights:
         run.trainer.dump_weights(args.dump_weights)
-    tf_common.report(
-        args, FRAMEWORK, run.meter, run.data.source, workers, hvd.rank(), run.checkpoint
-    )
+    common.report(args, FRAMEWORK, run.meter, run.data.source, workers, hvd.rank(), run.checkpoint)
 
 
 def main(argv=None) -> int:
-    return tf_common.run_main(train, build_parser().parse_args(argv))
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if problem := options.check_combinations(FRAMEWORK, args):
+        parser.error(problem)
+    return common.run_main(train, args)
 
 
 if __name__ == "__main__":

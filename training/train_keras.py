@@ -9,8 +9,10 @@ other flavours: the learning rate is set before every optimizer step from traini
 (Horovod's warm-up and schedule callbacks compare the whole-number epoch with a fractional
 warm-up end and run one step ahead), validation accuracy is summed over workers (a worker
 without a validation shard takes part with nothing), and rank 0's weights are broadcast before
-the first step (tf_common.restore_and_broadcast). Rank 0 alone checkpoints, writes TensorBoard
-logs and prints the throughput lines.
+the first step (tf_common.restore_and_broadcast). Rank 0 alone checkpoints (every epoch, and
+every `--checkpoint-every-steps` steps), writes TensorBoard logs and prints the throughput lines.
+A relaunch resumes at the last checkpoint's epoch and step: `Fit` runs the rest of that epoch,
+then the remaining ones. `--elastic`: Horovod elastic training (training.tf_elastic).
 """
 
 import sys
@@ -18,8 +20,19 @@ from collections.abc import Callable
 
 import horovod.tensorflow.keras as hvd
 import tensorflow as tf
+from horovod.tensorflow import allgather_object
 
-from training import options, schedule, tf_common, tf_models, tf_pipeline
+from training import (
+    checkpoints,
+    keras_loss_scale,
+    options,
+    recipe,
+    schedule,
+    tf_common,
+    tf_elastic,
+    tf_models,
+    tf_pipeline,
+)
 from training.throughput import ThroughputMeter
 
 FRAMEWORK = "keras"
@@ -43,19 +56,19 @@ class StepTimer(tf.keras.callbacks.Callback):
 
 class ScheduledLearningRate(tf.keras.callbacks.Callback):
     """Sets the rate before every optimizer step to `lr_at(epoch + steps done / steps per
-    epoch)`, like the TF and PyTorch loops; logs the epoch's last rate as `lr`."""
+    epoch)` from the run's position, like the TF and PyTorch loops; logs the epoch's last rate
+    as `lr`."""
 
-    def __init__(self, lr_at: Callable[[float], float], steps_per_epoch: int, grad_accum: int):
+    def __init__(
+        self, lr_at: Callable[[float], float], steps_per_epoch: int, grad_accum: int, state
+    ):
         super().__init__()
         self.lr_at, self.steps, self.grad_accum = lr_at, steps_per_epoch, grad_accum
-        self.epoch, self.lr = 0, None
-
-    def on_epoch_begin(self, epoch, logs=None):
-        self.epoch = epoch
+        self.state, self.lr = state, None
 
     def on_train_batch_begin(self, batch, logs=None):
         if batch % self.grad_accum == 0:  # the first micro-batch of an optimizer step
-            self.lr = self.lr_at(self.epoch + batch // self.grad_accum / self.steps)
+            self.lr = self.lr_at(self.state.epoch + self.state.step / self.steps)
             self.model.optimizer.learning_rate.assign(self.lr)
 
     def on_epoch_end(self, epoch, logs=None):
@@ -63,105 +76,174 @@ class ScheduledLearningRate(tf.keras.callbacks.Callback):
 
 
 class PooledValidation(tf.keras.callbacks.Callback):
-    """`val_accuracy` at every epoch's end over all workers' validation batches together.
+    """`val_loss`, `val_accuracy` and `val_top5` at every epoch's end over all workers'
+    validation batches together.
 
     Instead of Keras' `validation_data`: that evaluates each worker's data on its own (the
     metric average would weigh workers equally) and can't run on a worker with no batches.
     """
 
-    def __init__(self, dataset: tf.data.Dataset):
+    def __init__(self, dataset: tf.data.Dataset, loss_fn):
         super().__init__()
-        self.dataset = dataset
+        self.dataset, self.loss_fn = dataset, loss_fn
 
     def set_model(self, model):
         super().set_model(model)
-        self.accuracy = tf_common.pooled_accuracy(model)
+        self.evaluate = tf_common.pooled_validation(model, self.loss_fn)
 
     def on_epoch_end(self, epoch, logs=None):
-        logs["val_accuracy"] = self.accuracy(self.dataset)
+        logs.update(self.evaluate(self.dataset))
 
 
-class RankZeroCheckpoint(tf.keras.callbacks.Callback):
-    """Rank 0: model + optimizer state and progress at the end of every epoch."""
+class TrackPosition(tf.keras.callbacks.Callback):
+    """Moves the run's position (a `tf_elastic.Position` or the elastic state) on after every
+    optimizer step (`grad_accum` Keras batches) and epoch; rank 0 checkpoints at every epoch's
+    end and every `--checkpoint-every-steps` steps; the elastic state commits every
+    `--commit-every` steps and at every epoch's end. Must come after the other callbacks."""
 
-    def __init__(self, args, steps_per_epoch: int):
+    def __init__(self, args, state, steps_per_epoch: int):
         super().__init__()
-        self.args = args
-        self.steps_per_epoch = steps_per_epoch
+        self.args, self.state, self.steps = args, state, steps_per_epoch
         self.last = None
 
+    def on_train_batch_end(self, batch, logs=None):
+        if (batch + 1) % self.args.grad_accum:
+            return
+        state = self.state
+        state.step += 1
+        state.global_step += 1
+        # At an epoch's last step the epoch-end checkpoint follows instead.
+        if checkpoints.due(state.global_step, self.args.checkpoint_every_steps) and (
+            state.step < self.steps
+        ):
+            self.save(state.epoch, state.step)
+        if state.step % self.args.commit_every == 0:
+            state.commit()
+
     def on_epoch_end(self, epoch, logs=None):
-        done = epoch + 1
-        self.last = tf_common.save_checkpoint(
-            self.args,
-            FRAMEWORK,
-            self.model,
-            self.model.optimizer,
-            done,
-            done * self.steps_per_epoch,
-        )
+        if self.args.elastic and hvd.rank() == 0:
+            print(f"epoch {epoch + 1}/{self.args.epochs} - workers: {hvd.size()}", flush=True)
+        self.save(self.state.epoch + 1, 0)
+        self.state.next_epoch()
+        self.state.commit()
+
+    def save(self, epoch: int, step: int) -> None:
+        if hvd.rank() == 0 and self.args.checkpoint_dir:
+            model = self.model
+            global_step = self.state.global_step
+            self.last = tf_common.save_checkpoint(
+                self.args, FRAMEWORK, model, model.optimizer, epoch, global_step, step, self.steps
+            )
 
 
 def train(args) -> None:
     tf_common.setup(args)
     if args.xla:
         tf_common.enable_xla_autoclustering()
-    rank, size = hvd.rank(), hvd.size()
-    data = tf_pipeline.make_data(args, rank, size, tf_common.worker_threads(args, hvd.local_size()))
-    # A Keras "step" is one micro-batch; the optimizer applies the averaged gradients every
-    # `grad_accum` of them, and an epoch (data.steps_per_epoch) counts optimizer steps.
-    fit_steps = data.steps_per_epoch * args.grad_accum
+    size = hvd.size()
 
     peak = schedule.peak_lr(args.base_lr, args.base_batch, args.batch_size * args.grad_accum, size)
+    optimizer = tf.keras.optimizers.SGD(learning_rate=peak, momentum=args.momentum)
+    if args.precision == "fp16":
+        # Inside Horovod's optimizer: one loss scale per accumulated step, checked on the
+        # averaged gradients, so every worker skips or applies alike (training.keras_loss_scale).
+        optimizer = keras_loss_scale.loss_scale_optimizer(optimizer)
     optimizer = hvd.DistributedOptimizer(
-        tf.keras.optimizers.SGD(learning_rate=peak, momentum=args.momentum),
+        optimizer,
         compression=tf_common.compression(args),
         backward_passes_per_step=args.grad_accum,
         average_aggregated_gradients=True,
     )
-    if args.precision == "fp16":
-        optimizer = tf.keras.mixed_precision.LossScaleOptimizer(optimizer)
     model = tf_models.build_model(args.model, args.image_size, args.num_classes)
+    recipe.add_keras_weight_decay(model, args.weight_decay)
+    tf_common.print_recipe(args, model, peak, size)
+    loss_fn = recipe.keras_loss(args.label_smoothing)
     model.compile(
         optimizer=optimizer,
-        loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        loss=loss_fn,  # on fp32 logits, also under mixed precision (training.recipe)
         metrics=["accuracy"],
         # Horovod's allreduce has no XLA kernel on CPU, so the whole train step can't be
         # compiled; --xla turns on auto-clustering instead.
         jit_compile=False,
     )
-    progress = tf_common.restore_and_broadcast(args, FRAMEWORK, model, optimizer)
-    initial_epoch = progress.epoch if progress else 0
+    progress = tf_common.restore_and_broadcast(
+        args, FRAMEWORK, model, optimizer, broadcast=not args.elastic
+    )
+    fit = Fit(args, model, loss_fn)
+    position = tf_elastic.Position.at(progress)
+    if args.elastic:
+        state = tf_elastic.model_state(model, optimizer, position)
+        tf_elastic.run(fit, state)
+    else:
+        fit(position)
+    tf_common.dump_weights(args, model, hvd.rank())
+    checkpoint = fit.track.last if fit.track else None
+    tf_common.report(args, FRAMEWORK, fit.meter, fit.source, hvd.size(), hvd.rank(), checkpoint)
 
-    meter = ThroughputMeter(args.batch_size * args.grad_accum * size, args.timing_warmup_steps)
-    checkpoint = RankZeroCheckpoint(args, data.steps_per_epoch)
-    callbacks = [
-        # Averages the epoch's training metrics over all workers; must come before the
-        # callbacks that read them.
-        hvd.callbacks.MetricAverageCallback(),
-        ScheduledLearningRate(
-            schedule.from_options(args, peak, size), data.steps_per_epoch, args.grad_accum
-        ),
-        StepTimer(meter, args.grad_accum),
-    ]
-    if data.validation is not None:
-        callbacks.append(PooledValidation(data.validation))
-    if rank == 0 and args.checkpoint_dir:
-        callbacks.append(checkpoint)
-    if rank == 0 and args.log_dir:
-        callbacks.append(tf.keras.callbacks.TensorBoard(args.log_dir, update_freq="epoch"))
 
-    with tf_pipeline.explained_data_errors(data.files):
-        model.fit(
-            data.train,
-            steps_per_epoch=fit_steps,
-            epochs=args.epochs,
-            initial_epoch=initial_epoch,
-            callbacks=callbacks,
-            verbose=2 if rank == 0 else 0,
+class Fit:
+    """`model.fit` from a position: the rest of a checkpoint's (or elastic commit's) epoch
+    first, then the remaining epochs, each on a data stream that starts there."""
+
+    def __init__(self, args, model, loss_fn):
+        self.args, self.model, self.loss_fn = args, model, loss_fn
+        self.track = None
+
+    def __call__(self, state) -> None:
+        args, rank, size = self.args, hvd.rank(), hvd.size()
+        threads = tf_common.worker_threads(args, hvd.local_size())
+
+        def data_from(epoch, step):
+            return tf_pipeline.make_data(args, rank, size, threads, (epoch, step), allgather_object)
+
+        data = data_from(state.epoch, state.step)
+        self.source, steps = data.source, data.steps_per_epoch
+        state.align(steps)
+        peak = schedule.peak_lr(
+            args.base_lr, args.base_batch, args.batch_size * args.grad_accum, size
         )
-    tf_common.dump_weights(args, model, rank)
-    tf_common.report(args, FRAMEWORK, meter, data.source, size, rank, checkpoint.last)
+        self.meter = ThroughputMeter(
+            args.batch_size * args.grad_accum * size, args.timing_warmup_steps
+        )
+        earlier = self.track  # before an elastic reset: its last checkpoint still counts
+        self.track = TrackPosition(args, state, steps)
+        self.track.last = earlier.last if earlier else None
+        validation = None
+        if data.validation is not None:
+            validation = PooledValidation(data.validation, self.loss_fn)
+        callbacks = [
+            # Averages the epoch's training metrics over all workers; must come before the
+            # callbacks that read them.
+            hvd.callbacks.MetricAverageCallback(),
+            ScheduledLearningRate(schedule.from_options(args, peak), steps, args.grad_accum, state),
+            StepTimer(self.meter, args.grad_accum),
+            *([validation] if validation else []),
+        ]
+        if rank == 0 and args.log_dir:
+            callbacks.append(tf.keras.callbacks.TensorBoard(args.log_dir, update_freq="epoch"))
+        callbacks.append(self.track)
+        with tf_pipeline.explained_data_errors(data.files):
+            if state.step and state.epoch < args.epochs:  # the rest of a started epoch
+                self.model.fit(
+                    data.train,
+                    steps_per_epoch=(steps - state.step) * args.grad_accum,
+                    epochs=state.epoch + 1,
+                    initial_epoch=state.epoch,
+                    callbacks=callbacks,
+                    verbose=2 if rank == 0 else 0,
+                )
+                data = data_from(state.epoch, 0)  # a fresh stream: the next fit starts over
+                if validation:
+                    validation.dataset = data.validation
+            if state.epoch < args.epochs:
+                self.model.fit(
+                    data.train,
+                    steps_per_epoch=steps * args.grad_accum,
+                    epochs=args.epochs,
+                    initial_epoch=state.epoch,
+                    callbacks=callbacks,
+                    verbose=2 if rank == 0 else 0,
+                )
 
 
 def main(argv=None) -> int:

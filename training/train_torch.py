@@ -7,8 +7,11 @@ The loop follows Horovod's own `pytorch_imagenet_resnet50.py`: `hvd.DistributedO
 averages the gradients (fp16-compressed with `--fp16-allreduce`; `--grad-accum` micro-batches
 per step via `backward_passes_per_step`), rank 0's parameters and optimizer state are broadcast
 before the first step, and only rank 0 writes checkpoints, TensorBoard logs and the throughput
-lines. Data: the shared synthetic source, or the shared TFRecord pipeline read through tf.data
-in this process and handed to torch batch by batch.
+lines. Data: the shared synthetic source, or TFRecord shards read without TensorFlow
+(training.torch_data: worker processes decode on the CPU, or nvJPEG on the GPU; batches are
+prefetched onto the device ahead of the step). On a GPU cuDNN picks its fastest kernels
+(`cudnn.benchmark`, as Horovod's and NVIDIA's ResNet50 examples set it); `--compile` hands the
+model to torch.compile.
 """
 
 import contextlib
@@ -21,7 +24,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from training import checkpoints, schedule, synthetic, tf_common
+from training import checkpoints, common, recipe, schedule, synthetic
 from training.options import parse_args
 from training.throughput import ThroughputMeter
 from training.torch_models import build_model
@@ -36,11 +39,13 @@ def worker_device(local_rank: int) -> torch.device:
     """This worker's GPU (one per worker, by local rank) when there are GPUs, else the CPU.
 
     Modulo the GPUs this process sees: a launcher that sets CUDA_VISIBLE_DEVICES per worker
-    leaves each of them just one, device 0.
+    leaves each of them just one, device 0. Fixed input shapes: cuDNN benchmarks its algorithms
+    once per shape and keeps the fastest.
     """
     if torch.cuda.is_available():
         index = local_rank % torch.cuda.device_count()
         torch.cuda.set_device(index)
+        torch.backends.cudnn.benchmark = True
         return torch.device("cuda", index)
     return torch.device("cpu")
 
@@ -48,11 +53,11 @@ def worker_device(local_rank: int) -> torch.device:
 def to_torch(images: np.ndarray, labels: np.ndarray, channels_last: bool, device) -> Batch:
     """NHWC float images → an NCHW tensor on `device`. NHWC memory *is* channels-last, so on
     the CPU that is a view."""
-    x = torch.from_numpy(np.require(images, requirements=["C", "W"])).to(device)
+    x = torch.from_numpy(images).to(device)
     x = x.permute(0, 3, 1, 2).contiguous(
         memory_format=torch.channels_last if channels_last else torch.contiguous_format
     )
-    y = torch.from_numpy(np.require(labels, dtype=np.int64, requirements=["W"]))
+    y = torch.from_numpy(labels.astype(np.int64, copy=False))
     return x, y.to(device)
 
 
@@ -78,7 +83,7 @@ def synthetic_batches(args, rank: int, size: int, device) -> Iterator[Batch]:
 def set_threads(args, local_size: int) -> None:
     """`--threads`, or this node's cores shared out among its workers (torch's own default,
     every core per process, oversubscribes them: 2 workers on 2 cores ran 10× slower)."""
-    torch.set_num_threads(tf_common.worker_threads(args, local_size))
+    torch.set_num_threads(common.worker_threads(args, local_size))
 
 
 class Trainer:
@@ -88,11 +93,16 @@ class Trainer:
         self.args, self.hvd, self.device = args, hvd, device
         torch.manual_seed(args.seed)
         # --channels-last puts the images, hence every activation, in NHWC. The weights stay
-        # NCHW: Horovod 0.28.1 refuses to allreduce or broadcast non-contiguous tensors
-        # (horovod/horovod#3491), and gradients follow their parameter's layout.
+        # NCHW: Horovod 0.28.1 refuses to allreduce or broadcast tensors that are not
+        # contiguous in NCHW order (horovod/horovod#3491, open), and gradients follow their
+        # parameter's layout; cuDNN converts each weight to its input's layout as it runs.
         self.model = build_model(args.model, args.num_classes).to(device)
+        # torch.compile compiles on the first step; the optimizer and Horovod's gradient hooks
+        # see the same parameters either way.
+        self.forward = torch.compile(self.model) if getattr(args, "compile", False) else self.model
         self.rescale(hvd.size())
-        sgd = torch.optim.SGD(self.model.parameters(), lr=self.peak_lr, momentum=args.momentum)
+        groups = recipe.torch_param_groups(self.model, args.weight_decay)
+        sgd = torch.optim.SGD(groups, lr=self.peak_lr, momentum=args.momentum)
         self.optimizer = hvd.DistributedOptimizer(
             sgd,
             named_parameters=self.model.named_parameters(),
@@ -110,8 +120,8 @@ class Trainer:
             a.base_lr, a.base_batch, a.batch_size * a.grad_accum, workers
         )
 
-    def set_lr(self, epoch: float, workers: int) -> float:
-        lr = schedule.from_options(self.args, self.peak_lr, workers)(epoch)
+    def set_lr(self, epoch: float) -> float:
+        lr = schedule.from_options(self.args, self.peak_lr)(epoch)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         return lr
@@ -130,8 +140,9 @@ class Trainer:
         for _ in range(self.args.grad_accum):
             images, labels = next(batches)
             with self.autocast():
-                logits = self.model(images)
-                loss = F.cross_entropy(logits.float(), labels) / self.args.grad_accum
+                logits = self.forward(images)
+                loss = recipe.torch_loss(logits, labels, self.args.label_smoothing)
+                loss = loss / self.args.grad_accum
             # Gradients of the micro-batches add up; dividing the loss makes them a mean.
             self.scaler.scale(loss).backward()
             totals += torch.stack([loss.detach(), (logits.argmax(1) == labels).sum()])
@@ -146,56 +157,83 @@ class Trainer:
         loss, correct = totals.tolist()  # waits for the step: the throughput timing needs it
         return loss, correct / seen
 
+    def recipe_line(self, workers: int) -> str:
+        decayed = {id(p) for p in self.optimizer.param_groups[0]["params"]}
+        tensors = [(tuple(p.shape), id(p) in decayed) for p in self.model.parameters()]
+        batch = self.args.batch_size * self.args.grad_accum * workers
+        return recipe.summary_line(self.args, tensors, self.peak_lr, batch)
+
     @torch.no_grad()
-    def accuracy(self, batches: Iterator[Batch]) -> float:
-        """Top-1 accuracy over this worker's `batches`, pooled over all workers."""
+    def evaluate(self, batches: Iterator[Batch]) -> dict[str, float]:
+        """Validation loss (the training loss without weight decay), top-1 and top-5 accuracy
+        over this worker's `batches`, pooled over all workers (sums and counts added)."""
         self.model.eval()
-        correct = seen = 0
+        totals = torch.zeros(4, dtype=torch.float64)  # loss sum, top-1 hits, top-5 hits, seen
         for images, labels in batches:
             with self.autocast():
-                correct += int((self.model(images).argmax(1) == labels).sum())
-            seen += len(labels)
-        totals = self.hvd.allreduce(
-            torch.tensor([correct, seen], dtype=torch.float64), op=self.hvd.Sum
-        )
-        return float(totals[0] / totals[1])
+                logits = self.model(images).float()
+            loss = F.cross_entropy(
+                logits, labels, label_smoothing=self.args.label_smoothing, reduction="sum"
+            )
+            top5 = logits.topk(min(5, logits.shape[1]), dim=1).indices
+            hits = (top5 == labels[:, None]).sum(0)  # per rank of the prediction
+            totals += torch.stack([loss, hits[0], hits.sum(), torch.tensor(len(labels))]).cpu()
+        loss, top1, top5, seen = self.hvd.allreduce(totals, op=self.hvd.Sum).tolist()
+        seen = max(seen, 1.0)
+        return {"val_loss": loss / seen, "val_accuracy": top1 / seen, "val_top5": top5 / seen}
 
-    def save(self, ckpt_dir: Path, epoch: int, global_step: int) -> Path:
-        """Rank 0 only: model + optimizer payload, then progress.json pointing at it."""
+    def save(self, ckpt_dir: Path, epoch, global_step, step=0, steps_per_epoch=0) -> Path:
+        """Rank 0 only: model + optimizer + loss-scaler payload, then progress.json pointing at
+        it. `step`: optimizer steps done in epoch `epoch` of `steps_per_epoch` (mid-epoch)."""
         ckpt_dir.mkdir(parents=True, exist_ok=True)
-        name = checkpoints.payload_name(epoch)
+        name = checkpoints.payload_name(epoch, step)
         tmp = ckpt_dir / f"{name}.pt.tmp"
         payload = {
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
+            # fp16: the loss scale and its growth counter; a resume with the initial scale
+            # would skip steps until it has backed off again.
+            "scaler": self.scaler.state_dict(),
             "epoch": epoch,
+            "step": step,
             "global_step": global_step,
         }
         torch.save(payload, tmp)
         tmp.replace(ckpt_dir / f"{name}.pt")
-        progress = checkpoints.Progress(epoch, global_step, name, FRAMEWORK, self.args.model)
+        progress = checkpoints.Progress(
+            epoch, global_step, name, FRAMEWORK, self.args.model, step, steps_per_epoch
+        )
         checkpoints.write_progress(ckpt_dir, progress, self.args.keep_checkpoints)
         return ckpt_dir / f"{name}.pt"
 
-    def restore_and_broadcast(self, ckpt_dir: str | None) -> tuple[int, int]:
+    def restore_and_broadcast(self, ckpt_dir: str | None) -> checkpoints.Progress | None:
         """Rank 0 loads the last checkpoint (if any); everything is broadcast from rank 0.
 
-        Returns (epochs done, global step) to resume from.
+        Returns the checkpoint's progress (epochs and steps done), or None: a fresh start.
         """
         hvd = self.hvd
         progress = checkpoints.read_progress(ckpt_dir) if hvd.rank() == 0 else None
         progress = hvd.broadcast_object(progress, root_rank=0, name="progress")
+        scaler_state = None
         if progress is not None:
             checkpoints.check_compatible(progress, FRAMEWORK, self.args.model, ckpt_dir)
             if hvd.rank() == 0:
-                payload = torch.load(
-                    Path(ckpt_dir) / f"{progress.checkpoint}.pt", map_location=self.device
-                )
+                path = Path(ckpt_dir) / f"{progress.checkpoint}.pt"
+                payload = torch.load(path, map_location=self.device)
                 self.model.load_state_dict(payload["model"])
                 self.optimizer.load_state_dict(payload["optimizer"])
+                scaler_state = payload.get("scaler")  # absent from older checkpoints
+                print(f"resuming from {path} at {checkpoints.describe(progress)}", flush=True)
+        if progress is not None:
+            # Horovod first steps a stateless optimizer once with zero gradients to create its
+            # state (horovod/torch/functions.py); with weight decay that step shrinks the
+            # weights. So: only when resuming, and before the parameters, which overwrite it.
+            hvd.broadcast_optimizer_state(self.optimizer, root_rank=0)
         hvd.broadcast_parameters(self.model.state_dict(), root_rank=0)
-        hvd.broadcast_optimizer_state(self.optimizer, root_rank=0)
-        return (progress.epoch, progress.global_step) if progress else (0, 0)
+        scaler_state = hvd.broadcast_object(scaler_state, root_rank=0, name="scaler")
+        if scaler_state and self.scaler.is_enabled():
+            self.scaler.load_state_dict(scaler_state)
+        return progress
 
     def dump_weights(self, directory: str) -> Path:
         path = Path(directory) / f"rank-{self.hvd.rank()}.npz"
@@ -205,59 +243,47 @@ class Trainer:
         return path
 
 
-def numpy_batches(dataset, files: list[str], channels_last: bool, device) -> Iterator[Batch]:
-    """Batches of a tf.data dataset as torch tensors; TF's data errors name the shard."""
-    from training.tf_pipeline import explained_data_errors
-
-    batches = dataset.as_numpy_iterator()
-    while True:
-        with explained_data_errors(files):
-            try:
-                images, labels = next(batches)
-            except StopIteration:
-                return
-        yield to_torch(images, labels, channels_last, device)
-
-
 class Data:
-    """Where a worker's batches come from: the synthetic source, or TFRecords via tf.data.
+    """Where a worker's batches come from: the synthetic source, or TFRecord shards
+    (training.torch_data). `steps_per_epoch` counts optimizer steps
+    (training.schedule.steps_per_epoch); `train` yields micro-batches forever, from
+    `start_at(n)`'s micro-batch when called before the first one (a resumed run)."""
 
-    `steps_per_epoch` counts optimizer steps (training.schedule.steps_per_epoch).
-    """
-
-    def __init__(self, args, rank: int, size: int, local_size: int, device: torch.device):
+    def __init__(self, args, rank, size, local_size, device: torch.device, gather=None):
+        """`gather`: horovod.torch's allgather_object, to count unlabelled shards once per job
+        (training.record_count); every worker must then build its Data."""
         self.args, self.device = args, device
+        self._first, self._train = 0, None
         if args.data_dir is None:
             self.source = "synthetic"
             self.steps_per_epoch = args.steps_per_epoch or schedule.steps_per_epoch(
                 args.synthetic_length, args.batch_size, size, args.grad_accum
             )
-            self.train = synthetic_batches(args, rank, size, device)
-            self._tf = None
+            self._train = synthetic_batches(args, rank, size, device)
+            self._records = None
             return
-        import tensorflow as tf
+        from training import torch_data
 
-        from training import tf_pipeline
+        workers = args.data_workers
+        if workers is None:  # this worker's share of the node's cores decodes
+            workers = common.worker_threads(args, local_size)
+        self._records = torch_data.TFRecordData(args, rank, size, device, workers, gather=gather)
+        self.source = "tfrecord"
+        self.steps_per_epoch = self._records.steps_per_epoch
 
-        # TensorFlow's ops here are tf.data's bookkeeping: one thread each keeps them off
-        # torch's cores. Reading and decoding run on the dataset's own pool, this worker's share.
-        with contextlib.suppress(RuntimeError):  # already fixed: TF ran before in this process
-            tf.config.threading.set_inter_op_parallelism_threads(1)
-            tf.config.threading.set_intra_op_parallelism_threads(1)
-        self._tf = tf_pipeline.make_data(
-            args, rank, size, tf_common.worker_threads(args, local_size)
-        )
-        self.source = self._tf.source
-        self.steps_per_epoch = self._tf.steps_per_epoch
-        self.train = numpy_batches(self._tf.train, self._tf.files, args.channels_last, device)
+    def start_at(self, micro_batch: int) -> None:
+        self._first = micro_batch
+
+    @property
+    def train(self) -> Iterator[Batch]:
+        if self._train is None:
+            self._train = self._records.train_batches(self._first)
+        return self._train
 
     def validation(self) -> Iterator[Batch] | None:
         """A fresh pass over this worker's validation batches, or None: no validation."""
-        if self._tf is not None:
-            if self._tf.validation is None:
-                return None
-            tf_data, channels_last = self._tf, self.args.channels_last
-            return numpy_batches(tf_data.validation, tf_data.files, channels_last, self.device)
+        if self._records is not None:
+            return self._records.validation_batches()
         if not self.args.val_steps:
             return None
         # Synthetic data has no held-out split: like the TF flavours, score the training batch.
@@ -273,14 +299,14 @@ def train(args) -> None:
     set_threads(args, hvd.local_size())
     rank, size = hvd.rank(), hvd.size()
     device = worker_device(hvd.local_rank())
-    data = Data(args, rank, size, hvd.local_size(), device)
     trainer = Trainer(args, hvd, device)
-    start_epoch, global_step = trainer.restore_and_broadcast(args.checkpoint_dir)
-    if rank == 0 and start_epoch:
-        print(
-            f"resuming from {args.checkpoint_dir} at epoch {start_epoch} (step {global_step})",
-            flush=True,
-        )
+    progress = trainer.restore_and_broadcast(args.checkpoint_dir)
+    start_epoch, start_step = (progress.epoch, progress.step) if progress else (0, 0)
+    global_step = progress.global_step if progress else 0
+    data = Data(args, rank, size, hvd.local_size(), device, hvd.allgather_object)
+    data.start_at(global_step * args.grad_accum)  # resumed: the data goes on where it stopped
+    if rank == 0:
+        print(trainer.recipe_line(size), flush=True)
 
     writer = None
     if rank == 0 and args.log_dir:
@@ -289,25 +315,35 @@ def train(args) -> None:
         writer = SummaryWriter(args.log_dir)
     meter = ThroughputMeter(args.batch_size * args.grad_accum * size, args.timing_warmup_steps)
     steps = data.steps_per_epoch
+    if progress:  # the same fraction of the epoch if the number of workers changed
+        start_step = checkpoints.rescale_step(start_step, progress.steps_per_epoch, steps)
     checkpoint = None
     for epoch in range(start_epoch, args.epochs):
+        first = start_step if epoch == start_epoch else 0  # a resumed epoch's steps done
         losses = torch.zeros(2, dtype=torch.float64)  # loss sum, accuracy sum
         with progress_bar(rank == 0, f"epoch {epoch + 1}/{args.epochs}", steps) as advance:
-            for step in range(steps):
-                lr = trainer.set_lr(epoch + step / steps, size)
+            advance(float("nan"), first)
+            for step in range(first, steps):
+                lr = trainer.set_lr(epoch + step / steps)
                 meter.begin()
                 loss, accuracy = trainer.step(data.train)
                 meter.end()
                 global_step += 1
                 losses += torch.tensor([loss, accuracy], dtype=torch.float64)
                 advance(loss)
-        loss, accuracy = (hvd.allreduce(losses / steps, name=f"epoch-metrics-{epoch}")).tolist()
+                due = checkpoints.due(global_step, args.checkpoint_every_steps)
+                if rank == 0 and due and step + 1 < steps:  # else the epoch-end one follows
+                    ckpt_dir = Path(args.checkpoint_dir)
+                    checkpoint = trainer.save(ckpt_dir, epoch, global_step, step + 1, steps)
+        ran = steps - first
+        loss, accuracy = (hvd.allreduce(losses / ran, name=f"epoch-metrics-{epoch}")).tolist()
         line = f"epoch {epoch + 1}/{args.epochs} - loss: {loss:.4f} - accuracy: {accuracy:.4f}"
         metrics = {"loss": loss, "accuracy": accuracy, "lr": lr}
         validation = data.validation()
         if validation is not None:
-            metrics["val_accuracy"] = trainer.accuracy(validation)
-            line += f" - val_accuracy: {metrics['val_accuracy']:.4f}"
+            scores = trainer.evaluate(validation)
+            metrics.update(scores)
+            line += "".join(f" - {name}: {value:.4f}" for name, value in scores.items())
         if rank == 0:
             print(f"{line} - lr: {lr:.5g}", flush=True)
             if writer:
@@ -319,14 +355,14 @@ def train(args) -> None:
 
     if args.dump_weights:
         trainer.dump_weights(args.dump_weights)
-    tf_common.report(args, FRAMEWORK, meter, data.source, size, rank, checkpoint)
+    common.report(args, FRAMEWORK, meter, data.source, size, rank, checkpoint)
 
 
 @contextlib.contextmanager
 def progress_bar(visible: bool, description: str, total: int):
-    """A rich progress bar on rank 0 (with the last loss); yields `advance(loss)`."""
+    """A rich progress bar on rank 0 (with the last loss); yields `advance(loss, steps=1)`."""
     if not visible:
-        yield lambda loss: None
+        yield lambda loss, steps=1: None
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
@@ -339,11 +375,11 @@ def progress_bar(visible: bool, description: str, total: int):
     )
     with Progress(*columns, transient=False) as bar:
         task = bar.add_task(description, total=total, loss=float("nan"))
-        yield lambda loss: bar.update(task, advance=1, loss=loss)
+        yield lambda loss, steps=1: bar.update(task, advance=steps, loss=loss)
 
 
 def main(argv=None) -> int:
-    return tf_common.run_main(train, parse_args(FRAMEWORK, argv))
+    return common.run_main(train, parse_args(FRAMEWORK, argv))
 
 
 if __name__ == "__main__":

@@ -17,15 +17,21 @@ FRAMEWORKS = {"tensorflow": "TENSORFLOW_VERSION", "pytorch": "TORCH_VERSION"}
 # The pip distribution each framework image installs for the pin in training/requirements.txt.
 FRAMEWORK_PINS = {"tensorflow": "tensorflow-cpu", "pytorch": "torch"}
 # The pinned requirements each image leaves out: the local CPU builds it replaces with GPU ones,
-# and torch in the TensorFlow image (the PyTorch image keeps tensorflow-cpu for tf.data).
-EXCLUDED = {"tensorflow": {"tensorflow-cpu", "torch"}, "pytorch": {"torch"}}
-# What each image installs in place of its excluded pin (same version, GPU build).
-GPU_BUILDS = {"tensorflow": {"tensorflow", "keras"}, "pytorch": {"torch"}}
+# and the other flavour's framework (the PyTorch image has no TensorFlow: issue 13).
+EXCLUDED = {"tensorflow": {"tensorflow-cpu", "torch"}, "pytorch": {"torch", "tensorflow-cpu"}}
+# What each image installs in place of its excluded pin (same version, GPU build), and beside it
+# (torchvision has no CPU build on PyPI, so it is the PyTorch image's alone).
+GPU_BUILDS = {"tensorflow": {"tensorflow", "keras"}, "pytorch": {"torch", "torchvision"}}
 # Training scripts each image runs, and the Horovod framework flag its build needs.
-SCRIPTS = {"tensorflow": ("train_keras", "train_tf"), "pytorch": ("train_torch",)}
+SCRIPTS = {"tensorflow": ("train_keras", "train_tf"), "pytorch": ("train_torch", "torch_elastic")}
 HOROVOD_FLAGS = {"tensorflow": "HOROVOD_WITH_TENSORFLOW=1", "pytorch": "HOROVOD_WITH_PYTORCH=1"}
 # Import name -> distribution name, for the third-party modules the training code uses.
-DISTRIBUTIONS = {"PIL": "pillow", "yaml": "pyyaml", "horovod": "horovod"}
+DISTRIBUTIONS = {
+    "PIL": "pillow",
+    "yaml": "pyyaml",
+    "horovod": "horovod",
+    "google_crc32c": "google-crc32c",
+}
 
 
 def requirement_pins() -> dict[str, str]:
@@ -262,3 +268,19 @@ def test_the_build_fails_unless_horovod_reports_nccl_mpi_gloo_and_the_framework(
     assert check(set(features)) == 0
     for missing in features:
         assert check(set(features) - {missing}) != 0, missing
+
+
+def test_the_pytorch_image_and_flavour_need_no_tensorflow():
+    """The PyTorch scripts import nothing of TensorFlow, even inside functions (AST, followed
+    through the training modules they import); the image installs none and checks that."""
+    for script in SCRIPTS["pytorch"]:
+        assert not {"tensorflow", "keras"} & third_party_imports(script), script
+    run = " ".join(instructions("pytorch", "RUN"))
+    assert '! python -c "import tensorflow"' in run
+    pins = requirement_pins()
+    installed = set(pins) - EXCLUDED["pytorch"]
+    assert not any(name.startswith("tensorflow") for name in installed), installed
+    args = dict(a.split("=", 1) for a in instructions("pytorch", "ARG"))
+    assert '"torchvision==${TORCHVISION_VERSION}"' in run
+    # torchvision's wheel pins its torch exactly: 0.28.x belongs to torch 2.13.x.
+    assert args["TORCHVISION_VERSION"].startswith("0.28.") and args["TORCH_VERSION"] == "2.13.0"

@@ -22,7 +22,8 @@ class Run:
 
     def losses(self) -> list[float]:
         """The training loss of every epoch, as rank 0 prints it (Keras and the TF loop)."""
-        return [float(x) for x in re.findall(r"\bloss: ([0-9.]+)", self.output)]
+        # Keras prints small values as 1.7117e-04.
+        return [float(x) for x in re.findall(r"\bloss: ([0-9.]+(?:e[+-]?[0-9]+)?)", self.output)]
 
     def metric(self, name: str) -> list[float]:
         """Every value of `name` in rank 0's epoch lines (`name: value`; all three flavours)."""

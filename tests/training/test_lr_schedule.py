@@ -2,7 +2,8 @@
 
 Each flavour trains 3 epochs of one pass over 64 synthetic images with 16 images per optimizer
 step (Keras and PyTorch: batch 4 × 2 accumulated micro-batches; the TF loop: batch 8), so
-4 optimizer steps an epoch, with a fractional warm-up (1.5 epochs) and a step decay at epoch 2.
+4 optimizer steps an epoch; 16 is twice --base-batch, so the rate warms up from --base-lr 1
+to 2, over a fractional warm-up (1.5 epochs), and a step decay follows at epoch 2.
 The rate rank 0 logs for each epoch (its last step's) must be `schedule.lr_at` at that step.
 (Horovod's Keras warm-up callback, used before, compared the whole-number epoch with the
 warm-up end, so it warmed up through all of epoch 2, and ran one step ahead; and with
@@ -19,7 +20,7 @@ pytestmark = pytest.mark.slow
 
 EPOCHS, STEPS, WARMUP = 3, 4, 1.5
 SCHEDULE = [
-    "--base-lr", 1, "--base-batch", 16, "--momentum", 0, "--warmup-epochs", WARMUP,
+    "--base-lr", 1, "--base-batch", 8, "--momentum", 0, "--warmup-epochs", WARMUP,
     "--lr-decay", "step", "--decay-epochs", 2, "--decay-factor", 0.1,
 ]  # fmt: skip
 BATCH = {"keras": ["--batch-size", 4, "--grad-accum", 2], "tf": ["--batch-size", 8]}
@@ -35,12 +36,13 @@ def test_logged_rate_follows_the_schedule_and_an_epoch_is_one_pass(framework):
 
     def lr_at(epoch):
         return schedule.lr_at(
-            epoch, peak=1.0, workers=2, warmup_epochs=WARMUP, decay="step", epochs=EPOCHS,
+            epoch, peak=2.0, base=1.0, warmup_epochs=WARMUP, decay="step", epochs=EPOCHS,
             decay_epochs=(2,), decay_factor=0.1,
         )  # fmt: skip
 
     expected = [lr_at(epoch + (STEPS - 1) / STEPS) for epoch in range(EPOCHS)]
-    assert expected == pytest.approx([0.75, 1.0, 0.1])  # mid-warm-up, peak, decayed
+    # Global batch 16 = 2 × --base-batch: warm-up from the base rate 1 to the peak 2.
+    assert expected == pytest.approx([1.5, 2.0, 0.2])  # mid-warm-up, peak, decayed
     assert run.metric("lr") == pytest.approx(expected, rel=1e-3), run.output
 
     (record,) = parse_throughput_lines(run.output)

@@ -125,25 +125,43 @@ def test_meter_with_only_warmup_steps_reports_no_rate():
     assert "n/a" in throughput.format_lines(r)[0]
 
 
-def test_lr_scales_with_global_batch_and_warms_up_like_horovod():
+def test_lr_scales_with_global_batch_and_warms_up_from_the_base_rate_like_goyal():
+    # Goyal et al. 2017, section 2.2: "start from a learning rate of η and increment it by a
+    # constant amount at each iteration such that it reaches η̂ = kη after 5 epochs".
     peak = schedule.peak_lr(0.1, 256, batch_per_worker=64, workers=8)
     assert peak == pytest.approx(0.2)
     assert schedule.peak_lr(0.1, 256, 32, 2) == schedule.peak_lr(0.1, 256, 64, 1)
-    kw = dict(peak=peak, workers=8, warmup_epochs=5, decay="step", epochs=90)
-    assert schedule.lr_at(0, **kw) == pytest.approx(peak / 8)
-    assert schedule.lr_at(2.5, **kw) == pytest.approx(peak / 8 * (2.5 * 7 / 5 + 1))
+    kw = dict(peak=peak, base=0.1, warmup_epochs=5, decay="step", epochs=90)
+    assert schedule.lr_at(0, **kw) == pytest.approx(0.1)
+    assert schedule.lr_at(2.5, **kw) == pytest.approx(0.15)
     assert schedule.lr_at(5, **kw) == pytest.approx(peak)
     assert schedule.lr_at(30, **kw) == pytest.approx(peak * 0.1)
     assert schedule.lr_at(85, **kw) == pytest.approx(peak * 0.001)
 
 
+@pytest.mark.parametrize(
+    ("workers", "batch", "accum"), [(1, 256, 4), (4, 256, 1), (2, 128, 4), (32, 32, 1), (1, 64, 1)]
+)
+def test_the_first_step_runs_at_the_base_rate_however_the_global_batch_is_made_up(
+    workers, batch, accum
+):
+    args = options.parse_args("torch", ["--grad-accum", str(accum), "--batch-size", str(batch)])
+    peak = schedule.peak_lr(args.base_lr, args.base_batch, batch * accum, workers)
+    lr_at = schedule.from_options(args, peak)
+    # A global batch below --base-batch (1 × 64) has a peak below the base rate: no warm-up.
+    assert lr_at(0.0) == pytest.approx(min(args.base_lr, peak))
+    assert lr_at(args.warmup_epochs) == pytest.approx(peak)
+
+
 def test_fractional_warmup_ends_mid_epoch_and_decay_follows():
-    kw = dict(peak=1.0, workers=2, warmup_epochs=0.5, decay="step", epochs=3, decay_epochs=(1,))
+    kw = dict(peak=1.0, base=0.5, warmup_epochs=0.5, decay="step", epochs=3, decay_epochs=(1,))
     assert schedule.lr_at(0.25, **kw) == pytest.approx(0.75)
     assert schedule.lr_at(0.5, **kw) == schedule.lr_at(0.75, **kw) == pytest.approx(1.0)
     assert schedule.lr_at(1.0, **kw) == pytest.approx(0.1)
-    args = options.parse_args("tf", ["--warmup-epochs", "0.5", "--decay-epochs", "1"])
-    lr_at = schedule.from_options(args, peak=1.0, workers=2)
+    args = options.parse_args(
+        "tf", ["--warmup-epochs", "0.5", "--decay-epochs", "1", "--base-lr", "0.5"]
+    )
+    lr_at = schedule.from_options(args, peak=1.0)
     assert [lr_at(e) for e in (0.25, 0.75, 1.0)] == pytest.approx([0.75, 1.0, 0.1])
 
 
@@ -156,7 +174,7 @@ def test_an_epoch_is_one_pass_in_optimizer_steps():
 
 
 def test_cosine_decay_goes_from_peak_to_zero_after_warmup():
-    kw = dict(peak=1.0, workers=2, warmup_epochs=2, decay="cosine", epochs=12)
+    kw = dict(peak=1.0, base=0.5, warmup_epochs=2, decay="cosine", epochs=12)
     assert schedule.lr_at(2, **kw) == pytest.approx(1.0)
     assert schedule.lr_at(7, **kw) == pytest.approx(0.5)
     assert schedule.lr_at(12, **kw) == pytest.approx(0.0, abs=1e-12)
@@ -181,6 +199,33 @@ def test_checkpoint_progress_is_atomic_and_pruned(tmp_path):
     ]
     with pytest.raises(TrainingError, match="for keras/tiny, not torch/tiny"):
         checkpoints.check_compatible(p, "torch", "tiny", tmp_path)
+
+
+def test_mid_epoch_checkpoints_sort_in_training_order_and_share_the_pruning(tmp_path):
+    order = [(0, 10), (0, 20), (1, 0), (1, 5), (1, 15), (2, 0), (10, 0), (10, 3)]
+    names = [checkpoints.payload_name(epoch, step) for epoch, step in order]
+    assert names[2:4] == ["ckpt-00001", "ckpt-00001-s000005"] and sorted(names) == names
+    for (epoch, step), name in zip(order, names, strict=True):
+        _touch(tmp_path, f"{name}.pt")
+        p = checkpoints.Progress(epoch, epoch * 25 + step, name, "torch", "tiny", step)
+        checkpoints.write_progress(tmp_path, p, keep=2)
+    assert sorted(f.name for f in tmp_path.glob("ckpt-*")) == [
+        "ckpt-00010-s000003.pt",
+        "ckpt-00010.pt",
+    ]
+    assert checkpoints.describe(p) == "epoch 10, step 3 of epoch 11 (step 253)"
+    # A progress file from before mid-epoch checkpoints has no "step": the epoch's start.
+    (tmp_path / "progress.json").write_text(
+        '{"epoch": 2, "global_step": 50, "checkpoint": "ckpt-00002", "framework": "torch", '
+        '"model": "tiny"}'
+    )
+    old = checkpoints.read_progress(tmp_path)
+    assert old.step == 0 and checkpoints.describe(old) == "epoch 2 (step 50)"
+    assert [checkpoints.due(s, 10) for s in (9, 10, 20)] == [False, True, True]
+    assert not checkpoints.due(10, None)
+    # Relaunched with twice the workers (half the steps per epoch): the same fraction of it.
+    assert checkpoints.rescale_step(300, 1000, 500) == 150
+    assert checkpoints.rescale_step(300, 0, 500) == checkpoints.rescale_step(300, 500, 500) == 300
 
 
 def test_options_reject_bad_values_with_clear_messages(capsys):
@@ -228,9 +273,9 @@ def test_synthetic_rank_batch_makes_only_its_own_slice():
 def test_worker_threads_are_the_option_or_this_workers_share_of_its_cores(monkeypatch):
     from types import SimpleNamespace
 
-    from training import tf_common
+    from training import common
 
-    monkeypatch.setattr(tf_common.os, "sched_getaffinity", lambda pid: set(range(48)))
-    assert tf_common.worker_threads(SimpleNamespace(threads=0), local_size=4) == 12
-    assert tf_common.worker_threads(SimpleNamespace(threads=0), local_size=96) == 1
-    assert tf_common.worker_threads(SimpleNamespace(threads=5), local_size=4) == 5
+    monkeypatch.setattr(common.os, "sched_getaffinity", lambda pid: set(range(48)))
+    assert common.worker_threads(SimpleNamespace(threads=0), local_size=4) == 12
+    assert common.worker_threads(SimpleNamespace(threads=0), local_size=96) == 1
+    assert common.worker_threads(SimpleNamespace(threads=5), local_size=4) == 5

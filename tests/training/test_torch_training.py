@@ -7,6 +7,7 @@ micro-batches are the same computation: their final weights must agree to float 
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -14,7 +15,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import TINY, launch, worker_pids, write_tiny_tfrecords
+from conftest import TINY, Run, launch, worker_pids, write_tiny_tfrecords
 
 from azdl.commands.train import launch_command
 from azdl.envs import REPO_ROOT, training_env
@@ -139,15 +140,54 @@ def test_resnet50_under_mpirun_with_every_speed_option(tmp_path):
         np.testing.assert_array_equal(rank0[name], rank1[name], err_msg=name)
 
 
-def test_tfrecords_train_and_validate(tmp_path):
+TF_BLOCKER = """
+import importlib.machinery
+import sys
+
+
+class NoTensorFlow(importlib.machinery.PathFinder):
+    \"\"\"The path finder, blind to TensorFlow: `import tensorflow` fails and `find_spec`
+    answers None, as in the PyTorch image, which has none.\"\"\"
+
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        if name.partition(".")[0] == "tensorflow":
+            return None
+        return super().find_spec(name, path, target)
+
+
+sys.meta_path[:] = [
+    NoTensorFlow if f is importlib.machinery.PathFinder else f for f in sys.meta_path
+]
+"""
+
+
+def test_tfrecords_train_and_validate_with_tensorflow_unimportable(tmp_path):
     # One validation shard for 2 workers: rank 1 evaluates nothing, rank 0 all 24 images.
     data = write_tiny_tfrecords(tmp_path / "data", validation_shards=1)
-    sgd = ["--lr-decay", "none", "--base-lr", "1", "--timing-warmup-steps", "2"]
-    run = launch(
-        "torch",
-        2,
-        [*TINY, *sgd, "--data-dir", data, "--batch-size", 8, "--epochs", 5, "--shuffle-buffer", 64],
+    blocker = tmp_path / "blocker"
+    blocker.mkdir()
+    (blocker / "sitecustomize.py").write_text(TF_BLOCKER)  # runs first in every worker
+    check = subprocess.run(
+        [sys.executable, "-c", "import tensorflow"],
+        env=training_env({"PYTHONPATH": f"{blocker}{os.pathsep}{REPO_ROOT}"}),
+        capture_output=True,
+        text=True,
     )
+    assert "No module named 'tensorflow'" in check.stderr  # the blocker works
+    sgd = ["--lr-decay", "none", "--base-lr", "1", "--timing-warmup-steps", "2"]
+    args = [*TINY, *sgd, "--data-dir", data, "--batch-size", 8, "--epochs", 5]
+    args += ["--data-workers", 1, "--log-dir", tmp_path / "tb"]
+    proc = subprocess.run(
+        launch_command("torch", 2, "gloo", [str(a) for a in args]),
+        cwd=REPO_ROOT,
+        env=training_env({"PYTHONPATH": f"{blocker}{os.pathsep}{REPO_ROOT}"}),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=240,
+    )
+    run = Run(proc.returncode, proc.stdout)
     assert run.returncode == 0, run.output
     losses = run.losses()
     assert len(losses) == 5 and losses[-1] < 0.8 * losses[0], run.output
@@ -160,6 +200,7 @@ def test_tfrecords_train_and_validate(tmp_path):
     assert record["data_source"] == "tfrecord" and record["workers"] == 2
     # 48 training images / (8 × 2) = 3 steps per epoch, counted from the shards.
     assert record["timed_steps"] == 5 * 3 - 2
+    assert list((tmp_path / "tb").glob("events.out.tfevents.*"))
 
 
 def test_resume_after_a_worker_is_killed(tmp_path):
@@ -196,7 +237,8 @@ def test_resume_after_a_worker_is_killed(tmp_path):
     second = launch("torch", 2, [*args, "--dump-weights", tmp_path / "w"])
     assert second.returncode == 0, second.output
     assert (
-        f"resuming from {ckpt} at epoch {resumed_at} (step {resumed_at * steps})" in second.output
+        f"resuming from {ckpt / f'ckpt-{resumed_at:05d}.pt'} at epoch {resumed_at} "
+        f"(step {resumed_at * steps})" in second.output
     )
     assert f"epoch {resumed_at}/{epochs} -" not in second.output
     assert f"epoch {resumed_at + 1}/{epochs} -" in second.output
@@ -273,7 +315,6 @@ def test_data_errors_name_the_problem(tmp_path, tiny_data):
     cases = [
         (["--data-dir", tmp_path / "missing"], 1, "does not exist"),
         (["--data-dir", tmp_path / "empty"], 1, "no train shards in"),
-        (["--data-dir", corrupt], 1, f"corrupt TFRecord file {str(bad_shard)!r}"),
         (["--data-dir", tiny_data], 3, "3 workers but only 2 shard(s)"),
     ]
     for argv, workers, message in cases:
@@ -281,19 +322,24 @@ def test_data_errors_name_the_problem(tmp_path, tiny_data):
             _data(argv, size=workers)
         assert message in str(error.value), argv
 
-    too_few_classes = _data(["--data-dir", tiny_data, "--num-classes", 2])
-    with pytest.raises(TrainingError, match="not below --num-classes"):
-        for _ in range(4):
-            next(too_few_classes.train)
+    # Record checksums are checked as records are read: within the first pass.
+    for argv, message in [
+        (["--data-dir", corrupt], f"corrupt TFRecord file {str(bad_shard)!r}"),
+        (["--data-dir", tiny_data, "--num-classes", 2], "not a class index: label 2"),
+    ]:
+        data = _data(argv)
+        with pytest.raises(TrainingError, match=re.escape(message)):
+            for _ in range(4):
+                next(data.train)
 
 
-def test_tfrecords_decode_on_a_pool_of_their_own(tiny_data):
-    """TensorFlow's op threads are held to one here; decoding gets this worker's cores."""
+def test_tfrecords_decode_in_this_workers_share_of_processes(tiny_data):
     import os
 
     data = _data(["--data-dir", tiny_data, "--grad-accum", 2])
-    for dataset in (data._tf.train, data._tf.validation):
-        assert dataset.options().threading.private_threadpool_size == len(os.sched_getaffinity(0))
+    assert data._records.workers == len(os.sched_getaffinity(0))
+    assert data._records.decode == "cpu"  # no GPU here
+    assert _data(["--data-dir", tiny_data, "--data-workers", 0])._records.workers == 0
     # 16 training images, 4 per micro-batch, 2 micro-batches a step: 2 optimizer steps a pass.
     assert data.steps_per_epoch == 2
 

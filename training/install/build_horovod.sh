@@ -9,6 +9,8 @@
 # the same change to the release source. Used by the local setup and by the GPU images.
 #
 # Usage: PYTHON=/path/to/python build_horovod.sh
+# HOROVOD_SDIST=/path/to/horovod-0.28.1.tar.gz uses that file instead of downloading it (its
+# checksum is verified all the same): benchmarks/gpu/ builds on a machine with no network.
 # The HOROVOD_WITH_* / HOROVOD_WITHOUT_* / HOROVOD_GPU_OPERATIONS variables are passed
 # through to Horovod's build unchanged.
 set -euo pipefail
@@ -21,8 +23,13 @@ python=${PYTHON:-python3}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-echo "==> downloading the Horovod $HOROVOD_VERSION source release"
-"$python" -m pip download --quiet --no-deps --no-binary :all: -d "$work" "horovod==$HOROVOD_VERSION"
+if [[ -n "${HOROVOD_SDIST:-}" ]]; then  # a machine without network: the release, carried in
+    echo "==> using the Horovod $HOROVOD_VERSION source release at $HOROVOD_SDIST"
+    cp "$HOROVOD_SDIST" "$work/horovod-$HOROVOD_VERSION.tar.gz"
+else
+    echo "==> downloading the Horovod $HOROVOD_VERSION source release"
+    "$python" -m pip download --quiet --no-deps --no-binary :all: -d "$work" "horovod==$HOROVOD_VERSION"
+fi
 echo "$HOROVOD_SDIST_SHA256  $work/horovod-$HOROVOD_VERSION.tar.gz" | sha256sum --check --quiet
 tar -xzf "$work/horovod-$HOROVOD_VERSION.tar.gz" -C "$work"
 

@@ -1,0 +1,207 @@
+"""P3: ResNet50 training throughput of the PyTorch flavour on one GPU, synthetic or real data.
+
+    python3 benchmarks/gpu/p3_resnet50.py --data synthetic              # on the GPU machine
+    python3 benchmarks/gpu/p3_resnet50.py --data real --data-dir DIR --decode gpu
+    python3 benchmarks/gpu/p3_resnet50.py --device cpu --model tiny ... # a CPU smoke run (CI)
+
+Runs the flavour's own parts (training.train_torch: Data, Trainer.step; training.torch_data)
+for --warmup steps, then times --steps steps (a device sync at each end of the timed window),
+then profiles --profile-steps more with torch.profiler: the share of that wall time in which a
+GPU kernel was running (the union of the kernels' intervals, so overlapping streams are not
+counted twice). Prints one JSON line. With Horovod (the default) the step is the flavour's:
+`hvd.DistributedOptimizer` on one worker. `--no-horovod` uses the plain optimizer instead,
+which allows `--weights-channels-last` (Horovod 0.28.1 refuses channels-last weights,
+horovod/horovod#3491): the pair of runs shows what that limit costs.
+"""
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO_ROOT))
+
+
+class SoloHorovod:
+    """One process, no Horovod: what train_torch.Trainer asks of `hvd`, for a single worker."""
+
+    Compression = SimpleNamespace(fp16=None, none=None)
+
+    @staticmethod
+    def size() -> int:
+        return 1
+
+    @staticmethod
+    def rank() -> int:
+        return 0
+
+    @staticmethod
+    def DistributedOptimizer(optimizer, **_):  # Horovod's name
+        return optimizer
+
+
+def parse(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--data", choices=("synthetic", "real"), default="synthetic")
+    p.add_argument("--data-dir", help="TFRecord shards (--data real)")
+    p.add_argument("--decode", choices=("cpu", "gpu"), default="gpu")
+    p.add_argument("--data-workers", type=int, default=None, help="default: every core")
+    p.add_argument("--model", choices=("resnet50", "tiny"), default="resnet50")
+    p.add_argument("--image-size", type=int, default=224)
+    p.add_argument("--batch-size", type=int, default=256)
+    p.add_argument("--precision", choices=("fp32", "bf16", "fp16"), default="bf16")
+    p.add_argument("--no-channels-last", dest="channels_last", action="store_false")
+    p.add_argument("--weights-channels-last", action="store_true", help="needs --no-horovod")
+    p.add_argument("--compile", action="store_true", help="torch.compile the model")
+    p.add_argument("--no-horovod", dest="horovod", action="store_false")
+    p.add_argument("--warmup", type=int, default=20, help="untimed steps first")
+    p.add_argument("--steps", type=int, default=50, help="timed steps")
+    p.add_argument("--profile-steps", type=int, default=10, help="0: no kernel-time share")
+    p.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    p.add_argument("--label", default="", help="a name for this run in the results")
+    args = p.parse_args(argv)
+    if args.weights_channels_last and args.horovod:
+        p.error("--weights-channels-last needs --no-horovod (horovod/horovod#3491)")
+    if args.data == "real" and not args.data_dir:
+        p.error("--data real needs --data-dir")
+    if args.device == "cpu" and args.decode == "gpu" and args.data == "real":
+        p.error("--decode gpu needs --device cuda")
+    return args
+
+
+def training_args(args):
+    """The flavour's own options for this run (training.options), as its scripts parse them."""
+    from training.options import parse_args
+
+    argv = [
+        "--model",
+        args.model,
+        "--image-size",
+        str(args.image_size),
+        "--batch-size",
+        str(args.batch_size),
+        "--precision",
+        args.precision,
+        "--warmup-epochs",
+        "0",
+        "--lr-decay",
+        "none",
+        "--steps-per-epoch",
+        str(10**6),
+        "--decode",
+        args.decode,
+    ]
+    if args.data == "real":
+        argv += ["--data-dir", args.data_dir, "--num-classes", str(_classes(args.data_dir))]
+    if args.data_workers is not None:
+        argv += ["--data-workers", str(args.data_workers)]
+    if args.channels_last:
+        argv.append("--channels-last")
+    if args.compile:
+        argv.append("--compile")
+    return parse_args("torch", argv)
+
+
+def _classes(data_dir: str) -> int:
+    """The classes of the data tool's label map (manifest.json), else ImageNet's 1000."""
+    from training.dataprep.manifest import load_manifest
+
+    manifest = Path(data_dir) / "manifest.json"
+    if manifest.exists():
+        return max(2, len(load_manifest(manifest).label_map))
+    return 1000
+
+
+def kernel_share(profiler, wall_us: float) -> float:
+    """The share of `wall_us` covered by at least one GPU kernel."""
+    spans = sorted(
+        (e.time_range.start, e.time_range.end)
+        for e in profiler.events()
+        if e.device_type.name == "CUDA" and e.time_range.end > e.time_range.start
+    )
+    covered, end = 0.0, float("-inf")
+    for start, stop in spans:
+        if stop <= end:
+            continue
+        covered += stop - max(start, end)
+        end = stop
+    return min(1.0, covered / wall_us) if wall_us > 0 else 0.0
+
+
+def run(args) -> dict:
+    import torch
+
+    from training import train_torch
+
+    device = torch.device(args.device)
+    if device.type == "cuda":
+        torch.cuda.set_device(0)
+        torch.backends.cudnn.benchmark = True  # as train_torch.worker_device sets it
+    targs = training_args(args)
+    if args.horovod:
+        import horovod.torch as hvd
+
+        hvd.init()
+    else:
+        hvd = SoloHorovod()
+    data = train_torch.Data(targs, 0, 1, 1, device)
+    trainer = train_torch.Trainer(targs, hvd, device)
+    if args.weights_channels_last:
+        trainer.model.to(memory_format=torch.channels_last)
+    trainer.set_lr(0.0)
+
+    def sync():
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+
+    for _ in range(args.warmup):
+        trainer.step(data.train)
+    sync()
+    start = time.perf_counter()
+    for _ in range(args.steps):
+        trainer.step(data.train)
+    sync()
+    seconds = time.perf_counter() - start
+    share = None
+    if args.profile_steps and device.type == "cuda":
+        from torch.profiler import ProfilerActivity, profile
+
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            began = time.perf_counter()
+            for _ in range(args.profile_steps):
+                trainer.step(data.train)
+            sync()
+            wall_us = (time.perf_counter() - began) * 1e6
+        share = kernel_share(prof, wall_us)
+    images = args.steps * args.batch_size
+    return {
+        "label": args.label or args.data,
+        "data": args.data,
+        "decode": args.decode if args.data == "real" else None,
+        "data_workers": getattr(data, "_records", None) and data._records.workers,
+        "model": args.model,
+        "image_size": args.image_size,
+        "batch": args.batch_size,
+        "precision": args.precision,
+        "channels_last": args.channels_last,
+        "weights_channels_last": args.weights_channels_last,
+        "compile": args.compile,
+        "horovod": args.horovod,
+        "timed_steps": args.steps,
+        "images_per_sec": images / seconds,
+        "kernel_time_share": share,
+        "device": torch.cuda.get_device_name(0) if device.type == "cuda" else "cpu",
+        "torch": torch.__version__,
+    }
+
+
+def main(argv=None) -> int:
+    print(json.dumps(run(parse(argv))), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,244 @@
+"""The PyTorch flavour's CPU input pipeline alone: images/s per core at 224 px, beside the TF
+flavours' tf.data pipeline measured in the same run on the same shards (the baseline).
+
+    .venv-train/bin/python benchmarks/torch_input_pipeline.py [--images 512] [--batches 24]
+
+Writes ImageNet-like JPEGs (training.dataprep.sample: 300-500 px sides, photo-like grain),
+converts them with the data tool (`azdl data prepare`'s converter), then times each pipeline in
+a child process pinned to N cores (os.sched_setaffinity): tf.data (training.tf_pipeline, its
+decode pool sized to N) and training.torch_data with N DataLoader worker processes (decode on
+the CPU with libjpeg-turbo via simplejpeg, random-resized-crop, flip, normalise; the training
+process shares the same cores). Both deliver normalised float32 NCHW/NHWC batches of 224 px.
+images/CPU-s counts the CPU time of the child and all its worker processes: it shows the cost
+per core even when other processes share the machine (on a loaded machine the wall-clock rates
+can favour tf.data, whose several busy threads get more of a shared core than one process per
+stage). A third row stops at the uint8 batches the workers make, which is all a GPU run does on
+the CPU (it normalises on the GPU). Results: benchmarks/results/torch_input_pipeline.{md,json}.
+"""
+
+import argparse
+import contextlib
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO_ROOT))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+RESULTS = REPO_ROOT / "benchmarks" / "results"
+NAME = "torch_input_pipeline"
+TARGET = 300  # images/s per core (issue 13)
+
+
+def _argv(data_dir: str, batch: int) -> list[str]:
+    return [
+        "--data-dir",
+        data_dir,
+        "--image-size",
+        "224",
+        "--batch-size",
+        str(batch),
+        "--num-classes",
+        "8",
+        "--shuffle-buffer",
+        "512",
+    ]
+
+
+def _cpu_seconds() -> float:
+    """CPU time of this process and every live descendant (the DataLoader workers)."""
+    import psutil
+
+    me = psutil.Process()
+    total = sum(me.cpu_times()[:2])
+    for child in me.children(recursive=True):
+        with contextlib.suppress(psutil.NoSuchProcess):
+            total += sum(child.cpu_times()[:2])
+    return total
+
+
+class _Raw:
+    """A Finisher that hands the workers' uint8 NHWC batches on as they are."""
+
+    device = SimpleNamespace(type="cpu")
+
+    def __call__(self, item):
+        return item["images"], item["labels"]
+
+
+def child(pipeline: str, data_dir: str, cores: int, batch: int, batches: int, warmup: int):
+    os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:cores])
+    from training.options import build_parser
+
+    if pipeline == "tf":
+        from training.tf_pipeline import make_data
+
+        args = build_parser("tf").parse_args(_argv(data_dir, batch))
+        it = iter(make_data(args, rank=0, size=1, threads=cores).train)
+    else:
+        import torch
+
+        from training import torch_data
+
+        torch.set_num_threads(1)
+        args = build_parser("torch").parse_args(_argv(data_dir, batch))
+        data = torch_data.TFRecordData(args, 0, 1, torch.device("cpu"), workers=cores)
+        if pipeline == "torch":
+            it = data.train_batches()
+        else:  # "torch-uint8": what a GPU run's CPU side makes; normalising is the GPU's job
+            it = torch_data.batches(
+                data._dataset(data.train_split, True),
+                range(10**9),
+                workers=cores,
+                prefetch=0,
+                finish=_Raw(),
+            )
+    for _ in range(warmup):
+        next(it)
+    start, cpu_start = time.perf_counter(), _cpu_seconds()
+    for _ in range(batches):
+        images, _ = next(it)
+    seconds, cpu = time.perf_counter() - start, _cpu_seconds() - cpu_start
+    assert sorted(tuple(images.shape)) == sorted((batch, 224, 224, 3)), images.shape
+    n = batch * batches
+    print(json.dumps({"images_per_sec": n / seconds, "images_per_cpu_sec": n / cpu}))
+
+
+def _run_child(pipeline, shards, cores, args) -> dict:
+    cmd = [
+        sys.executable,
+        __file__,
+        "--child",
+        pipeline,
+        str(shards),
+        str(cores),
+        "--batch",
+        str(args.batch),
+        "--batches",
+        str(args.batches),
+        "--warmup",
+        str(args.warmup),
+    ]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--images", type=int, default=512, help="train images in the sample set")
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--batches", type=int, default=24, help="timed batches per run")
+    p.add_argument("--warmup", type=int, default=4, help="untimed batches first")
+    p.add_argument("--cores", type=int, nargs="*", default=[1], help="core counts to measure")
+    p.add_argument(
+        "--child", nargs=3, metavar=("PIPELINE", "DATA_DIR", "CORES"), help=argparse.SUPPRESS
+    )
+    args = p.parse_args()
+    if args.child:
+        pipeline, data_dir, cores = args.child
+        child(pipeline, data_dir, int(cores), args.batch, args.batches, args.warmup)
+        return
+
+    from training.dataprep.convert import convert
+    from training.dataprep.sample import generate
+
+    available = len(os.sched_getaffinity(0))
+    cores = [c for c in args.cores if c <= available]
+    load_before = os.getloadavg()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        source, shards = Path(tmp) / "jpeg", Path(tmp) / "tfrecords"
+        generate(
+            source, classes=8, train_per_class=args.images // 8, validation_per_class=0, size=400
+        )
+        manifest = convert(source, shards, ["train"], {"train": 8})
+        count = manifest.splits["train"].num_examples
+        mean_kb = manifest.total_bytes / count / 1e3
+        for n in cores:
+            for pipeline in ("tf", "torch", "torch-uint8"):
+                print(f"timing {pipeline} on {n} core(s)…", flush=True)
+                rate = _run_child(pipeline, shards, n, args)
+                rows.append({"pipeline": pipeline, "cores": n, **rate})
+    load_after = os.getloadavg()
+    for row in rows:
+        row["images_per_sec_per_core"] = row["images_per_sec"] / row["cores"]
+        base = next(r for r in rows if r["pipeline"] == "tf" and r["cores"] == row["cores"])
+        row["vs_tf_data"] = row["images_per_sec"] / base["images_per_sec"]
+        row["cpu_vs_tf_data"] = row["images_per_cpu_sec"] / base["images_per_cpu_sec"]
+
+    def worst(pipeline, key):
+        return min(r[key] for r in rows if r["pipeline"] == pipeline)
+
+    per_core = worst("torch", "images_per_sec_per_core")
+    per_cpu_s = worst("torch", "images_per_cpu_sec")
+    gpu_feed = worst("torch-uint8", "images_per_sec_per_core")
+    gpu_feed_cpu_s = worst("torch-uint8", "images_per_cpu_sec")
+    report = {
+        "benchmark": NAME,
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "machine": f"{platform.node()}: {platform.processor() or platform.machine()}, "
+        f"{os.cpu_count()} cores, Python {platform.python_version()}",
+        "command": "python benchmarks/torch_input_pipeline.py " + " ".join(sys.argv[1:]),
+        "load_average_before": load_before,
+        "load_average_after": load_after,
+        "niceness": os.nice(0),
+        "dataset": {"images": count, "mean_kb": round(mean_kb, 1), "shards": 8},
+        "image_size": 224,
+        "batch": args.batch,
+        "timed_batches": args.batches,
+        "rows": rows,
+        "target_images_per_sec_per_core": TARGET,
+        "torch_images_per_sec_per_core": per_core,
+        "torch_images_per_cpu_sec": per_cpu_s,
+        "torch_uint8_images_per_sec_per_core": gpu_feed,
+        "torch_uint8_images_per_cpu_sec": gpu_feed_cpu_s,
+    }
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{NAME}.json").write_text(json.dumps(report, indent=2) + "\n")
+    md = [
+        f"CPU input pipelines at 224 px, {count} JPEGs of 300-500 px ({mean_kb:.0f} kB mean) in "
+        f"8 shards, batch {args.batch}, {args.batches} timed batches after {args.warmup}. "
+        f"{report['date']}, {report['machine']}; load average {load_before[0]:.1f} before, "
+        f"{load_after[0]:.1f} after, niceness {os.nice(0)} (a shared machine: images/CPU-s is the "
+        "steadier figure).",
+        "",
+        f"`{report['command']}`",
+        "",
+        "| pipeline | cores | images/s | per core | vs tf.data | images/CPU-s | vs tf.data |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    names = {
+        "tf": "tf.data (TF flavours), normalised float",
+        "torch": "torch_data (PyTorch), normalised float",
+        "torch-uint8": "torch_data (PyTorch), uint8 as a GPU run ships it",
+    }
+    for r in rows:
+        md.append(
+            f"| {names[r['pipeline']]} | {r['cores']} | {r['images_per_sec']:.0f} | "
+            f"{r['images_per_sec_per_core']:.0f} | {r['vs_tf_data']:.2f}× | "
+            f"{r['images_per_cpu_sec']:.0f} | {r['cpu_vs_tf_data']:.2f}× |"
+        )
+
+    def verdict(rate):
+        return "met" if rate >= TARGET else "NOT met"
+
+    md += [
+        "",
+        f"Target ≥ {TARGET} images/s per core, PyTorch pipeline: wall clock {per_core:.0f} "
+        f"({verdict(per_core)}) normalising on the CPU, {gpu_feed:.0f} ({verdict(gpu_feed)}) "
+        f"feeding a GPU; CPU cost {per_cpu_s:.0f} ({verdict(per_cpu_s)}) and "
+        f"{gpu_feed_cpu_s:.0f} ({verdict(gpu_feed_cpu_s)}) images per CPU-second.",
+    ]
+    (RESULTS / f"{NAME}.md").write_text("\n".join(md) + "\n")
+    print("\n".join(md))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,313 @@
+"""The PyTorch flavour's TFRecord reader and input pipeline, against TensorFlow's own reading of
+the shards `azdl data prepare` writes (TensorFlow is the truth here; the reader never imports it).
+"""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+tf = pytest.importorskip("tensorflow")
+
+import torch  # noqa: E402
+
+from training import records, tf_pipeline, torch_data  # noqa: E402
+from training.errors import TrainingError  # noqa: E402
+from training.options import parse_args  # noqa: E402
+from training.record_reader import image_record, parse_example, read_file  # noqa: E402
+from training.shards import list_shards  # noqa: E402
+
+SIZE = 48
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory):
+    """A sample set converted by the data tool: 3 train shards, 2 validation shards (its shard
+    writer runs in this process rather than in a spawned pool, to save TensorFlow's start-up)."""
+    from training.dataprep import convert
+    from training.dataprep.sample import generate
+
+    root = tmp_path_factory.mktemp("prepared")
+    generate(root / "jpeg", classes=3, train_per_class=6, validation_per_class=3, size=72)
+    with pytest.MonkeyPatch.context() as patch:
+        in_process = lambda tasks, *_: list(map(convert.write_shard, tasks))  # noqa: E731
+        patch.setattr(convert, "_run_tasks", in_process)
+        convert.convert(
+            root / "jpeg", root / "tfr", ["train", "validation"], {"train": 3, "validation": 2}
+        )
+    return root / "tfr"
+
+
+def _args(data_dir, *extra):
+    return parse_args(
+        "torch",
+        [
+            "--data-dir",
+            str(data_dir),
+            "--image-size",
+            str(SIZE),
+            "--num-classes",
+            "3",
+            "--batch-size",
+            "4",
+            *map(str, extra),
+        ],
+    )
+
+
+def test_records_are_tensorflows_records_byte_for_byte(prepared):
+    for split in ("train", "validation"):
+        for path in list_shards(prepared, split):
+            ours = list(read_file(path))
+            theirs = [r.numpy() for r in tf.data.TFRecordDataset(path)]
+            assert ours == theirs and ours, path
+
+
+def test_examples_parse_as_tensorflow_parses_them(prepared):
+    for path in list_shards(prepared, "train"):
+        for blob in read_file(path):
+            ours, theirs = image_record(blob), records.parse_example(tf.constant(blob))
+            assert ours.jpeg == theirs["image/encoded"].numpy()
+            assert ours.label == int(theirs["image/class/label"])
+            assert (ours.height, ours.width) == (
+                int(theirs["image/height"]),
+                int(theirs["image/width"]),
+            )
+            assert ours.filename == theirs["image/filename"].numpy().decode()
+
+
+def test_every_feature_kind_decodes_like_protobuf():
+    """Packed and unpacked lists, negatives, floats, empty features, as protobuf writes them."""
+    feature = tf.train.Feature
+    example = tf.train.Example(
+        features=tf.train.Features(
+            feature={
+                "ints": feature(int64_list=tf.train.Int64List(value=[0, -1, 2**62, -(2**63)])),
+                "floats": feature(float_list=tf.train.FloatList(value=[1.5, -0.25])),
+                "bytes": feature(bytes_list=tf.train.BytesList(value=[b"a", b"", b"\xff" * 300])),
+                "empty": feature(),
+            }
+        )
+    )
+    parsed = parse_example(example.SerializeToString())
+    assert parsed == {
+        "ints": [0, -1, 2**62, -(2**63)],
+        "floats": [1.5, -0.25],
+        "bytes": [b"a", b"", b"\xff" * 300],
+        "empty": [],
+    }
+
+
+def test_validation_batches_match_tf_data_in_order_without_padding(prepared):
+    """Same records, labels and order as tf_pipeline's validation dataset; the last batch is
+    partial; pixels agree up to the two libraries' resampling."""
+    for rank, size in ((0, 1), (1, 2)):
+        args = _args(prepared)
+        ours = list(
+            torch_data.TFRecordData(
+                args, rank, size, torch.device("cpu"), workers=0
+            ).validation_batches()
+        )
+        theirs = list(tf_pipeline.make_data(args, rank, size, 1).validation.as_numpy_iterator())
+        assert [len(y) for _, y in ours] == [len(y) for _, y in theirs]
+        for (x, y), (tx, ty) in zip(ours, theirs, strict=True):
+            np.testing.assert_array_equal(y.numpy(), ty)
+            nhwc = x.permute(0, 2, 3, 1).numpy()
+            assert nhwc.shape == tx.shape
+            assert np.abs(nhwc - tx).mean() < 0.1  # normalised units (1/255 ≈ 0.017)
+    # 9 validation images in 2 shards (5 + 4): rank 0 of 1 sees 4 + 4 + 1.
+    args = _args(prepared)
+    labels = [
+        len(y)
+        for _, y in torch_data.TFRecordData(
+            args, 0, 1, torch.device("cpu"), workers=0
+        ).validation_batches()
+    ]
+    assert labels == [4, 4, 1]
+
+
+def _filenames(split: torch_data.Split, positions) -> list[str]:
+    out = []
+    for p in positions:
+        ref = split.ref(int(p))
+        with open(split.files[ref.file], "rb") as f:
+            f.seek(ref.offset)
+            out.append(image_record(f.read(ref.length)).filename)
+    return out
+
+
+def test_training_passes_cover_the_ranks_records_reshuffled_each_pass(prepared):
+    args = _args(prepared)
+    data = torch_data.TFRecordData(args, 1, 2, torch.device("cpu"), workers=0)
+    dataset = data._dataset(data.train_split, True)
+    n = len(data.train_split)
+    # The rank's shards by global rank (1 of 2: the second shard), read by tf.data.
+    expected = [
+        records.parse_example(r)["image/filename"].numpy().decode()
+        for r in tf.data.TFRecordDataset(list_shards(prepared, "train")[1::2])
+    ]
+    stream = np.concatenate([dataset.positions(k) for k in range(3 * n // 4 + 1)])
+    passes = [stream[i * n : (i + 1) * n] for i in range(3)]
+    for positions in passes:
+        assert sorted(_filenames(data.train_split, positions)) == sorted(expected)
+    assert not np.array_equal(passes[0], passes[1])  # a fresh order every pass
+    again = data._dataset(data.train_split, True)
+    assert np.array_equal(again.positions(2), dataset.positions(2))  # fixed by the seed
+    other = torch_data.TFRecordData(_args(prepared, "--seed", 1), 1, 2, torch.device("cpu"), 0)
+    assert not np.array_equal(
+        other._dataset(other.train_split, True).positions(0), dataset.positions(0)
+    )
+
+
+def test_worker_processes_and_prefetching_yield_the_simple_paths_batches(prepared):
+    args = _args(prepared, "--channels-last")
+    simple = torch_data.TFRecordData(args, 0, 1, torch.device("cpu"), workers=0, prefetch=0)
+    fast = torch_data.TFRecordData(args, 0, 1, torch.device("cpu"), workers=2, prefetch=2)
+    a, b = simple.train_batches(5), fast.train_batches(5)
+    for _ in range(6):  # across a pass boundary (18 records, batches of 4)
+        (x, y), (fx, fy) = next(a), next(b)
+        assert torch.equal(x, fx) and torch.equal(y, fy)
+        assert fx.is_contiguous(memory_format=torch.channels_last)
+        assert fx.dtype == torch.float32 and fx.shape == (4, 3, SIZE, SIZE)
+    val = [y for _, y in fast.validation_batches()]
+    assert torch.equal(torch.cat(val), torch.cat([y for _, y in simple.validation_batches()]))
+
+
+def test_random_resized_crop_follows_the_recipe():
+    rng = np.random.default_rng(0)
+    h, w = np.full(4000, 375), np.full(4000, 500)
+    windows = torch_data.random_windows(h, w, rng)
+    top, left, ch, cw = windows.T
+    assert (top >= 0).all() and (left >= 0).all()
+    assert (top + ch <= h).all() and (left + cw <= w).all()
+    share = ch * cw / (h * w)
+    assert share.min() > 0.07 and share.max() <= 1.0 and np.median(share) > 0.4
+    aspect = cw / ch
+    assert aspect.min() > 0.70 and aspect.max() < 1.40
+    # No window fits a 1 × 1000 strip: the center fallback, clamped to aspect 4/3.
+    assert tuple(torch_data.random_windows([1], [1000], rng)[0]) == (0, 499, 1, 1)
+
+
+def test_a_corrupted_record_is_named_with_its_file(prepared, tmp_path):
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    for path in map(Path, list_shards(prepared, "train")):
+        (bad / path.name).write_bytes(path.read_bytes())
+    shard = bad / "train-00001-of-00003"
+    blob = bytearray(shard.read_bytes())
+    blob[len(blob) // 2] ^= 0xFF  # inside a JPEG: only the data checksum can tell
+    shard.write_bytes(bytes(blob))
+    data = torch_data.TFRecordData(_args(bad), 0, 1, torch.device("cpu"), workers=1)
+    batches = data.train_batches()
+    with pytest.raises(
+        TrainingError,
+        match=rf"corrupt TFRecord file '{shard}': record \d+ "
+        r"at byte \d+: data checksum mismatch",
+    ):
+        for _ in range(5):
+            next(batches)
+    blob[3] ^= 0x01  # the first record's length: the index finds it before training starts
+    shard.write_bytes(bytes(blob))
+    with pytest.raises(TrainingError, match=rf"'{shard}': record 0 at byte 0: length checksum"):
+        torch_data.TFRecordData(_args(bad), 0, 1, torch.device("cpu"), workers=0)
+
+
+def test_labels_beyond_num_classes_name_the_image(prepared):
+    args = _args(prepared, "--num-classes", "2")
+    batches = torch_data.TFRecordData(args, 0, 1, torch.device("cpu"), workers=0).train_batches()
+    with pytest.raises(TrainingError, match=r"label 2 of image '.+' in '.+train-0000\d-of-00003'"):
+        for _ in range(5):
+            next(batches)
+
+
+def test_label_offset_shifts_every_label_and_names_those_below_it(prepared):
+    """--label-offset (TF-slim's 1-based shards) as tf_pipeline applies it: the record's label
+    minus the offset, and a record whose label falls below the offset is named."""
+    split = torch_data.index_split(list_shards(prepared, "validation"))
+    common = dict(train=False, seed=0, rank=0, decode="cpu")
+    plain = torch_data.RecordBatches(split, 4, SIZE, 3, **common)
+    shifted = torch_data.RecordBatches(split, 4, SIZE, 3, **common, label_offset=1)
+    seen = set()
+    for position in range(len(split)):
+        label = plain._record(position).label
+        seen.add(label)
+        if label >= 1:
+            assert shifted._record(position).label == label - 1
+        else:
+            with pytest.raises(
+                TrainingError, match=r"label 0 of image .+ minus --label-offset 1 is -1"
+            ):
+                shifted._record(position)
+    assert seen == {0, 1, 2}
+
+
+@pytest.mark.parametrize("mode", ["L", "CMYK", "RGB"])
+def test_grey_and_cmyk_jpegs_decode_to_rgb(mode):
+    """libjpeg-turbo's fast path refuses CMYK: Pillow decodes those."""
+    import io
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new(mode, (90, 60), 200 if mode == "L" else (10, 200, 30, 0)[: len(mode)]).save(
+        buffer, "JPEG"
+    )
+    out = torch_data.decode_crop_resize(buffer.getvalue(), (5, 10, 50, 70), (60, 90), 32, True)
+    assert out.shape == (32, 32, 3) and out.dtype == torch.uint8
+    if mode == "L":
+        assert (out == out[..., :1]).all()  # grey stays grey in all three channels
+
+
+def test_the_gpu_decode_path_matches_the_cpu_path(prepared, monkeypatch):
+    """--decode gpu's plumbing (JPEG bytes, lengths, windows and flips from the workers; crop,
+    resize, flip and normalisation after a batched decode) on the CPU: torchvision's
+    decode_jpeg, which needs CUDA here, is replaced by Pillow returning what it returns (a list
+    of CHW uint8 tensors). Same windows, so the batches agree up to the decoders' rounding
+    (measured: 0.016 in normalised units; a lost flip alone gives 0.45)."""
+    import io
+    import types
+
+    from PIL import Image
+
+    calls = []
+
+    def decode_jpeg(inputs, mode, device):
+        calls.append((len(inputs), mode, device))
+        return [
+            torch.from_numpy(np.array(Image.open(io.BytesIO(t.numpy().tobytes())).convert("RGB")))
+            .permute(2, 0, 1)
+            .to(device)
+            for t in inputs
+        ]
+
+    fake = types.ModuleType("torchvision.io")
+    fake.decode_jpeg, fake.ImageReadMode = decode_jpeg, types.SimpleNamespace(RGB="RGB")
+    monkeypatch.setitem(sys.modules, "torchvision", types.ModuleType("torchvision"))
+    monkeypatch.setitem(sys.modules, "torchvision.io", fake)
+    args = _args(prepared, "--channels-last")
+    data = torch_data.TFRecordData(args, 0, 1, torch.device("cpu"), workers=0, prefetch=0)
+    finish = torch_data.Finisher(torch.device("cpu"), SIZE, channels_last=True)
+    for train in (True, False):
+        cpu, gpu = (
+            torch_data.RecordBatches(
+                data.train_split if train else data.val_split,
+                4,
+                SIZE,
+                3,
+                train=train,
+                seed=0,
+                rank=0,
+                decode=d,
+            )
+            for d in ("cpu", "gpu")
+        )
+        for k in range(2):
+            item = gpu[k]
+            assert item["jpeg"].dtype == torch.uint8
+            assert int(item["lengths"].sum()) == len(item["jpeg"])
+            (x, y), (gx, gy) = finish(cpu[k]), finish(item)
+            assert torch.equal(y, gy) and gx.shape == x.shape
+            assert gx.is_contiguous(memory_format=torch.channels_last)
+            assert (gx - x).abs().mean() < 0.05  # normalised units
+    assert calls and calls[0] == (4, "RGB", torch.device("cpu"))

@@ -1,0 +1,61 @@
+"""How many training examples a TFRecord split holds, counted once for the whole job.
+
+With a `manifest.json` (written by `azdl data`) the count is read from it. Shards without one
+(TF-slim's ImageNet conversion, for instance) must be read to be counted: ~140 GB for ImageNet.
+Rather than every worker reading every shard, each worker counts only the shards it trains on
+(`files[rank::size]`, the ones it reads anyway) and the per-shard counts are exchanged with one
+`allgather_object`. Counts are kept per shard in this process, so an elastic reset (new ranks,
+new number of workers) reads nothing again; a worker that joins later gets the counts from the
+others.
+"""
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from training.errors import TrainingError
+
+_COUNTS: dict[str, int] = {}  # shard path → records, for the life of this process
+
+
+def count_records(path: str) -> int:
+    """Records in one TFRecord file (read through by tf.data, nothing decoded)."""
+    import numpy as np
+    import tensorflow as tf
+
+    return int(tf.data.TFRecordDataset(path).reduce(np.int64(0), lambda n, _: n + 1))
+
+
+def count_examples(
+    data_dir: str,
+    files: list[str],
+    rank: int = 0,
+    size: int = 1,
+    gather: Callable[[dict], list[dict]] | None = None,
+    threads: int = 1,
+    count_file: Callable[[str], int] = count_records,
+    cache: dict[str, int] | None = None,
+) -> int:
+    """Training examples in `files` (every worker passes the same list and gets the same total).
+
+    `gather`: the flavour's `hvd.allgather_object` (every worker must call this function then);
+    None in a single process, which counts every file itself. `cache`: shard → count, this
+    process's by default.
+    """
+    known = _COUNTS if cache is None else cache
+    manifest = Path(data_dir) / "manifest.json"
+    if manifest.exists():
+        from training.dataprep.manifest import load_manifest
+
+        return load_manifest(manifest).splits["train"].num_examples
+    own = files[rank::size] if gather is not None else files
+    todo = [f for f in own if f not in known]
+    with ThreadPoolExecutor(max(1, threads)) as pool:
+        known.update(zip(todo, pool.map(count_file, todo), strict=True))
+    if gather is not None:
+        for theirs in gather({f: known[f] for f in files if f in known}):
+            known.update(theirs)
+    missing = [f for f in files if f not in known]
+    if missing:  # every file is some rank's own, so this means ranks disagree on `files`
+        raise TrainingError(f"no record count for {len(missing)} shard(s), e.g. {missing[0]!r}")
+    return sum(known[f] for f in files)
