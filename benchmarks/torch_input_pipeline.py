@@ -18,10 +18,8 @@ the CPU (it normalises on the GPU). Results: benchmarks/results/torch_input_pipe
 
 import argparse
 import contextlib
-import datetime
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -29,10 +27,11 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
+from bench_results import Run
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-RESULTS = REPO_ROOT / "benchmarks" / "results"
 NAME = "torch_input_pipeline"
 TARGET = 300  # images/s per core (issue 13)
 
@@ -151,7 +150,7 @@ def main() -> None:
 
     available = len(os.sched_getaffinity(0))
     cores = [c for c in args.cores if c <= available]
-    load_before = os.getloadavg()
+    run = Run()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         source, shards = Path(tmp) / "jpeg", Path(tmp) / "tfrecords"
@@ -166,7 +165,6 @@ def main() -> None:
                 print(f"timing {pipeline} on {n} core(s)…", flush=True)
                 rate = _run_child(pipeline, shards, n, args)
                 rows.append({"pipeline": pipeline, "cores": n, **rate})
-    load_after = os.getloadavg()
     for row in rows:
         row["images_per_sec_per_core"] = row["images_per_sec"] / row["cores"]
         base = next(r for r in rows if r["pipeline"] == "tf" and r["cores"] == row["cores"])
@@ -176,68 +174,55 @@ def main() -> None:
     def worst(pipeline, key):
         return min(r[key] for r in rows if r["pipeline"] == pipeline)
 
+    def verdict(rate):
+        return "met" if rate >= TARGET else "NOT met"
+
     per_core = worst("torch", "images_per_sec_per_core")
     per_cpu_s = worst("torch", "images_per_cpu_sec")
     gpu_feed = worst("torch-uint8", "images_per_sec_per_core")
     gpu_feed_cpu_s = worst("torch-uint8", "images_per_cpu_sec")
-    report = {
-        "benchmark": NAME,
-        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "machine": f"{platform.node()}: {platform.processor() or platform.machine()}, "
-        f"{os.cpu_count()} cores, Python {platform.python_version()}",
-        "command": "python benchmarks/torch_input_pipeline.py " + " ".join(sys.argv[1:]),
-        "load_average_before": load_before,
-        "load_average_after": load_after,
-        "niceness": os.nice(0),
-        "dataset": {"images": count, "mean_kb": round(mean_kb, 1), "shards": 8},
-        "image_size": 224,
-        "batch": args.batch,
-        "timed_batches": args.batches,
-        "rows": rows,
-        "target_images_per_sec_per_core": TARGET,
-        "torch_images_per_sec_per_core": per_core,
-        "torch_images_per_cpu_sec": per_cpu_s,
-        "torch_uint8_images_per_sec_per_core": gpu_feed,
-        "torch_uint8_images_per_cpu_sec": gpu_feed_cpu_s,
-    }
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"{NAME}.json").write_text(json.dumps(report, indent=2) + "\n")
-    md = [
-        f"CPU input pipelines at 224 px, {count} JPEGs of 300-500 px ({mean_kb:.0f} kB mean) in "
-        f"8 shards, batch {args.batch}, {args.batches} timed batches after {args.warmup}. "
-        f"{report['date']}, {report['machine']}; load average {load_before[0]:.1f} before, "
-        f"{load_after[0]:.1f} after, niceness {os.nice(0)} (a shared machine: images/CPU-s is the "
-        "steadier figure).",
-        "",
-        f"`{report['command']}`",
-        "",
-        "| pipeline | cores | images/s | per core | vs tf.data | images/CPU-s | vs tf.data |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
-    ]
     names = {
         "tf": "tf.data (TF flavours), normalised float",
         "torch": "torch_data (PyTorch), normalised float",
         "torch-uint8": "torch_data (PyTorch), uint8 as a GPU run ships it",
     }
-    for r in rows:
-        md.append(
-            f"| {names[r['pipeline']]} | {r['cores']} | {r['images_per_sec']:.0f} | "
-            f"{r['images_per_sec_per_core']:.0f} | {r['vs_tf_data']:.2f}× | "
-            f"{r['images_per_cpu_sec']:.0f} | {r['cpu_vs_tf_data']:.2f}× |"
-        )
-
-    def verdict(rate):
-        return "met" if rate >= TARGET else "NOT met"
-
-    md += [
-        "",
-        f"Target ≥ {TARGET} images/s per core, PyTorch pipeline: wall clock {per_core:.0f} "
-        f"({verdict(per_core)}) normalising on the CPU, {gpu_feed:.0f} ({verdict(gpu_feed)}) "
-        f"feeding a GPU; CPU cost {per_cpu_s:.0f} ({verdict(per_cpu_s)}) and "
-        f"{gpu_feed_cpu_s:.0f} ({verdict(gpu_feed_cpu_s)}) images per CPU-second.",
+    table = [
+        [
+            names[r["pipeline"]],
+            r["cores"],
+            f"{r['images_per_sec']:.0f}",
+            f"{r['images_per_sec_per_core']:.0f}",
+            f"{r['vs_tf_data']:.2f}×",
+            f"{r['images_per_cpu_sec']:.0f}",
+            f"{r['cpu_vs_tf_data']:.2f}×",
+        ]
+        for r in rows
     ]
-    (RESULTS / f"{NAME}.md").write_text("\n".join(md) + "\n")
-    print("\n".join(md))
+    md = run.write(
+        NAME,
+        f"CPU input pipelines at 224 px: {count} JPEGs of 300-500 px ({mean_kb:.0f} kB mean) in "
+        f"8 shards, batch {args.batch}, {args.batches} timed batches after {args.warmup}; "
+        f"target ≥ {TARGET} images/s per core",
+        ["pipeline", "cores", "images/s", "per core", "vs tf.data", "images/CPU-s", "vs tf.data"],
+        table,
+        notes=[
+            f"PyTorch pipeline: wall clock {per_core:.0f} images/s per core ({verdict(per_core)}) "
+            f"normalising on the CPU, {gpu_feed:.0f} ({verdict(gpu_feed)}) feeding a GPU; CPU "
+            f"cost {per_cpu_s:.0f} ({verdict(per_cpu_s)}) and {gpu_feed_cpu_s:.0f} "
+            f"({verdict(gpu_feed_cpu_s)}) images per CPU-second (the steadier figure on a shared "
+            f"machine). Niceness {os.nice(0)}.",
+        ],
+        data={
+            "dataset": {"images": count, "mean_kb": round(mean_kb, 1), "shards": 8},
+            "rows": rows,
+            "target_images_per_sec_per_core": TARGET,
+            "torch_images_per_sec_per_core": per_core,
+            "torch_images_per_cpu_sec": per_cpu_s,
+            "torch_uint8_images_per_sec_per_core": gpu_feed,
+            "torch_uint8_images_per_cpu_sec": gpu_feed_cpu_s,
+        },
+    )
+    print(md.read_text())
 
 
 if __name__ == "__main__":
