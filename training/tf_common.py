@@ -85,11 +85,11 @@ def print_recipe(args, model, peak: float, workers: int) -> None:
     """Rank 0: training.recipe's summary line for this Keras model."""
     import horovod.tensorflow as hvd
 
-    from training import recipe
+    from training import recipe, tf_recipe
 
     if hvd.rank() != 0:
         return
-    decayed = {id(k) for k in recipe.keras_decayed_kernels(model)}
+    decayed = {id(k) for k in tf_recipe.decayed_kernels(model)}
     tensors = [(tuple(w.shape), id(w) in decayed) for w in model.trainable_weights]
     batch = args.batch_size * args.grad_accum * workers
     print(recipe.summary_line(args, tensors, peak, batch), flush=True)

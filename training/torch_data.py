@@ -515,12 +515,5 @@ def _steps(args, all_train: list[str], rank: int, size: int, gather, threads: in
     counted from the record headers, each worker its own shards, shared with `gather`."""
     from training import record_count, schedule
 
-    examples = record_count.count_examples(
-        args.data_dir, all_train, rank, size, gather, threads, count_file=count_records
-    )
+    examples = record_count.count_examples(args.data_dir, all_train, rank, size, gather, threads)
     return schedule.steps_per_epoch(examples, args.batch_size, size, args.grad_accum)
-
-
-def count_records(path: str) -> int:
-    """Records in one TFRecord file, from its headers (nothing decoded, no TensorFlow)."""
-    return len(index_file(path))

@@ -26,12 +26,12 @@ from training import (
     checkpoints,
     keras_loss_scale,
     options,
-    recipe,
     schedule,
     tf_common,
     tf_elastic,
     tf_models,
     tf_pipeline,
+    tf_recipe,
 )
 from training.throughput import ThroughputMeter
 
@@ -155,9 +155,9 @@ def train(args) -> None:
         average_aggregated_gradients=True,
     )
     model = tf_models.build_model(args.model, args.image_size, args.num_classes)
-    recipe.add_keras_weight_decay(model, args.weight_decay)
+    tf_recipe.add_weight_decay(model, args.weight_decay)
     tf_common.print_recipe(args, model, peak, size)
-    loss_fn = recipe.keras_loss(args.label_smoothing)
+    loss_fn = tf_recipe.loss(args.label_smoothing)
     model.compile(
         optimizer=optimizer,
         loss=loss_fn,  # on fp32 logits, also under mixed precision (training.recipe)

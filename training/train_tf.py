@@ -20,12 +20,12 @@ import tensorflow as tf
 from training import (
     checkpoints,
     options,
-    recipe,
     schedule,
     tf_common,
     tf_elastic,
     tf_models,
     tf_pipeline,
+    tf_recipe,
 )
 from training.throughput import ThroughputMeter
 
@@ -42,12 +42,12 @@ def train(args) -> None:
     if fp16:
         optimizer = tf.keras.mixed_precision.LossScaleOptimizer(optimizer)
     model = tf_models.build_model(args.model, args.image_size, args.num_classes)
-    recipe.add_keras_weight_decay(model, args.weight_decay)
+    tf_recipe.add_weight_decay(model, args.weight_decay)
     tf_common.print_recipe(args, model, peak, size)
     progress = tf_common.restore_and_broadcast(
         args, FRAMEWORK, model, optimizer, broadcast=not args.elastic
     )
-    loss_fn = recipe.keras_loss(args.label_smoothing)  # on fp32 logits, also under fp16/bf16
+    loss_fn = tf_recipe.loss(args.label_smoothing)  # on fp32 logits, also under fp16/bf16
     compression = tf_common.compression(args)
     # XLA compiles the model (forward and its gradient); the allreduce stays outside it.
     forward = tf.function(lambda x: model(x, training=True), jit_compile=args.xla)

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from training import checkpoints, common, recipe, schedule, synthetic
+from training import checkpoints, common, recipe, schedule, synthetic, torch_recipe
 from training.options import parse_args
 from training.throughput import ThroughputMeter
 from training.torch_models import build_model
@@ -101,7 +101,7 @@ class Trainer:
         # see the same parameters either way.
         self.forward = torch.compile(self.model) if getattr(args, "compile", False) else self.model
         self.rescale(hvd.size())
-        groups = recipe.torch_param_groups(self.model, args.weight_decay)
+        groups = torch_recipe.param_groups(self.model, args.weight_decay)
         sgd = torch.optim.SGD(groups, lr=self.peak_lr, momentum=args.momentum)
         self.optimizer = hvd.DistributedOptimizer(
             sgd,
@@ -141,7 +141,7 @@ class Trainer:
             images, labels = next(batches)
             with self.autocast():
                 logits = self.forward(images)
-                loss = recipe.torch_loss(logits, labels, self.args.label_smoothing)
+                loss = torch_recipe.loss(logits, labels, self.args.label_smoothing)
                 loss = loss / self.args.grad_accum
             # Gradients of the micro-batches add up; dividing the loss makes them a mean.
             self.scaler.scale(loss).backward()

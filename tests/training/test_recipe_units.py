@@ -17,7 +17,7 @@ import pytest
 torch = pytest.importorskip("torch")
 tf = pytest.importorskip("tensorflow")
 
-from training import recipe, tf_models, tf_pipeline  # noqa: E402
+from training import tf_models, tf_pipeline, tf_recipe, torch_recipe  # noqa: E402
 from training.torch_resnet import resnet50  # noqa: E402
 
 TORCHVISION_RESNET50_PARAMS = 25_557_032
@@ -128,7 +128,7 @@ def test_keras_resnet50_computes_the_torch_function(models, training):
 
 def test_weight_decay_goes_on_conv_and_fc_kernels_only_by_role(models):
     keras_model, torch_model = models
-    decay, no_decay = recipe.torch_param_groups(torch_model, 1e-4)
+    decay, no_decay = torch_recipe.param_groups(torch_model, 1e-4)
     assert decay["weight_decay"] == 1e-4 and no_decay["weight_decay"] == 0
     names = {id(p): n for n, p in torch_model.named_parameters()}
     decayed = {names[id(p)] for p in decay["params"]}
@@ -140,7 +140,7 @@ def test_weight_decay_goes_on_conv_and_fc_kernels_only_by_role(models):
     assert "stages.3.downsample.1.weight" not in decayed and "fc.bias" not in decayed
     assert decayed == {n for n, p in torch_model.named_parameters() if p.ndim > 1}
 
-    kernels = recipe.keras_decayed_kernels(keras_model)
+    kernels = tf_recipe.decayed_kernels(keras_model)
     pairs = _keras_weights_by_torch_name(keras_model, torch_model)
     assert {id(k) for k in kernels} == {id(pairs[n]) for n in decayed}
 
@@ -148,7 +148,7 @@ def test_weight_decay_goes_on_conv_and_fc_kernels_only_by_role(models):
 def test_keras_penalty_gradient_is_torchs_coupled_decay():
     tf.keras.utils.set_random_seed(0)
     model = tf_models.build_model("tiny", 32, 4)
-    kernels = recipe.add_keras_weight_decay(model, 0.01)
+    kernels = tf_recipe.add_weight_decay(model, 0.01)
     assert len(kernels) == 3  # 2 conv + 1 dense; no bias
     with tf.GradientTape() as tape:
         penalty = tf.add_n(model.losses)
@@ -165,9 +165,9 @@ def test_label_smoothing_matches_torch_and_keras(smoothing):
     rng = np.random.default_rng(0)
     logits = rng.normal(scale=3, size=(16, 10)).astype(np.float32)
     labels = rng.integers(10, size=16)
-    ours_tf = float(tf.reduce_mean(recipe.keras_loss(smoothing)(labels, logits)))
+    ours_tf = float(tf.reduce_mean(tf_recipe.loss(smoothing)(labels, logits)))
     ours_torch = float(
-        recipe.torch_loss(torch.from_numpy(logits), torch.from_numpy(labels), smoothing)
+        torch_recipe.loss(torch.from_numpy(logits), torch.from_numpy(labels), smoothing)
     )
     keras = tf.keras.losses.CategoricalCrossentropy(from_logits=True, label_smoothing=smoothing)
     reference = float(keras(tf.one_hot(labels, 10), logits))
