@@ -85,9 +85,9 @@ class Run:
 def markdown(record: dict) -> str:
     """The results file the docs include: title, table, notes, and where/when/how measured."""
     box, load = record["machine"], record["load_average"]
-    # The 1-minute load when the run started: other work. The load after it counts the run's
-    # own processes (Azurite, workers), so it says nothing about the machine being shared.
-    shared = load["before"][0] > box["usable_cores"]
+    # Conservative: the load after a run also counts its own processes (Azurite, workers), so a
+    # run can flag itself; better a needless warning than a contaminated figure without one.
+    shared = max(load["before"][0], load["after"][0]) > box["usable_cores"]
     notes = list(record["notes"])
     if shared:
         notes.append(
