@@ -242,6 +242,32 @@ def test_label_offset_shifts_every_label_and_names_those_below_it(prepared):
     assert seen == {0, 1, 2}
 
 
+def test_shards_without_a_manifest_are_counted_once_per_job_from_their_headers(
+    tmp_path, monkeypatch
+):
+    """TF-slim shards have no manifest: the torch flavour counts records from their headers, each
+    worker only its own train shards, and shares the counts (training.record_count), so no
+    worker reads another's shards to count them."""
+    from conftest import write_tiny_tfrecords
+
+    from training import record_count, schedule
+
+    root = write_tiny_tfrecords(tmp_path, train_shards=4, validation_shards=0, per_shard=5)
+    files = list_shards(root, "train")
+    assert [torch_data.count_records(f) for f in files] == [5] * 4
+    assert [record_count.count_records(f) for f in files] == [5] * 4  # tf.data's count
+
+    counted = []
+    monkeypatch.setattr(record_count, "_COUNTS", {})  # this process has counted nothing yet
+    monkeypatch.setattr(torch_data, "count_records", lambda path: counted.append(path) or 5)
+    theirs = {f: 5 for f in files[1::2]}  # what rank 1 counted, as allgather_object hands it
+    data = torch_data.TFRecordData(
+        _args(root), 0, 2, torch.device("cpu"), workers=0, gather=lambda mine: [mine, theirs]
+    )
+    assert counted == files[0::2]
+    assert data.steps_per_epoch == schedule.steps_per_epoch(20, 4, 2, 1)
+
+
 @pytest.mark.parametrize("mode", ["L", "CMYK", "RGB"])
 def test_grey_and_cmyk_jpegs_decode_to_rgb(mode):
     """libjpeg-turbo's fast path refuses CMYK: Pillow decodes those."""
