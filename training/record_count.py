@@ -32,14 +32,14 @@ def count_examples(
     size: int = 1,
     gather: Callable[[dict], list[dict]] | None = None,
     threads: int = 1,
-    count_file: Callable[[str], int] = count_records,
+    count_file: Callable[[str], int] | None = None,
     cache: dict[str, int] | None = None,
 ) -> int:
     """Training examples in `files` (every worker passes the same list and gets the same total).
 
     `gather`: the flavour's `hvd.allgather_object` (every worker must call this function then);
-    None in a single process, which counts every file itself. `cache`: shard → count, this
-    process's by default.
+    None in a single process, which counts every file itself. `count_file`: records in one
+    shard (default `count_records`). `cache`: shard → count, this process's by default.
     """
     known = _COUNTS if cache is None else cache
     manifest = Path(data_dir) / "manifest.json"
@@ -50,7 +50,7 @@ def count_examples(
     own = files[rank::size] if gather is not None else files
     todo = [f for f in own if f not in known]
     with ThreadPoolExecutor(max(1, threads)) as pool:
-        known.update(zip(todo, pool.map(count_file, todo), strict=True))
+        known.update(zip(todo, pool.map(count_file or count_records, todo), strict=True))
     if gather is not None:
         for theirs in gather({f: known[f] for f in files if f in known}):
             known.update(theirs)
