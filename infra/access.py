@@ -31,6 +31,7 @@ from pulumi_azure_native import authorization, compute, network
 
 from infra.cluster import role_assignment_name
 from infra.config import Operator, StackConfig
+from infra.network import standard_public_ip
 
 # Built-in role definition ids (the same GUIDs in every tenant).
 OPERATOR_ROLES = {
@@ -148,18 +149,7 @@ class JumpHost(pulumi.ComponentResource):
         cfg, rg, jump = args.config, args.resource_group_name, args.config.jump_host
         child = pulumi.ResourceOptions(parent=self)
         prefix = cfg.name_prefix
-        public_ip = network.PublicIPAddress(
-            "bastion-ip",
-            network.PublicIPAddressInitArgs(
-                resource_group_name=rg,
-                public_ip_address_name=f"{prefix}-bastion-ip",
-                location=cfg.location,
-                sku=network.PublicIPAddressSkuArgs(name="Standard"),
-                public_ip_allocation_method="Static",
-                tags=cfg.tags,
-            ),
-            child,
-        )
+        public_ip = standard_public_ip("bastion-ip", cfg, rg, f"{prefix}-bastion-ip", child)
         self.bastion = network.BastionHost(
             "bastion",
             network.BastionHostArgs(

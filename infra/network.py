@@ -17,6 +17,28 @@ from pulumi_azure_native import network
 from infra.config import StackConfig
 
 
+def standard_public_ip(
+    logical: str,
+    cfg: StackConfig,
+    rg: pulumi.Input[str],
+    name: str,
+    opts: pulumi.ResourceOptions,
+) -> network.PublicIPAddress:
+    """A static Standard-SKU public IP, the kind both NAT gateways and Azure Bastion require."""
+    return network.PublicIPAddress(
+        logical,
+        network.PublicIPAddressInitArgs(
+            resource_group_name=rg,
+            public_ip_address_name=name,
+            location=cfg.location,
+            sku=network.PublicIPAddressSkuArgs(name="Standard"),
+            public_ip_allocation_method="Static",
+            tags=cfg.tags,
+        ),
+        opts,
+    )
+
+
 @dataclass
 class NetworkArgs:
     config: StackConfig
@@ -192,17 +214,8 @@ class Network(pulumi.ComponentResource):
         nat_gateway = None
         # The NAT gateway is the outbound path of nodes without public IPs and of the jump host.
         if not cfg.cluster.node_public_ip or cfg.jump_host is not None:
-            nat_ip = network.PublicIPAddress(
-                "nat-ip",
-                network.PublicIPAddressInitArgs(
-                    resource_group_name=rg,
-                    public_ip_address_name=f"{cfg.names.virtual_network}-nat-ip",
-                    location=cfg.location,
-                    sku=network.PublicIPAddressSkuArgs(name="Standard"),
-                    public_ip_allocation_method="Static",
-                    tags=cfg.tags,
-                ),
-                child,
+            nat_ip = standard_public_ip(
+                "nat-ip", cfg, rg, f"{cfg.names.virtual_network}-nat-ip", child
             )
             self.nat_gateway = network.NatGateway(
                 "nat",
