@@ -3,10 +3,10 @@ flavours' tf.data pipeline measured in the same run on the same shards (the base
 
     .venv-train/bin/python benchmarks/torch_input_pipeline.py [--images 512] [--batches 24]
 
-Writes ImageNet-like JPEGs (training.dataprep.sample: 300-500 px sides, photo-like grain),
+Writes ImageNet-like JPEGs (training.data.prepare.sample: 300-500 px sides, photo-like grain),
 converts them with the data tool (`azdl data prepare`'s converter), then times each pipeline in
-a child process pinned to N cores (os.sched_setaffinity): tf.data (training.tf_pipeline, its
-decode pool sized to N) and training.torch_data with N DataLoader worker processes (decode on
+a child process pinned to N cores (os.sched_setaffinity): tf.data (training.tensorflow.pipeline, its
+decode pool sized to N) and training.torch.data with N DataLoader worker processes (decode on
 the CPU with libjpeg-turbo via simplejpeg, random-resized-crop, flip, normalise; the training
 process shares the same cores). Both deliver normalised float32 NCHW/NHWC batches of 224 px.
 images/CPU-s counts the CPU time of the child and all its worker processes: it shows the cost
@@ -77,14 +77,14 @@ def child(pipeline: str, data_dir: str, cores: int, batch: int, batches: int, wa
     from training.options import build_parser
 
     if pipeline == "tf":
-        from training.tf_pipeline import make_data
+        from training.tensorflow.pipeline import make_data
 
         args = build_parser("tf").parse_args(_argv(data_dir, batch))
         it = iter(make_data(args, rank=0, size=1, threads=cores).train)
     else:
         import torch
 
-        from training import torch_data
+        from training.torch import data as torch_data
 
         torch.set_num_threads(1)
         args = build_parser("torch").parse_args(_argv(data_dir, batch))
@@ -145,8 +145,8 @@ def main() -> None:
         child(pipeline, data_dir, int(cores), args.batch, args.batches, args.warmup)
         return
 
-    from training.dataprep.convert import convert
-    from training.dataprep.sample import generate
+    from training.data.prepare.convert import convert
+    from training.data.prepare.sample import generate
 
     available = len(os.sched_getaffinity(0))
     cores = [c for c in args.cores if c <= available]

@@ -20,22 +20,22 @@ from azdl.envs import run_training_module
 from azdl.errors import AzdlError
 from azdl.jobs.spec import build_fill_nfs_job
 from azdl.jobs.stack_outputs import load_outputs, read_outputs
-from training.copy_shards import COPY_OPTIONS
-from training.dataprep.options import PREPARE_OPTIONS, SAMPLE_OPTIONS, add_options, to_argv
+from training.data.copy_shards import COPY_OPTIONS
+from training.data.prepare.options import PREPARE_OPTIONS, SAMPLE_OPTIONS, add_options, to_argv
 
 TRAINING_SIDE = {
     "sample": (
-        "training.dataprep.sample",
+        "training.data.prepare.sample",
         SAMPLE_OPTIONS,
         "write a tiny ImageNet-layout dataset of real JPEG files (tests, demos)",
     ),
     "prepare": (
-        "training.dataprep.convert",
+        "training.data.prepare.convert",
         PREPARE_OPTIONS,
         "convert ImageNet-layout folders to sharded TFRecords plus manifest.json",
     ),
     "copy": (
-        "training.copy_shards",
+        "training.data.copy_shards",
         COPY_OPTIONS,
         "node-side step of the copy storage mode: copy this node's shards to local disk",
     ),

@@ -22,9 +22,9 @@ from azdl.errors import AzdlError
 from azdl.jobs import script as own_script
 
 FRAMEWORK_MODULES = {
-    "keras": "training.train_keras",
-    "tf": "training.train_tf",
-    "torch": "training.train_torch",
+    "keras": "training.tensorflow.train_keras",
+    "tf": "training.tensorflow.train_loop",
+    "torch": "training.torch.train",
 }
 # The demo: ResNet50 small enough for 2 CPU workers to run 20 steps in about a minute.
 DEMO_ARGS = [

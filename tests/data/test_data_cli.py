@@ -11,8 +11,8 @@ from azdl.cli import main
 from azdl.commands import data
 from azdl.errors import AzdlError
 from azdl.jobs import stack_outputs
-from training.copy_shards import COPY_OPTIONS
-from training.dataprep.options import PREPARE_OPTIONS, SAMPLE_OPTIONS, add_options, to_argv
+from training.data.copy_shards import COPY_OPTIONS
+from training.data.prepare.options import PREPARE_OPTIONS, SAMPLE_OPTIONS, add_options, to_argv
 
 
 @pytest.mark.parametrize(
@@ -50,7 +50,7 @@ def test_prepare_runs_the_converter_in_the_training_environment(monkeypatch):
     monkeypatch.setattr(data, "run_training_module", lambda m, a: calls.append((m, a)) or 0)
     assert main(["data", "prepare", "--input", "in", "--output", "out", "--skip-bad"]) == 0
     module, argv = calls[0]
-    assert module == "training.dataprep.convert"
+    assert module == "training.data.prepare.convert"
     assert argv[:4] == ["--input", "in", "--output", "out"] and "--skip-bad" in argv
     assert "--overwrite" not in argv
 
@@ -138,7 +138,7 @@ def test_stage_refuses_a_negative_sample(tmp_path, capsys):
 
 
 def test_stage_lists_shards_missing_locally_before_any_upload(tmp_path, monkeypatch, capsys):
-    from training.dataprep.manifest import Manifest, ShardEntry, SplitSummary
+    from training.data.prepare.manifest import Manifest, ShardEntry, SplitSummary
 
     shard = ShardEntry("train-00000-of-00001", "train", 1, 10, "0" * 32, "0" * 64)
     Manifest({"n1": 0}, {"train": SplitSummary(1, 1, {"n1": 1})}, [shard]).write(tmp_path)

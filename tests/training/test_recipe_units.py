@@ -17,8 +17,11 @@ import pytest
 torch = pytest.importorskip("torch")
 tf = pytest.importorskip("tensorflow")
 
-from training import tf_models, tf_pipeline, tf_recipe, torch_recipe  # noqa: E402
-from training.torch_resnet import resnet50  # noqa: E402
+from training.tensorflow import models as tf_models  # noqa: E402
+from training.tensorflow import pipeline as tf_pipeline  # noqa: E402
+from training.tensorflow import recipe as tf_recipe  # noqa: E402
+from training.torch import recipe as torch_recipe  # noqa: E402
+from training.torch.resnet import resnet50  # noqa: E402
 
 TORCHVISION_RESNET50_PARAMS = 25_557_032
 

@@ -4,7 +4,7 @@ import pytest
 
 tf = pytest.importorskip("tensorflow")
 
-from training import records  # noqa: E402
+from training.data import records  # noqa: E402
 
 
 def test_serialize_then_parse_round_trips_every_feature():

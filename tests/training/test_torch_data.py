@@ -12,11 +12,13 @@ tf = pytest.importorskip("tensorflow")
 
 import torch  # noqa: E402
 
-from training import records, tf_pipeline, torch_data  # noqa: E402
+from training.data import records  # noqa: E402
+from training.data.reader import image_record, parse_example, read_file  # noqa: E402
+from training.data.shards import list_shards  # noqa: E402
 from training.errors import TrainingError  # noqa: E402
 from training.options import parse_args  # noqa: E402
-from training.record_reader import image_record, parse_example, read_file  # noqa: E402
-from training.shards import list_shards  # noqa: E402
+from training.tensorflow import pipeline as tf_pipeline  # noqa: E402
+from training.torch import data as torch_data  # noqa: E402
 
 SIZE = 48
 
@@ -25,8 +27,8 @@ SIZE = 48
 def prepared(tmp_path_factory):
     """A sample set converted by the data tool: 3 train shards, 2 validation shards (its shard
     writer runs in this process rather than in a spawned pool, to save TensorFlow's start-up)."""
-    from training.dataprep import convert
-    from training.dataprep.sample import generate
+    from training.data.prepare import convert
+    from training.data.prepare.sample import generate
 
     root = tmp_path_factory.mktemp("prepared")
     generate(root / "jpeg", classes=3, train_per_class=6, validation_per_class=3, size=72)
@@ -246,11 +248,12 @@ def test_shards_without_a_manifest_are_counted_once_per_job_from_their_headers(
     tmp_path, monkeypatch
 ):
     """TF-slim shards have no manifest: the torch flavour counts records from their headers, each
-    worker only its own train shards, and shares the counts (training.record_count), so no
+    worker only its own train shards, and shares the counts (training.data.count), so no
     worker reads another's shards to count them."""
     from conftest import write_tiny_tfrecords
 
-    from training import record_count, schedule
+    from training import schedule
+    from training.data import count as record_count
 
     root = write_tiny_tfrecords(tmp_path, train_shards=4, validation_shards=0, per_shard=5)
     files = list_shards(root, "train")

@@ -4,8 +4,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from training.torch_models import build_model  # noqa: E402
-from training.torch_resnet import Bottleneck, resnet50  # noqa: E402
+from training.torch.models import build_model  # noqa: E402
+from training.torch.resnet import Bottleneck, resnet50  # noqa: E402
 
 
 def test_resnet50_has_torchvisions_parameter_count_and_v1_5_strides():

@@ -1,4 +1,4 @@
-"""ImageNet-layout folders to sharded TFRecords in the schema of `training.records`.
+"""ImageNet-layout folders to sharded TFRecords in the schema of `training.data.records`.
 
     azdl data prepare --input IMAGENET --output SHARDS [--train-shards 1024 ...]
 
@@ -28,7 +28,7 @@ from pathlib import Path
 from PIL import Image
 from rich.progress import MofNCompleteColumn, Progress, TimeRemainingColumn
 
-from training.dataprep.manifest import (
+from training.data.prepare.manifest import (
     MANIFEST_NAME,
     SHARD_FILE,
     Manifest,
@@ -36,11 +36,11 @@ from training.dataprep.manifest import (
     SplitSummary,
     file_digests,
 )
-from training.dataprep.options import PREPARE_OPTIONS, add_options
-from training.dataprep.sample import LABELS_FILE
+from training.data.prepare.options import PREPARE_OPTIONS, add_options
+from training.data.prepare.sample import LABELS_FILE
+from training.data.records import serialize_example
+from training.data.shards import SPLITS, shard_name
 from training.errors import TrainingError
-from training.records import serialize_example
-from training.shards import SPLITS, shard_name
 
 IMAGE_SUFFIXES = {".jpeg", ".jpg", ".png"}
 LOG_EVERY_S = 10.0  # progress lines when stdout is not a terminal (job logs, CI)
@@ -378,7 +378,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="azdl data prepare",
         description="Convert an ImageNet-layout folder into sharded TFRecords (the schema of "
-        "training/records.py) plus manifest.json, using every core.",
+        "training/data/records.py) plus manifest.json, using every core.",
     )
     add_options(p, PREPARE_OPTIONS)
     args = p.parse_args(argv)

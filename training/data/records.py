@@ -11,12 +11,12 @@ One `tf.train.Example` per image:
 | `image/format`       | bytes  | `JPEG`                                  |
 | `image/filename`     | bytes  | source file name, for error messages    |
 
-Shard files are named by `training.shards.shard_name`: `train-00000-of-01024`,
+Shard files are named by `training.data.shards.shard_name`: `train-00000-of-01024`,
 `validation-00000-of-00128`. TensorFlow is imported inside the functions so that the names and
 constants here stay importable without it.
 """
 
-from training.shards import shard_name
+from training.data.shards import shard_name
 
 __all__ = ["FEATURE_KEYS", "IMAGE_FORMAT", "parse_example", "serialize_example", "shard_name"]
 

@@ -5,7 +5,7 @@ tensorflow/tensorflow: tensorflow/python/lib/io/python_io.py and core/lib/io/rec
 
     uint64 length            little-endian
     uint32 masked_crc32c(length bytes)
-    byte   data[length]      here: one serialized tf.train.Example (training.records' schema)
+    byte   data[length]      here: one serialized tf.train.Example (training.data.records' schema)
     uint32 masked_crc32c(data)
 
     masked_crc = ((crc >> 15 | crc << 17) + 0xa282ead8) mod 2**32, crc = CRC-32C (Castagnoli)
@@ -190,7 +190,7 @@ class ImageRecord:
 
 
 def image_record(blob: bytes) -> ImageRecord:
-    """The image fields of training.records' schema from one serialized Example."""
+    """The image fields of training.data.records' schema from one serialized Example."""
     features = parse_example(blob)
     if "image/encoded" not in features or "image/class/label" not in features:
         raise ValueError("not an image record: image/encoded or image/class/label is missing")

@@ -31,9 +31,9 @@ import torch
 import torch.nn.functional as F
 from PIL import Image
 
-from training import shards
+from training.data import shards
+from training.data.reader import RecordRef, image_record, index_file, read_record
 from training.errors import TrainingError
-from training.record_reader import RecordRef, image_record, index_file, read_record
 
 MEAN = (0.485, 0.456, 0.406)  # ImageNet channel statistics of [0, 1] pixels (as tf_pipeline)
 STD = (0.229, 0.224, 0.225)
@@ -385,7 +385,7 @@ def worker_context():
     examples/pytorch/pytorch_imagenet_resnet50.py)."""
     if "forkserver" in multiprocessing.get_all_start_methods():
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["training.torch_data"])
+        context.set_forkserver_preload(["training.torch.data"])
         return context
     return None
 
@@ -435,7 +435,7 @@ class TFRecordData:
         gather=None,
     ):
         """`gather`: horovod.torch's allgather_object, so that shards without a manifest are
-        counted once per job (training.record_count); None: this process counts them all."""
+        counted once per job (training.data.count); None: this process counts them all."""
         self.args, self.rank, self.workers, self.prefetch = args, rank, workers, prefetch
         all_train = shards.list_shards(args.data_dir, "train")
         train_files = shards.shards_for_rank(all_train, rank, size)
@@ -513,7 +513,8 @@ class _Count:
 def _steps(args, all_train: list[str], rank: int, size: int, gather, threads: int) -> int:
     """Optimizer steps per epoch: the examples from the data manifest when there is one, else
     counted from the record headers, each worker its own shards, shared with `gather`."""
-    from training import record_count, schedule
+    from training import schedule
+    from training.data import count as record_count
 
     examples = record_count.count_examples(args.data_dir, all_train, rank, size, gather, threads)
     return schedule.steps_per_epoch(examples, args.batch_size, size, args.grad_accum)
