@@ -1,10 +1,9 @@
 """The TFRecord schema: what the writer serializes, the reader parses back unchanged."""
 
 import pytest
+import tensorflow as tf  # the training environment has both: a broken install must fail, not skip
 
-tf = pytest.importorskip("tensorflow")
-
-from training.data import records  # noqa: E402
+from training.data import records
 
 
 def test_serialize_then_parse_round_trips_every_feature():

@@ -7,18 +7,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import tensorflow as tf  # the training environment has both: a broken install must fail, not skip
+import torch
 
-tf = pytest.importorskip("tensorflow")
-
-import torch  # noqa: E402
-
-from training.data import records  # noqa: E402
-from training.data.reader import image_record, parse_example, read_file  # noqa: E402
-from training.data.shards import list_shards  # noqa: E402
-from training.errors import TrainingError  # noqa: E402
-from training.options import parse_args  # noqa: E402
-from training.tensorflow import pipeline as tf_pipeline  # noqa: E402
-from training.torch import data as torch_data  # noqa: E402
+from training.data import records
+from training.data.reader import image_record, parse_example, read_file
+from training.data.shards import list_shards
+from training.errors import TrainingError
+from training.options import parse_args
+from training.tensorflow import pipeline as tf_pipeline
+from training.torch import data as torch_data
 
 SIZE = 48
 
