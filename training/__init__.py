@@ -8,3 +8,10 @@
 
 The modules `training/train_torch.py`, `train_keras.py` and `train_tf.py` are deprecated aliases
 of the entry scripts, kept for one release."""
+
+# The entry script of each flavour (`azdl train --framework NAME`, the jobs' commands, the tests).
+ENTRY_MODULES = {
+    "keras": "training.tensorflow.train_keras",
+    "tf": "training.tensorflow.train_loop",
+    "torch": "training.torch.train",
+}

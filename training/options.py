@@ -6,7 +6,7 @@ Defaults are ImageNet's ResNet50 recipe (224 px, 1000 classes, 90 epochs, step d
 
 import argparse
 
-from training import recipe
+from training import ENTRY_MODULES, recipe
 from training.data.synthetic import IMAGENET_TRAIN_IMAGES
 from training.schedule import DECAYS
 
@@ -66,7 +66,7 @@ def build_parser(framework: str) -> argparse.ArgumentParser:
         raise ValueError(f"unknown framework {framework!r}; allowed: {', '.join(FRAMEWORKS)}")
     p = _CheckedParser(
         framework,
-        prog=f"python -m training.train_{framework}",
+        prog=f"python -m {ENTRY_MODULES[framework]}",
         description=f"Horovod data-parallel training ({framework}); run one process per worker "
         "(horovodrun or mpirun). Rank 0 prints the throughput lines at the end.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,

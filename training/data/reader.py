@@ -99,12 +99,19 @@ def read_file(path: str):
 
 # --- tf.train.Example from protobuf's wire format -------------------------------------------
 
-_VARINT, _FIXED64, _LEN, _FIXED32 = 0, 1, 2, 5
+_VARINT, _FIXED64, _LEN, _START_GROUP, _END_GROUP, _FIXED32 = 0, 1, 2, 3, 4, 5
 
 
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    result = shift = 0
+class ExampleError(ValueError):
+    """A record that is not a well-formed tf.train.Example; the message names the byte (counted
+    from the start of the record's data) where decoding failed."""
+
+
+def _varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
+    start, result, shift = pos, 0, 0
     while True:
+        if pos >= end:
+            raise ExampleError(f"truncated varint at byte {start}")
         byte = buf[pos]
         pos += 1
         result |= (byte & 0x7F) << shift
@@ -112,72 +119,117 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
             return result, pos
         shift += 7
         if shift > 63:
-            raise ValueError("varint longer than 64 bits")
+            raise ExampleError(f"varint longer than 64 bits at byte {start}")
+
+
+def _value(buf: bytes, pos: int, end: int, number: int, wire: int, at: int):
+    """(value, position after it) of one field; groups (deprecated, wire types 3 and 4) are
+    skipped whole, as protobuf skips fields it does not know (value None)."""
+    if wire == _VARINT:
+        return _varint(buf, pos, end)
+    if wire == _LEN:
+        length, pos = _varint(buf, pos, end)
+        return (pos, pos + length), pos + length
+    if wire == _FIXED32:
+        return buf[pos : pos + 4], pos + 4
+    if wire == _FIXED64:
+        return buf[pos : pos + 8], pos + 8
+    if wire == _START_GROUP:
+        while True:
+            if pos >= end:
+                raise ExampleError(f"group {number} at byte {at} has no end")
+            inner_at = pos
+            key, pos = _varint(buf, pos, end)
+            if key & 7 == _END_GROUP:
+                if key >> 3 != number:
+                    raise ExampleError(f"group {number} at byte {at} ends as {key >> 3}")
+                return None, pos
+            _, pos = _value(buf, pos, end, key >> 3, key & 7, inner_at)
+    if wire == _END_GROUP:
+        raise ExampleError(f"end of group {number} at byte {at} without its start")
+    raise ExampleError(f"unsupported protobuf wire type {wire} at byte {at}")
 
 
 def _fields(buf: bytes, pos: int, end: int):
     """(field number, wire type, value) of a message in buf[pos:end]; LEN values as (start, end)."""
     while pos < end:
-        key, pos = _varint(buf, pos)
+        at = pos
+        key, pos = _varint(buf, pos, end)
         number, wire = key >> 3, key & 7
-        if wire == _VARINT:
-            value, pos = _varint(buf, pos)
-        elif wire == _LEN:
-            length, pos = _varint(buf, pos)
-            value, pos = (pos, pos + length), pos + length
-        elif wire == _FIXED32:
-            value, pos = buf[pos : pos + 4], pos + 4
-        elif wire == _FIXED64:
-            value, pos = buf[pos : pos + 8], pos + 8
-        else:
-            raise ValueError(f"unsupported protobuf wire type {wire}")
+        value, pos = _value(buf, pos, end, number, wire, at)
         if pos > end:
-            raise ValueError("field runs past the end of its message")
-        yield number, wire, value
+            raise ExampleError(f"field {number} at byte {at} runs past the end of its message")
+        if wire != _START_GROUP:
+            yield number, wire, value
 
 
 def _signed64(value: int) -> int:
     return value - (1 << 64) if value >= 1 << 63 else value
 
 
-def _feature_values(buf: bytes, start: int, end: int) -> list:
-    """A Feature's list: bytes, floats or ints."""
-    for kind, _, (list_start, list_end) in _fields(buf, start, end):
-        values: list = []
-        for _, wire, value in _fields(buf, list_start, list_end):
-            if kind == 1:  # BytesList
-                values.append(bytes(buf[value[0] : value[1]]))
-            elif kind == 2:  # FloatList: packed (LEN) or one fixed32
-                raw = buf[value[0] : value[1]] if wire == _LEN else value
-                values.extend(struct.unpack(f"<{len(raw) // 4}f", raw))
-            elif kind == 3 and wire == _LEN:  # Int64List, packed
-                pos = value[0]
-                while pos < value[1]:
-                    number, pos = _varint(buf, pos)
-                    values.append(_signed64(number))
-            elif kind == 3:
-                values.append(_signed64(value))
-        return values
-    return []  # an empty Feature
+def _list_values(buf: bytes, kind: int, start: int, end: int) -> list:
+    """The values of one BytesList (1), FloatList (2) or Int64List (3) occurrence."""
+    values: list = []
+    for number, wire, value in _fields(buf, start, end):
+        if number != 1:
+            continue  # an unknown field: skipped, as protobuf does
+        if kind == 1 and wire == _LEN:
+            values.append(bytes(buf[value[0] : value[1]]))
+        elif kind == 2 and wire in (_LEN, _FIXED32):  # packed, or one fixed32
+            raw = buf[value[0] : value[1]] if wire == _LEN else value
+            if len(raw) % 4:
+                raise ExampleError(f"packed floats of {len(raw)} bytes (not a multiple of 4)")
+            values.extend(struct.unpack(f"<{len(raw) // 4}f", raw))
+        elif kind == 3 and wire == _LEN:  # packed varints
+            pos = value[0]
+            while pos < value[1]:
+                number, pos = _varint(buf, pos, value[1])
+                values.append(_signed64(number))
+        elif kind == 3 and wire == _VARINT:
+            values.append(_signed64(value))
+        else:
+            raise ExampleError(f"list kind {kind} has a value of wire type {wire}")
+    return values
+
+
+def _feature_values(buf: bytes, spans: list[tuple[int, int]]) -> list:
+    """A Feature's list, with protobuf's merge rules (as tf.train.Example.FromString reads it):
+    occurrences of the same list kind, within one Feature or across repeated ones, concatenate;
+    a different kind replaces what came before (`kind` is a oneof: the last one wins)."""
+    kind, values = None, []
+    for start, end in spans:
+        for number, wire, span in _fields(buf, start, end):
+            if number not in (1, 2, 3):
+                continue
+            if wire != _LEN:
+                raise ExampleError(f"feature list {number} has wire type {wire}, not a message")
+            if number != kind:
+                kind, values = number, []
+            values += _list_values(buf, number, *span)
+    return values
 
 
 def parse_example(blob: bytes) -> dict[str, list]:
-    """A serialized tf.train.Example → {feature key: list of bytes | floats | ints}."""
-    features: dict[str, list] = {}
-    for number, _, (start, end) in _fields(blob, 0, len(blob)):
-        if number != 1:
+    """A serialized tf.train.Example → {feature key: list of bytes | floats | ints}, read as
+    protobuf reads it: repeated `features` messages merge, and a key that occurs again in the
+    map replaces its earlier value. Malformed bytes raise ExampleError."""
+    entries: dict[str, list[tuple[int, int]]] = {}
+    for number, wire, span in _fields(blob, 0, len(blob)):
+        if number != 1 or wire != _LEN:
             continue
-        for entry_number, _, (entry_start, entry_end) in _fields(blob, start, end):
-            if entry_number != 1:
+        for entry_number, entry_wire, (entry_start, entry_end) in _fields(blob, *span):
+            if entry_number != 1 or entry_wire != _LEN:
                 continue
-            key, value = "", (0, 0)
-            for part, _, span in _fields(blob, entry_start, entry_end):
+            key, values = "", []
+            for part, part_wire, value in _fields(blob, entry_start, entry_end):
+                if part_wire != _LEN:
+                    continue
                 if part == 1:
-                    key = bytes(blob[span[0] : span[1]]).decode()
+                    key = bytes(blob[value[0] : value[1]]).decode(errors="replace")
                 elif part == 2:
-                    value = span
-            features[key] = _feature_values(blob, *value)
-    return features
+                    values.append(value)  # a value field seen twice merges
+            entries[key] = values
+    return {key: _feature_values(blob, spans) for key, spans in entries.items()}
 
 
 @dataclass(frozen=True)
@@ -193,16 +245,21 @@ def image_record(blob: bytes) -> ImageRecord:
     """The image fields of training.data.records' schema from one serialized Example."""
     features = parse_example(blob)
     if "image/encoded" not in features or "image/class/label" not in features:
-        raise ValueError("not an image record: image/encoded or image/class/label is missing")
+        raise ExampleError("not an image record: image/encoded or image/class/label is missing")
 
-    def first(key, default):
+    def first(key: str, kind: type, default):
         values = features.get(key) or [default]
+        if not isinstance(values[0], kind):
+            got = type(values[0]).__name__
+            raise ExampleError(
+                f"feature {key!r} holds {got} values, the schema says {kind.__name__}"
+            )
         return values[0]
 
     return ImageRecord(
-        jpeg=first("image/encoded", b""),
-        label=int(first("image/class/label", -1)),
-        height=int(first("image/height", 0)),
-        width=int(first("image/width", 0)),
-        filename=first("image/filename", b"").decode(errors="replace"),
+        jpeg=first("image/encoded", bytes, b""),
+        label=first("image/class/label", int, -1),
+        height=first("image/height", int, 0),
+        width=first("image/width", int, 0),
+        filename=first("image/filename", bytes, b"").decode(errors="replace"),
     )

@@ -12,13 +12,29 @@ One `tf.train.Example` per image:
 | `image/filename`     | bytes  | source file name, for error messages    |
 
 Shard files are named by `training.data.shards.shard_name`: `train-00000-of-01024`,
-`validation-00000-of-00128`. TensorFlow is imported inside the functions so that the names and
-constants here stay importable without it.
+`validation-00000-of-00128`.
+
+The writer needs no TensorFlow (so `azdl data sample|prepare` run in the operator environment):
+`serialize_example` encodes the Example in protobuf's wire format (tensorflow/core/example/
+{example,feature}.proto; int64 lists packed, as proto3 packs them) and `RecordWriter` frames
+records as TensorFlow's record_writer.cc does (the framing is described in
+training.data.reader). tests/training checks both against TensorFlow's own parser and tf.data.
+Only `parse_example`, the tf.data side, imports TensorFlow, inside the function.
 """
 
+import struct
+
+from training.data.reader import masked_crc
 from training.data.shards import shard_name
 
-__all__ = ["FEATURE_KEYS", "IMAGE_FORMAT", "parse_example", "serialize_example", "shard_name"]
+__all__ = [
+    "FEATURE_KEYS",
+    "IMAGE_FORMAT",
+    "RecordWriter",
+    "parse_example",
+    "serialize_example",
+    "shard_name",
+]
 
 IMAGE_FORMAT = "JPEG"
 FEATURE_KEYS = (
@@ -31,30 +47,70 @@ FEATURE_KEYS = (
 )
 
 
+def _varint(value: int) -> bytes:
+    value &= (1 << 64) - 1  # negative int64s: ten bytes of two's complement, as protobuf writes
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    """A length-delimited field (wire type 2)."""
+    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
+def _bytes_feature(value: bytes) -> bytes:
+    return _field(1, _field(1, value))  # Feature.bytes_list = 1 { BytesList.value = 1 }
+
+
+def _int64_feature(value: int) -> bytes:
+    return _field(3, _field(1, _varint(value)))  # Feature.int64_list = 3 { packed value = 1 }
+
+
 def serialize_example(
     image: bytes, label: int, height: int, width: int, filename: str, image_format: str = "JPEG"
 ) -> bytes:
     """One serialized `tf.train.Example` in the schema above (writer side)."""
-    import tensorflow as tf
-
     if label < 0:
         raise ValueError(f"label must be 0-based (>= 0), got {label} for {filename!r}")
-
-    def _bytes(value: bytes) -> tf.train.Feature:
-        return tf.train.Feature(bytes_list=tf.train.BytesList(value=[value]))
-
-    def _int(value: int) -> tf.train.Feature:
-        return tf.train.Feature(int64_list=tf.train.Int64List(value=[int(value)]))
-
     features = {
-        "image/encoded": _bytes(image),
-        "image/class/label": _int(label),
-        "image/height": _int(height),
-        "image/width": _int(width),
-        "image/format": _bytes(image_format.encode()),
-        "image/filename": _bytes(filename.encode()),
+        "image/encoded": _bytes_feature(image),
+        "image/class/label": _int64_feature(label),
+        "image/height": _int64_feature(height),
+        "image/width": _int64_feature(width),
+        "image/format": _bytes_feature(image_format.encode()),
+        "image/filename": _bytes_feature(filename.encode()),
     }
-    return tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString()
+    # Example.features = 1 { Features.feature = 1: map entries { key = 1, value = 2 } }
+    entries = b"".join(
+        _field(1, _field(1, key.encode()) + _field(2, value)) for key, value in features.items()
+    )
+    return _field(1, entries)
+
+
+class RecordWriter:
+    """Writes a TFRecord file: per record, the length and its masked CRC-32C, the data and its
+    masked CRC-32C (tf.io.TFRecordWriter's framing, uncompressed)."""
+
+    def __init__(self, path: str):
+        self._file = open(path, "wb")  # noqa: SIM115 (closed by close() / the context manager)
+
+    def write(self, data: bytes) -> None:
+        length = struct.pack("<Q", len(data))
+        self._file.write(length + struct.pack("<I", masked_crc(length)))
+        self._file.write(data + struct.pack("<I", masked_crc(data)))
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> "RecordWriter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def parse_example(serialized):

@@ -225,7 +225,10 @@ class RecordBatches(torch.utils.data.Dataset):
         try:
             record = image_record(read_record(path, self._fds[ref.file], ref, position))
         except ValueError as exc:
-            raise TrainingError(f"unreadable record in TFRecord file {path!r}: {exc}") from None
+            where = f"record {position} (data at byte {ref.offset})"
+            raise TrainingError(
+                f"unreadable record in TFRecord file {path!r}, {where}: {exc}"
+            ) from None
         label = record.label - self.label_offset
         if not 0 <= label < self.num_classes:
             raise TrainingError(
