@@ -2,6 +2,7 @@
 the shards `azdl data prepare` writes (TensorFlow is the truth here; the reader never imports it).
 """
 
+import os
 import sys
 from pathlib import Path
 
@@ -340,3 +341,71 @@ def test_the_gpu_decode_path_matches_the_cpu_path(prepared, monkeypatch):
             assert gx.is_contiguous(memory_format=torch.channels_last)
             assert (gx - x).abs().mean() < 0.05  # normalised units
     assert calls and calls[0] == (4, "RGB", torch.device("cpu"))
+
+
+def _jpeg(height: int, width: int, seed: int = 0) -> bytes:
+    import io
+
+    from PIL import Image
+
+    pixels = np.random.default_rng(seed).integers(0, 255, (height, width, 3), dtype=np.uint8)
+    out = io.BytesIO()
+    Image.fromarray(pixels).save(out, "JPEG", quality=90)
+    return out.getvalue()
+
+
+def test_cpu_decode_asks_libjpeg_only_for_the_scales_faster_than_full_size(monkeypatch):
+    """Every decode is full size or ½, ¼, ⅛ (libjpeg rounds a scaled side up), never the
+    5/8-7/8 scales that decode slower than full size; and never smaller than the crop needs."""
+    import simplejpeg
+
+    jpeg, full = _jpeg(900, 1200), (900, 1200)  # large enough for ½ and ¼ scales
+    shapes, real = [], simplejpeg.decode_jpeg
+
+    def recording(*args, **kwargs):
+        out = real(*args, **kwargs)
+        shapes.append(out.shape[:2])
+        return out
+
+    monkeypatch.setattr(torch_data.simplejpeg, "decode_jpeg", recording)
+    fast = {(-(-900 // f), -(-1200 // f)) for f in (1, 2, 4, 8)}
+    rng = np.random.default_rng(0)
+    for window in torch_data.random_windows([900] * 200, [1200] * 200, rng):
+        _, _, height, width = window
+        torch_data.decode_crop_resize(jpeg, window, full, 224, False)
+        decoded = shapes[-1]
+        assert decoded in fast, decoded
+        enough = decoded[0] * height >= 224 * 900 and decoded[1] * width >= 224 * 1200
+        assert decoded == full or enough, (decoded, window)  # a small crop: full size is all
+    assert {s for s in shapes} - {full}, "some crops should decode at a reduced scale"
+    # The old way (any n/8 scale) picks the slow scales for some of the same windows.
+    shapes.clear()
+    for window in torch_data.random_windows([900] * 200, [1200] * 200, np.random.default_rng(0)):
+        torch_data.decode_crop_resize(jpeg, window, full, 224, False, factors=None)
+    assert set(shapes) - fast, "the baseline should use scales like 5/8"
+
+
+def test_open_shards_stay_bounded_at_imagenet_scale(tmp_path):
+    """1,024 shards of two records each, read by one dataset under a 1,024-descriptor limit
+    (the usual default): the open descriptors never exceed MAX_OPEN_SHARDS more than before."""
+    import resource
+
+    jpeg = _jpeg(40, 40)
+    for i in range(1024):
+        with records.RecordWriter(str(tmp_path / f"train-{i:05d}-of-01024")) as writer:
+            for j in range(2):
+                writer.write(records.serialize_example(jpeg, (i + j) % 3, 40, 40, f"{i}-{j}.jpg"))
+    split = torch_data.index_split(list_shards(tmp_path, "train"))
+    dataset = torch_data.RecordBatches(split, 256, 16, 3, train=True, seed=0, rank=0, decode="cpu")
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard))
+    try:
+        before = len(os.listdir("/proc/self/fd"))
+        most = before
+        for k in range(12):  # 3,072 records: every shard read, most of them more than once
+            assert dataset[k]["images"].shape == (256, 16, 16, 3)
+            most = max(most, len(os.listdir("/proc/self/fd")))
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert most - before <= torch_data.MAX_OPEN_SHARDS
+    assert len(dataset._fds) == torch_data.MAX_OPEN_SHARDS

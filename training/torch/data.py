@@ -16,6 +16,7 @@ Augmentation follows the ImageNet recipe (torchvision's RandomResizedCrop: area 
 the same spec as the TF flavours' pipeline.
 """
 
+import collections
 import contextlib
 import io
 import math
@@ -96,25 +97,59 @@ def center_windows(heights, widths, image_size: int) -> np.ndarray:
 # --- CPU decode -------------------------------------------------------------------------------
 
 
+# libjpeg-turbo decodes at n/8 of the full size for n = 1..16, but only ½, ¼ and ⅛ are faster
+# than a full decode (median ms per 100-130 kB JPEG, measured here: full 1.03, 7/8 1.75,
+# 6/8 1.45, 5/8 1.30, 1/2 0.93): the other scales resample in the IDCT. The CPU path asks only
+# for these factors; benchmarks/torch_input_pipeline.py measures the choice against any scale.
+FAST_DCT_FACTORS = (8, 4, 2)
+# Shard files a dataset keeps open at once, per process. A training batch's records come from a
+# permutation of all the rank's records, so one batch of 256 can touch 256 shards: past the
+# limit the least recently read is closed, and a reopen costs microseconds against the
+# milliseconds of a JPEG decode, while 1,024 open shards would reach the usual per-process
+# limit of 1,024 descriptors.
+MAX_OPEN_SHARDS = 128
+
+
+def dct_factor(full: tuple[int, int], need: tuple[int, int], factors=FAST_DCT_FACTORS) -> int:
+    """The largest of `factors` (else 1) at which a full × full JPEG decodes to at least `need`
+    pixels (libjpeg rounds a scaled side up)."""
+    for factor in factors:
+        if all(-(-side // factor) >= want for side, want in zip(full, need, strict=True)):
+            return factor
+    return 1
+
+
+def decode_scale(window, full: tuple[int, int], size: int, factors=FAST_DCT_FACTORS) -> dict:
+    """simplejpeg's scaling arguments for decoding `window` of a full-size JPEG to `size`."""
+    _, _, height, width = (int(v) for v in window)
+    need = (math.ceil(full[0] * size / height), math.ceil(full[1] * size / width))
+    if factors is None:
+        return {"min_height": need[0], "min_width": need[1]}
+    factor = dct_factor(full, need, factors)
+    if factor == 1:
+        return {}  # full size
+    return {
+        "min_height": -(-full[0] // factor),
+        "min_width": -(-full[1] // factor),
+        "min_factor": factor,  # or libjpeg may take a smaller, slower n/8 scale
+    }
+
+
 def decode_crop_resize(
-    jpeg: bytes, window, full: tuple[int, int], size: int, flip: bool
+    jpeg: bytes, window, full: tuple[int, int], size: int, flip: bool, factors=FAST_DCT_FACTORS
 ) -> torch.Tensor:
     """One JPEG → its window resized to size × size (bilinear, antialiased), uint8 HWC.
 
     Decoded by libjpeg-turbo through simplejpeg, with the fast integer IDCT (tf.image's default
-    too) and, when the window is 2, 4 or 8 times larger than the output, at that fraction of
-    the size (DCT scaling: far less work); JPEGs it refuses (CMYK, …) go through Pillow. The
-    resize is torch's uint8 antialiased bilinear kernel (vectorised for channels-last)."""
+    too) and, when the window is at least 2, 4 or 8 times larger than the output, at ½, ¼ or ⅛
+    of the size (DCT scaling: far less work; `factors=None` lets libjpeg pick any n/8 scale, the
+    slower old way the benchmark compares with). JPEGs it refuses (CMYK, …) go through Pillow.
+    The resize is torch's uint8 antialiased bilinear kernel (vectorised for channels-last)."""
     top, left, height, width = (int(v) for v in window)
     full_h, full_w = full
+    scale = decode_scale(window, full, size, factors)
     try:
-        pixels = simplejpeg.decode_jpeg(
-            jpeg,
-            colorspace="RGB",
-            fastdct=True,
-            min_height=math.ceil(full_h * size / height),
-            min_width=math.ceil(full_w * size / width),
-        )
+        pixels = simplejpeg.decode_jpeg(jpeg, colorspace="RGB", fastdct=True, **scale)
     except ValueError:
         with Image.open(io.BytesIO(jpeg)) as img:
             pixels = np.array(img.convert("RGB"))
@@ -192,11 +227,16 @@ class RecordBatches(torch.utils.data.Dataset):
         self.split, self.batch, self.size, self.num_classes = split, batch, image_size, num_classes
         self.train, self.seed, self.rank, self.decode = train, seed, rank, decode
         self.label_offset = label_offset
-        self._fds: dict[int, int] = {}
+        self.dct_factors = FAST_DCT_FACTORS  # None: any n/8 scale (the benchmark's baseline)
+        self._fds: collections.OrderedDict[int, int] = collections.OrderedDict()
         self._perm: tuple[int, np.ndarray] | None = None
 
     def __getstate__(self):  # file descriptors stay with the process that opened them
-        return {**self.__dict__, "_fds": {}, "_perm": None}
+        return {**self.__dict__, "_fds": collections.OrderedDict(), "_perm": None}
+
+    def __del__(self):
+        for fd in getattr(self, "_fds", {}).values():
+            os.close(fd)
 
     def __len__(self) -> int:
         """Validation batches (the last one partial); training batches are endless."""
@@ -217,13 +257,23 @@ class RecordBatches(torch.utils.data.Dataset):
             out[at] = self._perm[1][q[at] % n]
         return out
 
+    def _fd(self, file: int) -> int:
+        """An open descriptor of shard `file`: at most MAX_OPEN_SHARDS stay open per process,
+        the least recently read closed first (a worker of a 1,024-shard rank would otherwise
+        hold 1,024 descriptors, the usual per-process limit)."""
+        if file in self._fds:
+            self._fds.move_to_end(file)
+            return self._fds[file]
+        if len(self._fds) >= MAX_OPEN_SHARDS:
+            os.close(self._fds.popitem(last=False)[1])
+        self._fds[file] = os.open(self.split.files[file], os.O_RDONLY)
+        return self._fds[file]
+
     def _record(self, position: int):
         ref = self.split.ref(position)
         path = self.split.files[ref.file]
-        if ref.file not in self._fds:
-            self._fds[ref.file] = os.open(path, os.O_RDONLY)
         try:
-            record = image_record(read_record(path, self._fds[ref.file], ref, position))
+            record = image_record(read_record(path, self._fd(ref.file), ref, position))
         except ValueError as exc:
             where = f"record {position} (data at byte {ref.offset})"
             raise TrainingError(
@@ -274,7 +324,9 @@ class RecordBatches(torch.utils.data.Dataset):
         for i, (record, window, flip, hw) in enumerate(
             zip(records, windows, flips, dims, strict=True)
         ):
-            images[i] = decode_crop_resize(record.jpeg, window, hw, self.size, bool(flip))
+            images[i] = decode_crop_resize(
+                record.jpeg, window, hw, self.size, bool(flip), self.dct_factors
+            )
         return {"images": images, "labels": labels}
 
 
