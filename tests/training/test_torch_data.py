@@ -409,3 +409,28 @@ def test_open_shards_stay_bounded_at_imagenet_scale(tmp_path):
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
     assert most - before <= torch_data.MAX_OPEN_SHARDS
     assert len(dataset._fds) == torch_data.MAX_OPEN_SHARDS
+
+
+@pytest.mark.parametrize("size", [32, 150])  # down- and upscaling
+def test_the_batched_gpu_augmentation_is_pytorchs_antialiased_resize_per_image(size, monkeypatch):
+    """crop_resize_flip (one padded batch, two batched matrix products) against PyTorch's own
+    kernel image by image: F.interpolate(bilinear, antialias=True) of the crop, then the flip.
+    Also in chunks (a tiny RESIZE_CHUNK_BYTES), which must change nothing."""
+    import torch.nn.functional as F
+
+    g = torch.Generator().manual_seed(0)
+    sizes = [(60, 90), (48, 48), (120, 70), (33, 200), (75, 75)]
+    images = [torch.randint(0, 256, (3, h, w), dtype=torch.uint8, generator=g) for h, w in sizes]
+    heights, widths = zip(*sizes, strict=True)
+    windows = torch.from_numpy(torch_data.random_windows(heights, widths, np.random.default_rng(1)))
+    flips = torch.tensor([True, False, True, False, True])
+    out = torch_data.crop_resize_flip(images, windows, flips, size)
+    for image, (top, left, h, w), flip, got in zip(
+        images, windows.tolist(), flips, out, strict=True
+    ):
+        crop = image[None, :, top : top + h, left : left + w].float()
+        want = F.interpolate(crop, size=(size, size), mode="bilinear", antialias=True)[0]
+        want = want.flip(-1) if flip else want
+        assert (got - want).abs().max() < 2e-3  # of 255
+    monkeypatch.setattr(torch_data, "RESIZE_CHUNK_BYTES", 1)
+    assert torch.equal(torch_data.crop_resize_flip(images, windows, flips, size), out)
