@@ -15,8 +15,9 @@ How to add a setting (one place):
    the default (`REQUIRED`, a value, `default_words=` for one derived from other keys,
    `by_environment=` for one per environment), `allowed=` (the rule in words) and `source=`
    (where the rule comes from). The field's name is snake_case; the stack key is its camelCase.
-2. Give it a type: `Str`, `Int`, `Float`, `Bool`, `one_of(...)` for choices, or an
-   `Annotated[..., AfterValidator(check)]` whose `check` raises `Invalid(value, allowed)`.
+2. Give it a type: `Str`, `Int`, `Float`, `Bool`, `one_of(...)` for choices, `Cidr`,
+   `VmSizeName`, or `Annotated[Int, rule(lambda n: n >= 1, "at least 1")]` for a rule of its
+   own (a longer check is a function that raises `Invalid(value, allowed)`).
    A rule across keys goes in the model's `model_validator` (or, across sections, a
    `field_validator` of `StackConfig` that reads the earlier section from `info.data`).
 3. Run `python -m infra.config_schema` (rewrites the schema and Pulumi.yaml's declarations);
@@ -26,6 +27,7 @@ How to add a setting (one place):
 import ipaddress
 import re
 from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -86,9 +88,11 @@ _GROUP = rf"/subscriptions/{_GUID}/resourceGroups/[-\w.()]{{1,90}}/providers/"
 _VNET = r"Microsoft\.Network/virtualNetworks/[-\w.]{2,64}"
 _ID_EXAMPLE = "/subscriptions/<guid>/resourceGroups/<rg>/providers/Microsoft.Network/"
 ARM_ID_PATTERNS = {  # kind -> (pattern, an example) for resource ids a stack may name
-    "subnet": (_GROUP + _VNET + r"/subnets/[-\w.]{1,80}", _ID_EXAMPLE + "virtualNetworks/<vnet>/subnets/<subnet>"),
+    "subnet": (_GROUP + _VNET + r"/subnets/[-\w.]{1,80}",
+               _ID_EXAMPLE + "virtualNetworks/<vnet>/subnets/<subnet>"),
     "virtual network": (_GROUP + _VNET, _ID_EXAMPLE + "virtualNetworks/<vnet>"),
-    "private DNS zone": (_GROUP + r"Microsoft\.Network/privateDnsZones/[-\w.]+", _ID_EXAMPLE + "privateDnsZones/<zone>"),
+    "private DNS zone": (_GROUP + r"Microsoft\.Network/privateDnsZones/[-\w.]+",
+                         _ID_EXAMPLE + "privateDnsZones/<zone>"),
 }  # fmt: skip
 # Azure's reserved admin user names for Linux VMs (the OSProfile adminUsername rule).
 RESERVED_ADMIN_NAMES = frozenset(
@@ -166,7 +170,16 @@ def setting(
     )
 
 
-def _check(check: Callable[[Any], Any]) -> AfterValidator:
+def rule(ok: Callable[[Any], Any], allowed: str | Callable[[Any], str], shown=None) -> Any:
+    """A check on a value already of its type: where `ok(value)` is false the value is invalid,
+    and the message says `allowed` (or `allowed(value)`), showing `shown(value)` if given."""
+
+    def check(value: Any) -> Any:
+        if not ok(value):
+            words = allowed(value) if callable(allowed) else allowed
+            raise Invalid(shown(value) if shown else value, words)
+        return value
+
     return AfterValidator(check)
 
 
@@ -184,30 +197,21 @@ def one_of(choices: tuple[str, ...] | Mapping[str, str]) -> Any:
             raise Invalid(value, f"allowed: {', '.join(choices)}")
         return choices[value] if isinstance(choices, Mapping) else value
 
-    return Annotated[str, Strict(), _check(check), WithJsonSchema({"type": "string", "enum": list(choices)})]  # fmt: skip
+    schema = WithJsonSchema({"type": "string", "enum": list(choices)})
+    return Annotated[str, Strict(), AfterValidator(check), schema]
 
 
 def _matching(pattern: str, allowed: str) -> Any:
     """A string matching `pattern` in full."""
-
-    def check(value: str) -> str:
-        if not re.fullmatch(pattern, value):
-            raise Invalid(value, allowed)
-        return value
-
-    return Annotated[str, Strict(), _check(check), WithJsonSchema({"type": "string", "pattern": f"^(?:{pattern})$"})]  # fmt: skip
+    schema = WithJsonSchema({"type": "string", "pattern": f"^(?:{pattern})$"})
+    return Annotated[str, Strict(), rule(lambda v: re.fullmatch(pattern, v), allowed), schema]
 
 
 def _named(kind: str) -> Any:
     """An Azure name that keeps `kind`'s naming rule (infra/naming.py)."""
-
-    def check(value: str) -> str:
-        broken = rule_violation(kind, value)
-        if broken:
-            raise Invalid(value, broken)
-        return value
-
-    return Annotated[str, Strict(), _check(check)]
+    return Annotated[
+        Str, rule(lambda v: not rule_violation(kind, v), partial(rule_violation, kind))
+    ]
 
 
 def _arm_id(kind: str) -> Any:
@@ -245,18 +249,12 @@ def _to_vm_size(value: Any) -> VmSize:
     return VM_SIZES[value]
 
 
-VmSizeName = Annotated[
-    VmSize, BeforeValidator(_to_vm_size), WithJsonSchema({"type": "string", "enum": sorted(VM_SIZES)})
-]
+VM_SIZE_NAMES = WithJsonSchema({"type": "string", "enum": sorted(VM_SIZES)})
+VmSizeName = Annotated[VmSize, BeforeValidator(_to_vm_size), VM_SIZE_NAMES]
 
 
-def _prefix_of(cidr: int, largest: str) -> Callable[[ipaddress.IPv4Network], Any]:
-    def check(net: ipaddress.IPv4Network) -> ipaddress.IPv4Network:
-        if net.prefixlen > cidr:
-            raise Invalid(str(net), largest)
-        return net
-
-    return check
+def _prefix_of(cidr: int, largest: str) -> Any:
+    return rule(lambda net: net.prefixlen <= cidr, largest, shown=str)
 
 
 class _Section(BaseModel):
@@ -275,9 +273,9 @@ class _Section(BaseModel):
         unknown = sorted(set(raw) - set(known))
         if unknown:
             raise Invalid(raw[unknown[0]], f"unknown key; known: {', '.join(known)}", unknown[0])
-        missing = [f.alias for f in cls.model_fields.values() if f.is_required() and f.alias not in raw]
-        if missing:
-            raise Missing(missing[0])
+        for field in cls.model_fields.values():
+            if field.is_required() and field.alias not in raw:
+                raise Missing(field.alias)
         environment = (info.context or {}).get("environment")
         filled = dict(raw)
         for field in cls.model_fields.values():
@@ -285,10 +283,6 @@ class _Section(BaseModel):
             if per_env and field.alias not in raw:
                 filled[field.alias] = per_env.get(environment, per_env["*"])
         return filled
-
-
-def _environment(info: ValidationInfo) -> str | None:
-    return (info.context or {}).get("environment")
 
 
 # ---- the sections ----------------------------------------------------------------------------
@@ -405,7 +399,7 @@ class NetworkSettings(_Section):
         default_words="true with serviceEndpoints, else false",
         allowed="true or false",
     )
-    allowed_ip_ranges: tuple[Annotated[Str, _check(_firewall_ip_rule)], ...] = setting(
+    allowed_ip_ranges: tuple[Annotated[Str, AfterValidator(_firewall_ip_rule)], ...] = setting(
         "Public IPs/ranges that may reach storage and Key Vault through their firewalls (e.g. "
         "the machine running `azdl data stage`).",
         (),
@@ -462,7 +456,7 @@ class NetworkSettings(_Section):
     def _rules(self, info: ValidationInfo) -> "NetworkSettings":
         if self.existing is None:
             self._check_address_plan()
-        mode, environment = self.mode, _environment(info)
+        mode, environment = self.mode, (info.context or {}).get("environment")
         public = self.public_network_access
         if public is None:
             public = mode == "serviceEndpoints"
@@ -521,12 +515,6 @@ class NetworkSettings(_Section):
                           "to its VNets there", "dnsZoneVnetLinks")  # fmt: skip
 
 
-def _nfs_size(gib: int) -> int:
-    if gib != 0 and not MIN_NFS_SHARE_GIB <= gib <= 102400:
-        raise Invalid(gib, f"0 (no NFS share) or {MIN_NFS_SHARE_GIB}-102400")
-    return gib
-
-
 class StorageSettings(_Section):
     """The storage accounts: premium blob for training data, standard for outputs, optional
     premium NFS share (infra/storage.py)."""
@@ -541,7 +529,13 @@ class StorageSettings(_Section):
         "outputs",
         allowed="an Azure blob container name",
     )
-    nfs_share_gib: Annotated[Int, _check(_nfs_size)] = setting(
+    nfs_share_gib: Annotated[
+        Int,
+        rule(
+            lambda g: g == 0 or MIN_NFS_SHARE_GIB <= g <= 102400,
+            f"0 (no NFS share) or {MIN_NFS_SHARE_GIB}-102400",
+        ),
+    ] = setting(
         "Size of the premium NFS 4.1 share; 0 means no NFS account or share (jobs then cannot "
         "use the nfs mode).",
         0,
@@ -582,27 +576,15 @@ class RegistrySettings(_Section):
     )
 
 
-def _cluster_name(name: str) -> str:
-    if name == IMAGE_BUILD_COMPUTE:
-        raise Invalid(name, f"any other compute name: {IMAGE_BUILD_COMPUTE!r} is the "
-                      "image-build compute that private (prod) stacks create in the same "
-                      "workspace")  # fmt: skip
-    return name
-
-
-def _at_least(low: int, allowed: str) -> AfterValidator:
-    def check(value: int) -> int:
-        if value < low:
-            raise Invalid(value, allowed)
-        return value
-
-    return _check(check)
+NOT_IMAGE_BUILD = rule(lambda name: name != IMAGE_BUILD_COMPUTE, f"any other compute name: "
+                       f"{IMAGE_BUILD_COMPUTE!r} is the image-build compute that private (prod) "
+                       "stacks create in the same workspace")  # fmt: skip
 
 
 class ClusterSettings(_Section):
     """The AmlCompute GPU cluster jobs run on (infra/cluster.py)."""
 
-    name: Annotated[_named("compute"), _check(_cluster_name)] = setting(
+    name: Annotated[_named("compute"), NOT_IMAGE_BUILD] = setting(
         "AmlCompute name.",
         "gpu-cluster",
         allowed=f"2-16 letters, digits and hyphens, starting with a letter; not "
@@ -614,15 +596,15 @@ class ClusterSettings(_Section):
     priority: one_of(PRIORITIES) = setting(
         "`lowPriority` is cheaper but can be pre-empted.", "dedicated"
     )
-    min_nodes: Annotated[Int, _at_least(0, "0 to cluster.maxNodes")] = setting(
+    min_nodes: Annotated[Int, rule(lambda n: n >= 0, "0 to cluster.maxNodes")] = setting(
         "Nodes kept running when idle; 0 scales to zero.", 0, allowed="0 to cluster.maxNodes"
     )
-    max_nodes: Annotated[Int, _at_least(1, "at least 1")] = setting(
+    max_nodes: Annotated[Int, rule(lambda n: n >= 1, "at least 1")] = setting(
         "Upper bound on the nodes a job may use.", allowed="1 or more", example=2
     )
-    idle_seconds_before_scale_down: Int = setting(
-        "Idle time before a node is released.", 300, allowed="60 to 86400"
-    )
+    idle_seconds_before_scale_down: Annotated[
+        Int, rule(lambda s: 60 <= s <= 86400, "60 to 86400 seconds")
+    ] = setting("Idle time before a node is released.", 300, allowed="60 to 86400")
     node_public_ip: Bool = setting(
         "true gives each node a public IP for outbound traffic; false (outbound through a NAT "
         "gateway) needs network.mode privateEndpoints, since Azure creates computes without "
@@ -636,9 +618,6 @@ class ClusterSettings(_Section):
     def _rules(self) -> "ClusterSettings":
         if self.min_nodes > self.max_nodes:
             raise Invalid(self.min_nodes, f"0 to cluster.maxNodes ({self.max_nodes})", "minNodes")
-        if not 60 <= self.idle_seconds_before_scale_down <= 86400:
-            raise Invalid(self.idle_seconds_before_scale_down, "60 to 86400 seconds",
-                          "idleSecondsBeforeScaleDown")  # fmt: skip
         return self
 
 
@@ -661,9 +640,17 @@ def _image_refs(prebuilt: dict[str, str]) -> dict[str, str]:
 class ImagesSettings(_Section):
     """Images built elsewhere instead of by the stack (infra/images.py)."""
 
-    prebuilt: Annotated[dict[str, Any], _check(_image_refs), WithJsonSchema({
-        "type": "object", "propertyNames": {"enum": list(IMAGE_FRAMEWORKS)},
-        "additionalProperties": {"type": "string"}})] = setting(
+    prebuilt: Annotated[
+        dict[str, Any],
+        AfterValidator(_image_refs),
+        WithJsonSchema(
+            {
+                "type": "object",
+                "propertyNames": {"enum": list(IMAGE_FRAMEWORKS)},
+                "additionalProperties": {"type": "string"},
+            }
+        ),
+    ] = setting(
         "Framework -> image ref; those frameworks are not built. The cluster identity must be "
         "able to pull them.",
         {},
@@ -677,14 +664,12 @@ class Operator(_Section):
 
     object_id: Annotated[_matching(_GUID, "a Microsoft Entra object id, a GUID such as "
         "00000000-0000-0000-0000-000000000000 (az ad user show --id <upn> --query id; az ad "
-        "group show -g <name> --query id)"), _check(str.lower)] = setting(
+        "group show -g <name> --query id)"), AfterValidator(str.lower)] = setting(
         "The user's or group's Entra object id.",
         allowed="a GUID",
         example="00000000-0000-0000-0000-000000000000",
     )  # fmt: skip
-    principal_type: one_of(PRINCIPAL_TYPES) = setting(
-        "What the object id names.", example="Group"
-    )
+    principal_type: one_of(PRINCIPAL_TYPES) = setting("What the object id names.", example="Group")
     name: Str = setting("A label for people reading the plan.", "")
 
 
@@ -704,14 +689,6 @@ def _each_operator_once(operators: tuple[Operator, ...]) -> tuple[Operator, ...]
     return operators
 
 
-def _admin_name(admin: str) -> str:
-    if not re.fullmatch(r"[a-z_][a-z0-9_-]{0,31}", admin) or admin in RESERVED_ADMIN_NAMES:
-        raise Invalid(admin, "a Linux user name (lowercase letters, digits, '_' or '-', at most "
-                      "32) that Azure does not reserve (not admin, root, administrator, user, "
-                      "...)")  # fmt: skip
-    return admin
-
-
 def _ssh_public_key(text: str) -> str:
     key = text.strip()
     if "PRIVATE KEY" in key:
@@ -728,13 +705,13 @@ def _ssh_public_key(text: str) -> str:
 class JumpHostConfig(_Section):
     """`access.jumpHost`: Azure Bastion plus a small Linux VM inside the stack's VNet."""
 
-    bastion_subnet: Annotated[Cidr, _check(_prefix_of(26, "a /26 or larger (Azure Bastion's "
-        "AzureBastionSubnet must be at least /26)"))] = setting(
+    bastion_subnet: Annotated[Cidr, _prefix_of(26, "a /26 or larger (Azure Bastion's "
+        "AzureBastionSubnet must be at least /26)")] = setting(
         "AzureBastionSubnet's range.",
         allowed="a /26 or larger inside network.addressSpace, overlapping no other subnet",
         example="10.50.17.0/26",
     )  # fmt: skip
-    jump_host_subnet: Annotated[Cidr, _check(_prefix_of(29, "a /29 or larger"))] = setting(
+    jump_host_subnet: Annotated[Cidr, _prefix_of(29, "a /29 or larger")] = setting(
         "The jump host's subnet.",
         allowed="a /29 or larger inside network.addressSpace, overlapping no other subnet",
         example="10.50.18.0/29",
@@ -742,12 +719,21 @@ class JumpHostConfig(_Section):
     vm_size: _matching(r"Standard_[A-Za-z0-9_]+", "an Azure VM size such as Standard_B2s") = (
         setting("The jump host's VM size.", "Standard_B2s")
     )
-    admin_username: Annotated[Str, _check(_admin_name)] = setting(
+    admin_username: Annotated[
+        Str,
+        rule(
+            lambda name: (
+                re.fullmatch(r"[a-z_][a-z0-9_-]{0,31}", name) and name not in RESERVED_ADMIN_NAMES
+            ),
+            "a Linux user name (lowercase letters, digits, '_' or '-', at most 32) that Azure does "
+            "not reserve (not admin, root, administrator, user, ...)",
+        ),
+    ] = setting(
         "The break-glass admin's Linux user name.",
         "azdladmin",
         allowed="a Linux user name Azure does not reserve",
     )
-    ssh_public_key: Annotated[Str, _check(_ssh_public_key)] = setting(
+    ssh_public_key: Annotated[Str, AfterValidator(_ssh_public_key)] = setting(
         "The break-glass admin's SSH public key (never a private key); operators sign in with "
         "Entra ID.",
         allowed="an ssh-rsa or ssh-ed25519 public key line",
@@ -788,10 +774,14 @@ Tags = Annotated[
 ]  # fmt: skip
 
 
-def _positive(budget: float) -> float:
-    if budget <= 0:
-        raise Invalid(budget, "a positive number of US dollars per hour")
-    return budget
+Region = _matching(r"[a-z][a-z0-9]+", "an Azure region's programmatic name, e.g. westeurope")
+NamePrefix = _matching(
+    r"[a-z][a-z0-9]*",
+    "lowercase letters and digits, starting with a letter (it is part of storage account names)",
+)
+NameSuffix = _matching(r"[a-z0-9]{4,12}", "4-12 lowercase letters and digits (it ends the storage, "
+                       "registry and Key Vault names); leave it unset to derive one from the "
+                       "subscription")  # fmt: skip
 
 
 # ---- the stack --------------------------------------------------------------------------------
@@ -804,20 +794,20 @@ class StackConfig(_Section):
         "access, no node public IPs, Premium registry).",
         example="dev",
     )
-    location: _matching(r"[a-z][a-z0-9]+", "an Azure region's programmatic name, e.g. westeurope") = setting(
+    location: Region = setting(
         "Azure region (programmatic name); everything is created here. It needs GPU quota for "
         "`cluster.vmSize` x `cluster.maxNodes`.",
         allowed="an Azure region's programmatic name, e.g. westeurope",
         example="westeurope",
     )  # fmt: skip
-    name_prefix: _matching(r"[a-z][a-z0-9]*", "lowercase letters and digits, starting with a letter (it is part of storage account names)") = setting(
+    name_prefix: NamePrefix = setting(
         "Every Azure name derives from it (resource group `<prefix>-rg`, storage "
         "`<prefix>data<6 hex>`); it must keep every derived name within Azure's rules, so keep "
         "it short.",
         allowed="lowercase letters and digits, starting with a letter",
         example="azdldev",
     )  # fmt: skip
-    name_suffix: _matching(r"[a-z0-9]{4,12}", "4-12 lowercase letters and digits (it ends the storage, registry and Key Vault names); leave it unset to derive one from the subscription") | None = setting(
+    name_suffix: NameSuffix | None = setting(
         "Pins the 6-hex suffix of the globally unique names (storage accounts, registry, Key "
         "Vault). Unset: hashed from project, stack, subscription and resource group, so the "
         "same stack in another subscription gets other names (docs/deploy.md, Names).",
@@ -832,7 +822,9 @@ class StackConfig(_Section):
         example={"environment": "dev", "project": "azdl", "owner": "ml-platform",
                  "costCenter": "cc-ml-0001"},
     )  # fmt: skip
-    max_gpu_spend_per_hour_usd: Annotated[Float, _check(_positive)] = setting(
+    max_gpu_spend_per_hour_usd: Annotated[
+        Float, rule(lambda usd: usd > 0, "a positive number of US dollars per hour")
+    ] = setting(
         "GPU spend ceiling in USD per hour for the whole cluster at maxNodes; `azdl plan` and "
         "the policies compare the cluster's price against it.",
         allowed="a positive number",
@@ -851,7 +843,7 @@ class StackConfig(_Section):
     )
     images: ImagesSettings = setting(ImagesSettings.__doc__, {})
     operators: Annotated[tuple[Operator, ...], BeforeValidator(_operator_list),
-                         _check(_each_operator_once)] = setting(
+                         AfterValidator(_each_operator_once)] = setting(
         "Microsoft Entra users or groups that get the roles the operator commands need "
         "(docs/access.md).",
         [],
@@ -1009,12 +1001,13 @@ def _config_error(exc: ValidationError) -> ConfigError:
     if isinstance(cause, Invalid):
         return _fail(_key_of(error["loc"], cause.at), cause.value, cause.allowed)
     if isinstance(cause, Missing):
-        return ConfigError(f"{PROJECT}:{_key_of(error['loc'], cause.at)} is required but missing{cause.note}")
+        key = _key_of(error["loc"], cause.at)
+        return ConfigError(f"{PROJECT}:{key} is required but missing{cause.note}")
     if error["type"] == "missing":
         return ConfigError(f"{PROJECT}:{key} is required but missing")
     if error["type"] in TYPE_WORDS:
         return _fail(key, error["input"], f"must be {TYPE_WORDS[error['type']]}")
-    raise LookupError(f"infra/config.py: no wording for pydantic's {error['type']!r} at {key}: {error['msg']}")  # fmt: skip
+    raise LookupError(f"infra/config.py words no {error['type']!r} error ({key}): {error['msg']}")
 
 
 def load_config(

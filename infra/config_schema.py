@@ -72,7 +72,9 @@ def reference_rows(schema: dict[str, Any] = SCHEMA, prefix: str = "") -> Iterato
             default = f"`{json.dumps(prop.get('default'))}`"
         allowed = ", ".join(f"`{a}`" for a in own["enum"]) if "enum" in own else ""
         source = f" ([source]({prop['x-source']}))" if "x-source" in prop else ""
-        example = prop.get("x-example", None if "x-default" in prop or key in required else prop.get("default"))
+        example = prop.get(
+            "x-example", None if "x-default" in prop or key in required else prop.get("default")
+        )
         path = prefix + key
         yield Row(path, TYPE_NAMES[kind], default, prop.get("x-allowed", allowed),
                   prop.get("description", "") + source, example)  # fmt: skip

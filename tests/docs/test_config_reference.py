@@ -40,12 +40,14 @@ def test_every_key_the_validation_accepts_is_in_the_reference():
 @pytest.mark.parametrize(
     ("path", "shown", "applied"),
     [
-        ("cluster.idleSecondsBeforeScaleDown", "`300`", lambda c: c.cluster.idle_seconds_before_scale_down == 300),
+        ("cluster.idleSecondsBeforeScaleDown", "`300`",
+         lambda c: c.cluster.idle_seconds_before_scale_down == 300),
         ("storage.dataProtection", '`"protect"`', lambda c: c.storage.data_protection == "protect"),
         ("storage.outputsProtection", "protect in prod, none otherwise",
          lambda c: c.storage.outputs_protection == "none"),
         ("registry.sku", '`"Standard"`', lambda c: c.registry_sku == "Standard"),
-        ("imageBuildVmSize", '`"Standard_D4s_v3"`', lambda c: c.image_build_vm_size.name == "Standard_D4s_v3"),
+        ("imageBuildVmSize", '`"Standard_D4s_v3"`',
+         lambda c: c.image_build_vm_size.name == "Standard_D4s_v3"),
     ],
 )  # fmt: skip
 def test_a_default_in_the_reference_is_the_one_the_validation_applies(path, shown, applied):

@@ -73,8 +73,8 @@ BAD = [
     (lambda c: c["azdl:network"].update(mode="public"), "enum", ("config", "azdl:network", "mode"),
      "serviceEndpoints"),
     # a wrong type
-    (lambda c: c["azdl:cluster"].update(maxNodes="2"), "type", ("config", "azdl:cluster", "maxNodes"),
-     "integer"),
+    (lambda c: c["azdl:cluster"].update(maxNodes="2"), "type",
+     ("config", "azdl:cluster", "maxNodes"), "integer"),
     # an unknown sub-key
     (lambda c: c["azdl:storage"].update(nfsShareGib=100), "additionalProperties",
      ("config", "azdl:storage"), "nfsShareGib"),
