@@ -368,19 +368,19 @@ ADDRESS_PLAN_KEYS = ("addressSpace", "trainingSubnet", "privateEndpointSubnet")
 class NetworkSettings(_Section):
     """The VNet, its two subnets and how services are reached (infra/network.py)."""
 
-    address_space: Cidr | None = setting(
+    address_space: Cidr = setting(
         "The VNet's range; both subnets must lie inside it.",
         default_words="(required without network.existing)",
         allowed="a private (RFC 1918) IPv4 CIDR block",
         example="10.40.0.0/16",
     )
-    training_subnet: Cidr | None = setting(
+    training_subnet: Cidr = setting(
         "The cluster's subnet; carries the NSG (and the NAT gateway when nodes have no public IP).",
         default_words="(required without network.existing)",
         allowed="a /28 or larger inside addressSpace",
         example="10.40.0.0/20",
     )
-    endpoint_subnet: Cidr | None = setting(
+    endpoint_subnet: Cidr = setting(
         "Subnet for private endpoints; reserved in serviceEndpoints mode so switching modes "
         "never renumbers the VNet.",
         default_words="(required without network.existing)",
@@ -415,7 +415,7 @@ class NetworkSettings(_Section):
         "allows all). Not set with network.existing.",
         "restricted",
     )
-    existing: ExistingSubnets | None = setting(
+    existing: ExistingSubnets = setting(
         "A landing zone's subnets used instead of a VNet of the stack's own (docs/access.md); "
         "then addressSpace, trainingSubnet, privateEndpointSubnet and outbound are not set.",
         default_words="none: the stack creates its VNet",
@@ -747,7 +747,7 @@ class JumpHostConfig(_Section):
 class AccessSettings(_Section):
     """How operators reach a private stack (docs/access.md)."""
 
-    jump_host: JumpHostConfig | None = setting(
+    jump_host: JumpHostConfig = setting(
         "Azure Bastion plus a Linux jump host with Entra ID login in the stack's VNet; not with "
         "network.existing.",
         default_words="none: no Bastion, no jump host",
@@ -1007,7 +1007,7 @@ def _config_error(exc: ValidationError) -> ConfigError:
         return ConfigError(f"{PROJECT}:{key} is required but missing")
     if error["type"] in TYPE_WORDS:
         return _fail(key, error["input"], f"must be {TYPE_WORDS[error['type']]}")
-    raise LookupError(f"infra/config.py words no {error['type']!r} error ({key}): {error['msg']}")
+    return _fail(key, error["input"], error["msg"])  # a check without words of its own
 
 
 def load_config(
