@@ -44,14 +44,14 @@ class Row(NamedTuple):
     example: Any  # a value for `pulumi config set` lines, or None
 
 
-def _resolve(prop: dict[str, Any]) -> dict[str, Any]:
+def _resolve(prop: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
     """A property's own schema: its `$ref` followed, a nullable one's non-null branch."""
     for branch in prop.get("anyOf", [prop]):
         if branch.get("type") != "null":
             prop = {**prop, **branch}
             break
     if "$ref" in prop:
-        prop = {**SCHEMA["$defs"][prop["$ref"].rsplit("/", 1)[1]], **prop}
+        prop = {**root["$defs"][prop["$ref"].rsplit("/", 1)[1]], **prop}
     return prop
 
 
@@ -59,10 +59,14 @@ def _is_model(prop: dict[str, Any]) -> bool:
     return any("$ref" in branch for branch in prop.get("anyOf", [prop]))
 
 
-def reference_rows(schema: dict[str, Any] = SCHEMA, prefix: str = "") -> Iterator[Row]:
+def reference_rows(
+    schema: dict[str, Any] = SCHEMA, prefix: str = "", root: dict[str, Any] | None = None
+) -> Iterator[Row]:
+    """One row per key of `schema` (a model's JSON schema; `root` holds its `$defs`)."""
+    root = root or schema
     required = set(schema.get("required", ()))
     for key, prop in schema["properties"].items():
-        own = _resolve(prop)
+        own = _resolve(prop, root)
         kind = json_type(prop)
         if "x-default" in prop:
             default = prop["x-default"]
@@ -79,9 +83,9 @@ def reference_rows(schema: dict[str, Any] = SCHEMA, prefix: str = "") -> Iterato
         yield Row(path, TYPE_NAMES[kind], default, prop.get("x-allowed", allowed),
                   prop.get("description", "") + source, example)  # fmt: skip
         if _is_model(prop):
-            yield from reference_rows(own, path + ".")
+            yield from reference_rows(own, path + ".", root)
         if kind == "array" and _is_model(own["items"]):
-            yield from reference_rows(_resolve(own["items"]), path + "[].")
+            yield from reference_rows(_resolve(own["items"], root), path + "[].", root)
 
 
 def _clean(node: Any) -> Any:

@@ -3,8 +3,10 @@
 appear there with another default or other choices than the validation applies."""
 
 import copy
+from typing import Annotated
 
 import pytest
+from pydantic import ValidationError
 
 from infra import config
 from infra.config_schema import reference_rows
@@ -61,3 +63,27 @@ def test_the_choices_in_the_reference_are_the_validations():
     assert row.allowed == "`protect`, `retain`, `none`"
     with pytest.raises(config.ConfigError, match="allowed: protect, retain, none"):
         load({**VALID, "azdl:storage": {"dataProtection": "keep"}})
+
+
+def test_a_setting_declared_once_reaches_the_validation_the_schema_and_the_reference():
+    """What docs/configuration.md ("Adding a setting") tells an engineer to write, and no more."""
+
+    class Storage(config.StorageSettings):
+        soft_delete_days: Annotated[config.Int, config.rule(lambda d: d >= 1, "at least 1")] = (
+            config.setting("Days deleted blobs are kept.", 7, allowed="1 or more")
+        )
+
+    class Stack(config.StackConfig):
+        storage: Storage = config.setting(Storage.__doc__, {})
+
+    schema = Stack.model_json_schema(by_alias=True)
+    row = {row.path: row for row in reference_rows(schema)}["storage.softDeleteDays"]
+    assert (row.type, row.default, row.allowed) == ("int", "`7`", "1 or more")
+    own = {k.removeprefix("azdl:"): v for k, v in copy.deepcopy(VALID).items()}
+    context = {"stack": "dev", "environment": "dev"}
+    assert Stack.model_validate(own, context=context).storage.soft_delete_days == 7
+    own["storage"] = {"softDeleteDays": 0}
+    with pytest.raises(ValidationError) as info:
+        Stack.model_validate(own, context=context)
+    message = str(config._config_error(info.value))
+    assert message == "azdl:storage.softDeleteDays = 0 is invalid: at least 1"
