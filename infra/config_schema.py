@@ -81,7 +81,7 @@ def reference_rows(
         )
         path = prefix + key
         yield Row(path, TYPE_NAMES[kind], default, prop.get("x-allowed", allowed),
-                  prop.get("description", "") + source, example)  # fmt: skip
+                  " ".join(own.get("description", "").split()) + source, example)  # fmt: skip
         if _is_model(prop):
             yield from reference_rows(own, path + ".", root)
         if kind == "array" and _is_model(own["items"]):
