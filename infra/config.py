@@ -16,7 +16,7 @@ How to add a setting (one place):
    `by_environment=` for one per environment), `allowed=` (the rule in words) and `source=`
    (where the rule comes from). The field's name is snake_case; the stack key is its camelCase.
 2. Give it a type: `Str`, `Int`, `Float`, `Bool`, `one_of(...)` for choices, `Cidr`,
-   `VmSizeName`, or `Annotated[Int, rule(lambda n: n >= 1, "at least 1")]` for a rule of its
+   `VmSizeName`, `matching(pattern, allowed)`, `azure_name(kind)`, `arm_id(kind)`, or `Annotated[Int, rule(lambda n: n >= 1, "at least 1")]` for a rule of its
    own (a longer check is a function that raises `Invalid(value, allowed)`).
    A rule across keys goes in the model's `model_validator` (or, across sections, a
    `field_validator` of `StackConfig` that reads the earlier section from `info.data`).
@@ -201,20 +201,20 @@ def one_of(choices: tuple[str, ...] | Mapping[str, str]) -> Any:
     return Annotated[str, Strict(), AfterValidator(check), schema]
 
 
-def _matching(pattern: str, allowed: str) -> Any:
+def matching(pattern: str, allowed: str) -> Any:
     """A string matching `pattern` in full."""
     schema = WithJsonSchema({"type": "string", "pattern": f"^(?:{pattern})$"})
     return Annotated[str, Strict(), rule(lambda v: re.fullmatch(pattern, v), allowed), schema]
 
 
-def _named(kind: str) -> Any:
+def azure_name(kind: str) -> Any:
     """An Azure name that keeps `kind`'s naming rule (infra/naming.py)."""
     return Annotated[
         Str, rule(lambda v: not rule_violation(kind, v), partial(rule_violation, kind))
     ]
 
 
-def _arm_id(kind: str) -> Any:
+def arm_id(kind: str) -> Any:
     pattern, example = ARM_ID_PATTERNS[kind]
 
     def check(value: Any) -> str:
@@ -333,12 +333,12 @@ class ExistingSubnets(_Section):
     Azure/terraform-azurerm-avm-res-machinelearningservices-workspace, likewise takes a subnet
     resource id per private endpoint instead of creating a network)."""
 
-    training_subnet_id: _arm_id("subnet") = setting(
+    training_subnet_id: arm_id("subnet") = setting(
         "Resource id of the subnet the cluster joins.",
         allowed="a subnet resource id",
         example=_ID_EXAMPLE + "virtualNetworks/<vnet>/subnets/<subnet>",
     )
-    endpoint_subnet_id: _arm_id("subnet") = setting(
+    endpoint_subnet_id: arm_id("subnet") = setting(
         "Resource id of the subnet for the private endpoints, in the same VNet.",
         allowed="a subnet resource id of the training subnet's VNet",
         example=_ID_EXAMPLE + "virtualNetworks/<vnet>/subnets/<subnet>",
@@ -426,7 +426,7 @@ class NetworkSettings(_Section):
         {},
         allowed="zone name -> private DNS zone resource id; zones: " + ", ".join(PRIVATE_DNS_ZONES),
     )
-    dns_zone_vnet_links: tuple[_arm_id("virtual network"), ...] = setting(
+    dns_zone_vnet_links: tuple[arm_id("virtual network"), ...] = setting(
         "More VNets (a peered hub, a VPN gateway's) linked to the private DNS zones the stack "
         "creates. privateEndpoints only.",
         (),
@@ -519,12 +519,12 @@ class StorageSettings(_Section):
     """The storage accounts: premium blob for training data, standard for outputs, optional
     premium NFS share (infra/storage.py)."""
 
-    data_container: _named("blob container") = setting(
+    data_container: azure_name("blob container") = setting(
         "Container in the premium block-blob account that holds the training shards.",
         "training-data",
         allowed="an Azure blob container name",
     )
-    outputs_container: _named("blob container") = setting(
+    outputs_container: azure_name("blob container") = setting(
         "Container in the standard account for checkpoints, logs and TensorBoard events.",
         "outputs",
         allowed="an Azure blob container name",
@@ -584,7 +584,7 @@ NOT_IMAGE_BUILD = rule(lambda name: name != IMAGE_BUILD_COMPUTE, f"any other com
 class ClusterSettings(_Section):
     """The AmlCompute GPU cluster jobs run on (infra/cluster.py)."""
 
-    name: Annotated[_named("compute"), NOT_IMAGE_BUILD] = setting(
+    name: Annotated[azure_name("compute"), NOT_IMAGE_BUILD] = setting(
         "AmlCompute name.",
         "gpu-cluster",
         allowed=f"2-16 letters, digits and hyphens, starting with a letter; not "
@@ -662,7 +662,7 @@ class ImagesSettings(_Section):
 class Operator(_Section):
     """A person or group that runs `azdl data stage`, `azdl submit` and `azdl bench`."""
 
-    object_id: Annotated[_matching(_GUID, "a Microsoft Entra object id, a GUID such as "
+    object_id: Annotated[matching(_GUID, "a Microsoft Entra object id, a GUID such as "
         "00000000-0000-0000-0000-000000000000 (az ad user show --id <upn> --query id; az ad "
         "group show -g <name> --query id)"), AfterValidator(str.lower)] = setting(
         "The user's or group's Entra object id.",
@@ -716,8 +716,8 @@ class JumpHostConfig(_Section):
         allowed="a /29 or larger inside network.addressSpace, overlapping no other subnet",
         example="10.50.18.0/29",
     )
-    vm_size: _matching(r"Standard_[A-Za-z0-9_]+", "an Azure VM size such as Standard_B2s") = (
-        setting("The jump host's VM size.", "Standard_B2s")
+    vm_size: matching(r"Standard_[A-Za-z0-9_]+", "an Azure VM size such as Standard_B2s") = setting(
+        "The jump host's VM size.", "Standard_B2s"
     )
     admin_username: Annotated[
         Str,
@@ -774,12 +774,12 @@ Tags = Annotated[
 ]  # fmt: skip
 
 
-Region = _matching(r"[a-z][a-z0-9]+", "an Azure region's programmatic name, e.g. westeurope")
-NamePrefix = _matching(
+Region = matching(r"[a-z][a-z0-9]+", "an Azure region's programmatic name, e.g. westeurope")
+NamePrefix = matching(
     r"[a-z][a-z0-9]*",
     "lowercase letters and digits, starting with a letter (it is part of storage account names)",
 )
-NameSuffix = _matching(r"[a-z0-9]{4,12}", "4-12 lowercase letters and digits (it ends the storage, "
+NameSuffix = matching(r"[a-z0-9]{4,12}", "4-12 lowercase letters and digits (it ends the storage, "
                        "registry and Key Vault names); leave it unset to derive one from the "
                        "subscription")  # fmt: skip
 
