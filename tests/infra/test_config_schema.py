@@ -100,3 +100,50 @@ def test_a_bad_stack_is_rejected_by_the_schema_and_by_the_validation(
 def test_other_providers_keys_stay_allowed():
     document = bad_dev(lambda c: c.update({"azure-native:subscriptionId": "x", "pulumi:tags": {}}))
     assert list(validator().iter_errors(document)) == []
+
+
+WRONG_VALUES = [None, 1, -1, 1.5, True, "", "x", "10.0.0.0/8", [], ["x"], {}, {"a": 1}]
+
+
+def with_value(config: dict, path: str, value) -> dict | None:
+    """`config` with the key at `path` (a reference row's, `operators[]` = the first item) set
+    to `value`; None where the path does not exist in this stack."""
+    config = copy.deepcopy(config)
+    target, key = config, f"azdl:{path.split('.')[0].removesuffix('[]')}"
+    for part in path.replace("[]", ".0").split(".")[1:]:
+        target = target.setdefault(key, {}) if isinstance(target, dict) else target[key]
+        key = int(part) if isinstance(target, list) else part
+        if not isinstance(target, list | dict) or (isinstance(target, list) and key >= len(target)):
+            return None
+    target[key] = value
+    return config
+
+
+@pytest.mark.parametrize("name", STACKS)
+def test_any_wrong_value_of_any_key_is_a_config_error_in_the_projects_words(name):
+    """Every key the reference lists, set to values of every JSON type: the validation either
+    takes the value or says what is wrong in its own words, never a traceback or pydantic's."""
+    from infra.config_schema import reference_rows
+
+    base = stack_document(name)["config"]
+    base["azdl:operators"] = [{"objectId": "00000000-0000-0000-0000-000000000000",
+                               "principalType": "User"}]  # fmt: skip
+    if name == "prod":
+        jump_host = {"bastionSubnet": "10.50.17.0/26", "jumpHostSubnet": "10.50.18.0/29",
+                     "sshPublicKey": "ssh-ed25519 AAAAC3Nza admin"}  # fmt: skip
+        base["azdl:access"] = {"jumpHost": jump_host}
+    load_config(base, stack=name)
+    refused = 0
+    for row in reference_rows():
+        for value in WRONG_VALUES:
+            config = with_value(base, row.path, value)
+            if config is None:
+                continue
+            try:
+                load_config(config, stack=name)
+            except ConfigError as error:
+                refused += 1
+                message = str(error)
+                assert message.startswith("azdl:"), message
+                assert "Input should" not in message and "validation error" not in message
+    assert refused > 500
