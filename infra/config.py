@@ -16,8 +16,9 @@ How to add a setting (one place):
    `by_environment=` for one per environment), `allowed=` (the rule in words) and `source=`
    (where the rule comes from). The field's name is snake_case; the stack key is its camelCase.
 2. Give it a type: `Str`, `Int`, `Float`, `Bool`, `one_of(...)` for choices, `Cidr`,
-   `VmSizeName`, `matching(pattern, allowed)`, `azure_name(kind)`, `arm_id(kind)`, or `Annotated[Int, rule(lambda n: n >= 1, "at least 1")]` for a rule of its
-   own (a longer check is a function that raises `Invalid(value, allowed)`).
+   `VmSizeName`, `matching(pattern, allowed)`, `azure_name(kind)`, `arm_id(kind)`, or
+   `Annotated[Int, rule(lambda n: n >= 1, "at least 1")]` for a rule of its own (a longer
+   check is a function that raises `Invalid(value, allowed)`).
    A rule across keys goes in the model's `model_validator` (or, across sections, a
    `field_validator` of `StackConfig` that reads the earlier section from `info.data`).
 3. Run `python -m infra.config_schema` (rewrites the schema and Pulumi.yaml's declarations);
@@ -978,7 +979,6 @@ KEYS = tuple(f.alias for f in StackConfig.model_fields.values())
 # Passed by Pulumi as they are; every other key holds YAML/JSON structure.
 STRING_KEYS = tuple(k for k in KEYS if json_type(SCHEMA["properties"][k]) == "string")
 OBJECT_KEYS = tuple(k for k in KEYS if k not in STRING_KEYS)
-REQUIRED_KEYS = tuple(f.alias for f in StackConfig.model_fields.values() if f.is_required())
 
 
 def _key_of(loc: tuple[Any, ...], at: str = "") -> str:
