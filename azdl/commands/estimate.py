@@ -127,23 +127,32 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
+def _above_zero(v):
+    return v > 0
+
+
+def _at_least_zero(v):
+    return v >= 0
+
+
 def _check_numbers(args: argparse.Namespace) -> None:
-    checks = [
-        (args.budget is not None and not args.budget > 0, f"--budget {args.budget:g}" if args.budget is not None else "", "a number of USD above 0"),
-        (args.max_nodes is not None and args.max_nodes < 1, f"--max-nodes {args.max_nodes}", "a whole number of at least 1"),
-        (args.images < 1, f"--images {args.images}", "at least 1"),
-        (not args.epochs > 0, f"--epochs {args.epochs:g}", "a number above 0"),
-        (args.per_gpu_rate is not None and not args.per_gpu_rate > 0, f"--per-gpu-rate {args.per_gpu_rate}", "images/s above 0"),
-        (args.efficiency is not None and not 0 < args.efficiency <= 1, f"--efficiency {args.efficiency}", "a fraction above 0 and at most 1"),
-        (not 0 <= args.overlap <= 1, f"--overlap {args.overlap}", "a fraction from 0 to 1"),
-        (args.batch_per_gpu is not None and args.batch_per_gpu < 1, f"--batch-per-gpu {args.batch_per_gpu}", "at least 1"),
-        (not args.eviction_rate >= 0, f"--eviction-rate {args.eviction_rate}", "evictions per node-hour, 0 or more"),
-        (args.checkpoint_minutes is not None and not args.checkpoint_minutes > 0, f"--checkpoint-minutes {args.checkpoint_minutes}", "minutes above 0"),
-        (not args.restart_minutes >= 0, f"--restart-minutes {args.restart_minutes}", "minutes, 0 or more"),
-    ]  # fmt: skip
-    for bad, given, allowed in checks:
-        if bad:
-            raise AzdlError(f"{given}: expected {allowed}")
+    """Every number given must be in range: one line naming the option and what it takes."""
+    checks = (
+        ("--budget", args.budget, _above_zero, "a number of USD above 0"),
+        ("--max-nodes", args.max_nodes, lambda v: v >= 1, "a whole number of at least 1"),
+        ("--images", args.images, lambda v: v >= 1, "at least 1"),
+        ("--epochs", args.epochs, _above_zero, "a number above 0"),
+        ("--per-gpu-rate", args.per_gpu_rate, _above_zero, "images/s above 0"),
+        ("--efficiency", args.efficiency, lambda v: 0 < v <= 1, "a fraction above 0, at most 1"),
+        ("--overlap", args.overlap, lambda v: 0 <= v <= 1, "a fraction from 0 to 1"),
+        ("--batch-per-gpu", args.batch_per_gpu, lambda v: v >= 1, "at least 1"),
+        ("--eviction-rate", args.eviction_rate, _at_least_zero, "evictions per node-hour, >= 0"),
+        ("--checkpoint-minutes", args.checkpoint_minutes, _above_zero, "minutes above 0"),
+        ("--restart-minutes", args.restart_minutes, _at_least_zero, "minutes, 0 or more"),
+    )
+    for option, value, ok, allowed in checks:
+        if value is not None and not ok(value):
+            raise AzdlError(f"{option} {value:g}: expected {allowed}")
 
 
 def _size(name: str, prices) -> VmSize:
@@ -262,8 +271,8 @@ def run(args: argparse.Namespace) -> int:
                                     indent=2) + "\n")  # fmt: skip
         return 0 if chosen is not None or (deadline is None and args.budget is None) else 1
     out = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
-    out.print(report.frontier_table(opts, deadline, args.budget, chosen,
-                                    f"Time and cost of {title} (USD, estimate)", args.all))  # fmt: skip
+    heading = f"Time and cost of {title} (USD, estimate)"
+    out.print(report.frontier_table(opts, deadline, args.budget, chosen, heading, args.all))
     out.print("→ recommendation, * on the time/cost frontier; ≤: an upper bound (see the notes)",
               soft_wrap=True)  # fmt: skip
     if chosen is not None:

@@ -59,7 +59,8 @@ def frontier_table(
         table.add_row(
             "→" if o is recommended else ("*" if o.frontier else ""),
             o.vm_size, str(o.nodes), "low" if o.priority == LOW_PRIORITY else "dedicated",
-            f"{o.rate.images_per_sec:,.0f}", _hours(o.hours), evictions, usd, _within(o, deadline, budget),
+            f"{o.rate.images_per_sec:,.0f}", _hours(o.hours), evictions, usd,
+            _within(o, deadline, budget),
             f"{o.cores:,}", QUOTA_NOT_READ, o.rate.short,
             style="bold" if o is recommended else None,
         )  # fmt: skip
