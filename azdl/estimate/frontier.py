@@ -148,7 +148,8 @@ def mark_frontier(opts: list[Option]) -> None:
 
 def recommend(opts: list[Option], deadline: float | None, budget: float | None) -> Option | None:
     """The cheapest option that meets the deadline (and the budget, if one is given), or with a
-    budget only the fastest within it; None when nothing qualifies or no target is given."""
+    budget only the fastest within it; None when nothing qualifies or no target is given.
+    Among options that cost the same to the cent, the one with the fewest nodes."""
     fits = [
         o
         for o in opts
@@ -158,8 +159,10 @@ def recommend(opts: list[Option], deadline: float | None, budget: float | None) 
     ]
     if not fits or (deadline is None and budget is None):
         return None
-    if deadline is not None:
-        return min(fits, key=lambda o: (o.cost_usd, o.hours))
+    if (
+        deadline is not None
+    ):  # costs equal to the cent: the fewest nodes (less quota, fewer evictions)
+        return min(fits, key=lambda o: (round(o.cost_usd, 2), o.nodes, o.hours))
     return min(fits, key=lambda o: (o.hours, o.cost_usd))
 
 
