@@ -5,9 +5,9 @@ measured node counts replace the model, the failed one is modelled from the meas
 import json
 
 import pytest
+from test_bench import bench, jobs_ending
 
 from azdl.cli import main
-from test_bench import bench, jobs_ending
 
 H100 = "Standard_ND96isr_H100_v5"
 IMAGES = 1_281_167 * 90
