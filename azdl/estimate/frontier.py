@@ -69,6 +69,7 @@ class Option:
             "coresNeeded": self.cores,
             "imagesPerSec": self.rate.images_per_sec,
             "throughputSource": self.rate.source,
+            "throughputSummary": self.rate.short,
             "throughputKind": self.rate.kind,
             "nodePriceUsdPerHour": self.node_price,
             "priceNote": self.price_note,
