@@ -230,3 +230,42 @@ def test_bad_input_is_one_clear_line(args, message, tmp_path, capsys):
     assert code == 2
     assert err.startswith("error: ") and message in err, err
     assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_options_above_the_stacks_gpu_spend_limit_are_excluded_and_named(tmp_path, capsys):
+    """dev allows 10 USD/h of GPUs; at 6 USD/h a node, 2 nodes (12 USD/h) are excluded, and a
+    deadline only they would meet says the limit is what it needs."""
+    doc = yaml.safe_load(PRICES_FILE.read_text())
+    doc["regions"]["eastus"]["vmHourly"]["Standard_NC24ads_A100_v4"] = 6.0
+    path = tmp_path / "prices.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    args = ["-s", "dev", "--prices", str(path), "--per-gpu-rate", "1000", "--efficiency", "1",
+            "--images", "3600000", "--epochs", "1"]  # fmt: skip
+    code, doc = estimate(capsys, *args, "--deadline", "45m")  # 1 node: 1 h, 2 nodes: 0.5 h
+    assert code == 1 and doc["recommendation"] is None
+    two = option(doc, 2)
+    assert "12.00 USD/h is above maxGpuSpendPerHourUsd (10)" in two["excluded"]
+    assert option(doc, 1)["excluded"] is None
+    assert any("or a higher maxGpuSpendPerHourUsd: 2 × Standard_NC24ads_A100_v4" in line
+               for line in doc["nearest"])  # fmt: skip
+
+
+def test_low_priority_that_evictions_never_let_finish_is_excluded(tmp_path, capsys):
+    # 4 nodes × 0.6 evictions/node-hour × (1 h / 2 + 0) = 1.2 lost hours per hour.
+    args = [a if a != "0.1" else "0.6" for a in HAND]
+    _, doc = estimate(capsys, *args, "--prices", str(price_file(tmp_path)))
+    assert "come faster than checkpoints" in option(doc, 4, "LowPriority")["excluded"]
+    assert option(doc, 1, "LowPriority")["hours"] == pytest.approx(1 / (1 - 0.3))
+
+
+def test_deadline_and_budget_together_want_both(tmp_path, capsys):
+    # Within 45 min and 60 USD: only 2-node low priority (0.741 h, 59.26 USD) fits.
+    code, doc = estimate(capsys, *HAND, "--prices", str(price_file(tmp_path)),
+                         "--deadline", "45m", "--budget", "60")  # fmt: skip
+    assert code == 0
+    assert (doc["recommendation"]["nodes"], doc["recommendation"]["priority"]) == (
+        2, "LowPriority")  # fmt: skip
+    code, doc = estimate(capsys, *HAND, "--prices", str(price_file(tmp_path)),
+                         "--deadline", "30m", "--budget", "60")  # fmt: skip
+    assert code == 1
+    assert "needs a budget of at least" in doc["nearest"][0]
