@@ -3,6 +3,7 @@ within a budget, or the whole time/cost frontier), from measured scaling and the
 Offline: no Azure access; the stack, when given, is rendered as `azdl plan` renders it."""
 
 import argparse
+import dataclasses
 import json
 import sys
 from collections import Counter
@@ -251,7 +252,7 @@ def run(args: argparse.Namespace) -> int:
     chosen = frontier.recommend(opts, deadline, args.budget)
     needs: list[str] = []
     if chosen is None and (deadline is not None or args.budget is not None):
-        wider = frontier.Settings(**{**settings.__dict__, "max_nodes": MORE_NODES_LIMIT})
+        wider = dataclasses.replace(settings, max_nodes=MORE_NODES_LIMIT)
         more = [o for o in frontier.options(sizes, wider, inputs) if o.nodes > max_nodes]
         needs = frontier.nearest(opts, deadline, args.budget, more, max_nodes)
     sources = _sources(workload, prices, fixed_note, sizes, max_nodes, settings, inputs, opts)
@@ -302,7 +303,7 @@ def _sources(workload, prices, fixed_note, sizes, max_nodes, settings, inputs, o
         f"fixed cost: {fixed_note}",
     ]
     for size in sizes:
-        for gpus in {size.gpus, size.gpus * 2} if max_nodes > 1 else {size.gpus}:
+        for gpus in (size.gpus, size.gpus * 2) if max_nodes > 1 else (size.gpus,):
             found = bus_bandwidth(size, gpus)
             if found:
                 lines.append(f"communication ({size.name}): {found[1]}")

@@ -26,8 +26,8 @@ MODELS = {
     "resnet50": Model(
         "resnet50",
         25_557_032,
-        "ResNet50 v1.5 with 1000 classes; torchvision's ResNet50_Weights meta `num_params` "
-        "(torchvision 0.26, models/resnet.py)",
+        "ResNet50 v1.5 with 1000 classes, as torchvision publishes it (pytorch/vision, "
+        "torchvision/models/resnet.py, ResNet50_Weights.IMAGENET1K_V1 meta `num_params`)",
     ),
     "tiny": Model(
         "tiny",
