@@ -233,9 +233,14 @@ def run(args: argparse.Namespace) -> int:
     )
     for path in args.bench or ():
         read_bench(path, inputs)
-    gpu_results = args.gpu_results or (GPU_KIT_RESULTS if GPU_KIT_RESULTS.is_file() else None)
-    if gpu_results is not None:
-        read_gpu_kit(gpu_results, inputs)
+    kit_note = None
+    if args.gpu_results is not None:
+        read_gpu_kit(args.gpu_results, inputs)
+    elif GPU_KIT_RESULTS.is_file():  # read by default: a file it cannot use is said, not fatal
+        try:
+            read_gpu_kit(GPU_KIT_RESULTS, inputs)
+        except AzdlError as exc:
+            kit_note = f"{exc}; not used (--gpu-results FILE names another)"
 
     workload = Workload(MODELS[args.model], args.images, args.epochs)
     settings = frontier.Settings(
@@ -256,6 +261,8 @@ def run(args: argparse.Namespace) -> int:
         more = [o for o in frontier.options(sizes, wider, inputs) if o.nodes > max_nodes]
         needs = frontier.nearest(opts, deadline, args.budget, more, max_nodes)
     sources = _sources(workload, prices, fixed_note, sizes, max_nodes, settings, inputs, opts)
+    if kit_note:
+        sources.append(kit_note)
     where = f"stack {args.stack}" if args.stack else f"region {prices.region}"
     title = f"{workload.label}; {where}, 1-{max_nodes} nodes"
 

@@ -269,3 +269,57 @@ def test_deadline_and_budget_together_want_both(tmp_path, capsys):
                          "--deadline", "30m", "--budget", "60")  # fmt: skip
     assert code == 1
     assert "needs a budget of at least" in doc["nearest"][0]
+
+
+def gpu_kit_results(tmp_path, device="NVIDIA H100 80GB HBM3"):
+    """p3_gpu.json as the GPU kit's own report script writes it (benchmarks/gpu/p3_report.py)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks" / "gpu"))
+    import p3_report
+
+    row = {"label": "synthetic", "data": "synthetic", "model": "resnet50", "images_per_sec": 3200.0,
+           "device": device, "torch": "2.11.0", "image_size": 224, "batch": 256,
+           "precision": "bf16", "horovod": True, "compile": False,
+           "weights_channels_last": False, "kernel_time_share": 0.9}  # fmt: skip
+    (tmp_path / "p3.jsonl").write_text(json.dumps(row))
+    p3_report.main([str(tmp_path / "p3.jsonl"), "--command", "cmd", "--results", str(tmp_path)])
+    return tmp_path / "p3_gpu.json"
+
+
+def test_the_gpu_kits_single_gpu_rate_beats_published_rates(tmp_path, capsys):
+    """3,200 images/s on one H100 at batch 256; one node of 8 all-reduces at the single-node
+    460 GB/s, two nodes at the multi-node 450 GB/s (infra/nccl_baselines.yaml)."""
+    kit = gpu_kit_results(tmp_path)
+    prices = str(price_file(tmp_path))
+    _, doc = estimate(capsys, "--vm-size", H100, "--region", "handregion", "--prices", prices,
+                      "--max-nodes", "2", "--gpu-results", str(kit))  # fmt: skip
+    gradients = 25_557_032 * 4
+    for nodes, busbw in ((1, 460e9), (2, 450e9)):
+        gpus = 8 * nodes
+        step = 256 / 3200 + 0.5 * (2 * (gpus - 1) / gpus * gradients / busbw)
+        one = option(doc, nodes)
+        assert one["throughputKind"] == "model"
+        assert one["imagesPerSec"] == pytest.approx(gpus * 256 / step)
+        assert "GPU kit" in one["throughputSource"] and str(kit) in one["throughputSource"]
+
+
+def test_gpu_kit_results_of_an_unknown_gpu_are_refused_when_named(tmp_path, capsys):
+    kit = gpu_kit_results(tmp_path, device="NVIDIA H100 PCIe")
+    code = main(["estimate", "--vm-size", H100, "--region", "handregion", "--prices",
+                 str(price_file(tmp_path)), "--gpu-results", str(kit)])  # fmt: skip
+    assert code == 2
+    assert "measured on 'NVIDIA H100 PCIe', a GPU of no catalogue size" in capsys.readouterr().err
+
+
+def test_default_gpu_kit_results_it_cannot_use_are_named_in_the_sources(
+    tmp_path, capsys, monkeypatch
+):
+    kit = gpu_kit_results(tmp_path, device="NVIDIA H100 PCIe")
+    monkeypatch.setattr("azdl.commands.estimate.GPU_KIT_RESULTS", kit)
+    code, doc = estimate(capsys, "--vm-size", H100, "--region", "handregion", "--prices",
+                         str(price_file(tmp_path)), "--max-nodes", "1")  # fmt: skip
+    assert code == 0
+    assert any("a GPU of no catalogue size" in s and "not used" in s for s in doc["sources"])
+    assert option(doc, 1)["throughputKind"] == "published"
