@@ -69,8 +69,10 @@ class Rate:
 class Inputs:
     """Everything the throughput of an option is computed from."""
 
-    # (vm size, model) -> {nodes: (images/s, GPUs, job)}, and the file they came from
-    bench: dict[tuple[str, str], dict[int, tuple[float, int, str]]] = field(default_factory=dict)
+    # (vm size, model) -> {nodes: (images/s, GPUs, job, images per GPU per step)}, and the file
+    bench: dict[tuple[str, str], dict[int, tuple[float, int, str, int | None]]] = field(
+        default_factory=dict
+    )
     bench_files: dict[tuple[str, str], str] = field(default_factory=dict)
     gpu_kit: dict[tuple[str, str], Reference] = field(default_factory=dict)  # (gpu model, model)
     published: dict[str, list[dict]] = field(default_factory=dict)
@@ -104,11 +106,14 @@ def read_bench(path: Path, inputs: Inputs) -> None:
     if not counted:
         raise AzdlError(f"--bench {path}: no completed run with a throughput figure in it")
     for run in counted:
-        key = (size, run["record"]["model"])
+        record = run["record"]
+        key = (size, record["model"])
+        batch = record.get("batch_per_worker")
         inputs.bench.setdefault(key, {})[run["nodes"]] = (
             float(run["images_per_sec"]),
             int(run["workers"]),
             run["job"],
+            batch * record.get("grad_accum", 1) if batch else None,
         )
         inputs.bench_files[key] = str(path)
 
@@ -125,12 +130,17 @@ def read_gpu_kit(path: Path, inputs: Inputs) -> None:
         raise AzdlError(f"--gpu-results {path}: no such file") from None
     except json.JSONDecodeError as exc:
         raise AzdlError(f"--gpu-results {path}: not JSON ({exc})") from None
-    rows = [r for r in doc.get("rows", []) if r.get("data") == "synthetic"]
-    gpu = gpu_model_of(str(doc.get("device", "")))
-    if doc.get("benchmark") != "p3_gpu" or not rows or gpu is None:
+    rows = [r for r in doc.get("rows", []) if r.get("data") == "synthetic" and r.get("model")]
+    if doc.get("benchmark") != "p3_gpu" or not rows:
         raise AzdlError(
-            f"--gpu-results {path}: expected the GPU kit's p3_gpu.json with a synthetic row "
-            f"on a known GPU (one of {', '.join(n for n, _ in DEVICE_MODELS)})"
+            f"GPU kit results {path}: expected the kit's p3_gpu.json with a synthetic row that "
+            "names its model"
+        )
+    gpu = gpu_model_of(str(doc.get("device", "")))
+    if gpu is None:
+        raise AzdlError(
+            f"GPU kit results {path}: measured on {doc.get('device')!r}, a GPU of no catalogue "
+            f"size (known: {', '.join(n for n, _ in DEVICE_MODELS)})"
         )
     best = max(rows, key=lambda r: r["images_per_sec"])
     inputs.gpu_kit[(gpu, best["model"])] = Reference(
@@ -189,6 +199,11 @@ def modeled(
             "(infra/nccl_baselines.yaml): give --efficiency"
         )
     compute = t_ref - exposed * comm_ref
+    if compute <= 0:
+        return (
+            f"the reference's own all-reduce ({comm_ref:.4f} s) is longer than its step at batch "
+            f"{batch}/GPU: the model does not fit it; give --efficiency"
+        )
     comm = ring_allreduce_seconds(model.gradient_bytes, gpus, at_n[0]) if gpus > 1 else 0.0
     step = compute + exposed * comm
     rate = gpus * batch / step
@@ -211,9 +226,11 @@ def reference(size: VmSize, model: Model, inputs: Inputs) -> Reference | None:
     runs = inputs.bench.get((size.name, model.name))
     if runs:
         nodes = min(runs)
-        ips, workers, job = runs[nodes]
+        ips, workers, job, batch = runs[nodes]
         where = inputs.bench_files[(size.name, model.name)]
-        return Reference(ips / workers, workers, "measured", f"azdl bench {where}, job {job}")
+        return Reference(
+            ips / workers, workers, "measured", f"azdl bench {where}, job {job}", batch
+        )
     kit = inputs.gpu_kit.get((size.gpu_model, model.name))
     if kit is not None:
         return kit
