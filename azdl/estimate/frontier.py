@@ -180,7 +180,7 @@ def nearest(
     eligible = [o for o in opts if o.eligible]
     needs: list[str] = []
     if not eligible:
-        return ["no option could be priced and timed; see the exclusions above"]
+        return ["no option could be timed and priced: see the `excluded` lines below"]
     if deadline is not None:
         fastest = min(eligible, key=lambda o: (o.hours, o.cost_usd))
         if fastest.hours > deadline:
