@@ -172,39 +172,35 @@ def _size(name: str, prices) -> VmSize:
     return size
 
 
-def _stack(args: argparse.Namespace, console: Console):
-    """(stack config, fixed hourly USD, what the fixed cost holds) of `-s STACK`."""
-    path = stack_file(args.stack)
-    check_stack_file(path)
-    config = load_stack_file(path)
-    with console.status(f"rendering stack {args.stack} offline for its fixed costs"):
-        doc, _ = render_stack(args.stack)
-    prices = load_prices(args.prices, region=cost.region_of(doc))
+def _fixed_cost(stack: str, config, prices, console: Console) -> tuple[float, str]:
+    """The stack's own cost per hour, whether it trains or not, as `azdl plan` prices it: its
+    idle floor per month (clusters at min nodes, NAT, endpoints, share, ...) / hours per month,
+    the training cluster left out; and a sentence saying so."""
+    with console.status(f"rendering stack {stack} offline for its fixed costs"):
+        doc, _ = render_stack(stack)
     est = cost.estimate(doc, prices)
     training = f"cluster {config.cluster.name}"
     lines = [x for x in est.lines if x.item != training]
     fixed = sum(x.idle_per_month or 0.0 for x in lines) / prices.hours_per_month
     unpriced = sum(1 for x in lines if x.idle_per_month is None)
     what = (
-        f"stack {args.stack}'s fixed cost {fixed:.2f} USD/h (its idle floor per month / "
+        f"stack {stack}'s fixed cost {fixed:.2f} USD/h (its idle floor per month / "
         f"{prices.hours_per_month:g} h, as `azdl plan` prices it, training cluster left out)"
     )
     if unpriced:
         what += f"; {unpriced} item(s) unpriced, so a lower bound"
-    return config, fixed, what
+    return fixed, what
 
 
 def run(args: argparse.Namespace) -> int:
     _check_numbers(args)
     deadline = parse_duration(args.deadline) if args.deadline is not None else None
     console = Console(stderr=True, highlight=False)
-    config, fixed, fixed_note = (
-        None,
-        0.0,
-        "no stack: no fixed cost of a stack included (-s STACK adds it)",
-    )
-    if args.stack:
-        config, fixed, fixed_note = _stack(args, console)
+    config = None
+    if args.stack:  # the stack file is checked here; it is rendered once every input is
+        path = stack_file(args.stack)
+        check_stack_file(path)
+        config = load_stack_file(path)
         if args.region and args.region != config.location:
             raise AzdlError(f"--region {args.region}: stack {args.stack} is in {config.location}")
     if args.prices is not None:
@@ -241,6 +237,9 @@ def run(args: argparse.Namespace) -> int:
             read_gpu_kit(GPU_KIT_RESULTS, inputs)
         except AzdlError as exc:
             kit_note = f"{exc}; not used (--gpu-results FILE names another)"
+    fixed, fixed_note = 0.0, "no stack: no fixed cost of a stack included (-s STACK adds it)"
+    if config is not None:
+        fixed, fixed_note = _fixed_cost(args.stack, config, prices, console)
 
     workload = Workload(MODELS[args.model], args.images, args.epochs)
     settings = frontier.Settings(
@@ -281,8 +280,8 @@ def run(args: argparse.Namespace) -> int:
     out = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
     heading = f"Time and cost of {title} (USD, estimate)"
     out.print(report.frontier_table(opts, deadline, args.budget, chosen, heading, args.all))
-    out.print("→ recommendation, * on the time/cost frontier; ≤: an upper bound (see the notes)",
-              soft_wrap=True)  # fmt: skip
+    out.print("→ recommendation, * on the time/cost frontier; ≤ an upper bound: low priority "
+              "priced as dedicated, for want of a low-priority price", soft_wrap=True)  # fmt: skip
     if chosen is not None:
         out.print(f"[bold]{report.recommendation_line(chosen)}[/]", soft_wrap=True)
         out.print(f"  throughput: {chosen.rate.source}", soft_wrap=True)

@@ -322,3 +322,16 @@ def test_default_gpu_kit_results_it_cannot_use_are_named_in_the_sources(
     assert code == 0
     assert any("a GPU of no catalogue size" in s and "not used" in s for s in doc["sources"])
     assert option(doc, 1)["throughputKind"] == "published"
+
+
+def test_bad_input_with_a_stack_fails_before_the_stack_is_rendered(capsys, monkeypatch):
+    def render(stack):
+        raise AssertionError("rendered before the input was checked")
+
+    monkeypatch.setattr("azdl.commands.estimate.render_stack", render)
+    assert main(["estimate", "-s", "prod", "--vm-size", "Standard_X"]) == 2
+    assert "unknown VM size 'Standard_X'" in capsys.readouterr().err
+    assert main(["estimate", "-s", "nosuch"]) == 2
+    assert "unknown stack 'nosuch'" in capsys.readouterr().err
+    assert main(["estimate", "-s", "prod", "--region", "eastus"]) == 2
+    assert "stack prod is in westeurope" in capsys.readouterr().err
