@@ -294,6 +294,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         out.print("no deadline or budget given: the frontier above is the answer "
                   "(--deadline and/or --budget pick one option)", soft_wrap=True)  # fmt: skip
+    for line in _exclusions(opts):
+        out.print(f"excluded: {line}", soft_wrap=True)
     for line in sources:
         out.print(f"source: {line}", soft_wrap=True)
     if args.plot:
@@ -332,7 +334,13 @@ def _sources(workload, prices, fixed_note, sizes, max_nodes, settings, inputs, o
         "quota: cores needed = nodes × vCPUs (infra/vm_sizes.yaml); the subscription's quota "
         f"is {report.QUOTA_NOT_READ} by this command"
     )
-    excluded = Counter(f"{o.vm_size}: {o.excluded}" for o in opts if not o.eligible)
-    for reason, count in sorted(excluded.items()):
-        lines.append(f"excluded ({count} option{'s' if count > 1 else ''}): {reason}")
     return lines
+
+
+def _exclusions(opts) -> list[str]:
+    """Why options were left out, one line per size and reason, with how many."""
+    excluded = Counter(f"{o.vm_size}: {o.excluded}" for o in opts if not o.eligible)
+    return [
+        f"({count} option{'s' if count > 1 else ''}) {reason}"
+        for reason, count in sorted(excluded.items())
+    ]
