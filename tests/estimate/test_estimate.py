@@ -335,3 +335,17 @@ def test_bad_input_with_a_stack_fails_before_the_stack_is_rendered(capsys, monke
     assert "unknown stack 'nosuch'" in capsys.readouterr().err
     assert main(["estimate", "-s", "prod", "--region", "eastus"]) == 2
     assert "stack prod is in westeurope" in capsys.readouterr().err
+
+
+def test_published_rates_name_catalogue_sizes_models_and_their_sources():
+    from azdl.estimate.throughput import read_published
+    from azdl.estimate.workload import MODELS
+    from infra.catalogue import VM_SIZES
+
+    for size, rows in read_published().items():
+        gpus_per_node = VM_SIZES[size].gpus
+        for row in rows:
+            assert row["model"] in MODELS
+            assert row["gpus"] < gpus_per_node or row["gpus"] % gpus_per_node == 0, (size, row)
+            assert row["images_per_sec"] > 0 and row["batch_per_gpu"] > 0
+            assert "/" in row["source"] and ("commit" in row["source"] or "run of" in row["source"])
