@@ -48,8 +48,26 @@ def _name(usage) -> str:
     return name.get("value", "") if isinstance(name, dict) else getattr(name, "value", "") or ""
 
 
+def _field(entity, python_name: str, rest_name: str):
+    """A field of a Usage or VmSize entity. azure-ai-ml 1.35's `_from_rest_object` copies the REST
+    model's `as_dict()`, which keeps the wire names (`currentValue`, `vCPUs`) and leaves the
+    documented attributes (`current_value`, `v_cp_us`) None; tests/jobs/test_quota.py runs the
+    SDK's own conversion. Either spelling is the same field; neither is an unreadable quota."""
+    for name in (python_name, rest_name):
+        value = getattr(entity, name, None)
+        if value is not None:
+            return value
+    raise QuotaUnreadable(f"{type(entity).__name__} has neither {python_name} nor {rest_name}")
+
+
+class QuotaUnreadable(ValueError):
+    """The usage or size listing lacks a field the check needs."""
+
+
 def _free(usage) -> int | None:
-    return None if usage.limit is None or usage.limit < 0 else usage.limit - usage.current_value
+    if usage.limit is None or usage.limit < 0:
+        return None
+    return usage.limit - _field(usage, "current_value", "currentValue")
 
 
 def family_usage_name(family: str, tier: str) -> str:
@@ -61,6 +79,8 @@ def family_usage_name(family: str, tier: str) -> str:
 def read_quota(client, location: str | None, vm_size: str, tier: str = "dedicated") -> Quota | None:
     """The quota for `vm_size` on `tier` nodes in `location` (None: the workspace's region), or
     None when Azure lists no such size there."""
+    if tier not in _TIER_WORD:
+        raise QuotaUnreadable(f"cluster tier {tier!r} is not one of {', '.join(_TIER_WORD)}")
     size = next(
         (s for s in client.compute.list_sizes(location=location) if s.name == vm_size), None
     )
@@ -77,7 +97,8 @@ def read_quota(client, location: str | None, vm_size: str, tier: str = "dedicate
             family_found, family_free = True, _free(usage)
         elif _name(usage) == regional:
             regional_free = _free(usage)
-    return Quota(vm_size, family, int(size.v_cp_us), family_free, family_found, regional_free)
+    vcpus = int(_field(size, "v_cp_us", "vCPUs"))
+    return Quota(vm_size, family, vcpus, family_free, family_found, regional_free)
 
 
 def check(client, outputs, nodes: int) -> None:
@@ -90,7 +111,7 @@ def check(client, outputs, nodes: int) -> None:
     try:
         tier = client.compute.get(outputs["clusterName"]).tier or "dedicated"
         quota = read_quota(client, outputs.values.get("location"), size, tier)
-    except AzureError as exc:
+    except (AzureError, QuotaUnreadable) as exc:
         print(
             f"warning: could not read the vCPU quota ({type(exc).__name__}: "
             f"{str(exc).splitlines()[0]}); submitting without the check",

@@ -54,7 +54,9 @@ def test_infiniband_job_has_one_process_per_gpu_and_keeps_infiniband_on(
     assert env["NCCL_IB_DISABLE"] == "0"
     assert env["NCCL_IB_PCI_RELAXED_ORDERING"] == "1"
     assert env["NCCL_SOCKET_IFNAME"] == "eth0"
-    assert job.command.startswith("python -m training.train_keras --epochs 3 --batch-size 256 ")
+    gate, train = job.command.split(" && ")  # the health gate: on for 2 InfiniBand nodes
+    assert gate.startswith("python -m training.health.gate ")
+    assert train.startswith("python -m training.train_keras --epochs 3 --batch-size 256 ")
     assert "--precision fp16" in job.command
     assert "--data-dir '${{inputs.data}}'" in job.command
     assert "--checkpoint-dir '${{outputs.checkpoints}}'" in job.command
