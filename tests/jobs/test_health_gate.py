@@ -1,0 +1,162 @@
+"""The health gate on a node (`training.health.gate`), fed the recorded outputs of nvidia-smi and
+all_reduce_perf in tests/jobs/data/nccl (their formats and sources: README.md there): pass, warn,
+fail, wrong values, missing GPUs, and one bad node of four named."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from infra.nccl_baselines import baseline
+from training.health import gate, nccl_tests
+
+DATA = Path(__file__).parent / "data" / "nccl"
+H100 = baseline("Standard_ND96isr_H100_v5")
+
+
+def recorded(name: str) -> str:
+    return (DATA / name).read_text()
+
+
+def gate_args(tmp_path, nodes: int) -> list[str]:
+    """The arguments `azdl submit` gives the gate on ND96isr_H100_v5 (azdl.jobs.health)."""
+    from azdl.jobs.health import gate_step
+    from azdl.jobs.stack_outputs import parse_outputs
+    from tests.jobs.conftest import stack_outputs
+
+    step = gate_step(parse_outputs(stack_outputs(), "test"), nodes)
+    words = step.split()[3:]  # after `python -m training.health.gate`
+    return [w if not w.startswith("--out=") else f"--out={tmp_path}" for w in words]
+
+
+def runner(smi="nvidia_smi_ok.txt", single="single_node_pass.txt", multi="multi_node_pass.txt"):
+    calls = []
+
+    def run(command):
+        calls.append(command)
+        tool = Path(command[0]).name
+        name = {"nvidia-smi": smi, "all_reduce_perf": single, "all_reduce_perf_mpi": multi}[tool]
+        return 0, recorded(name)
+
+    run.calls = calls
+    return run
+
+
+def on_node(monkeypatch, tmp_path, host: str, rank: int, local_rank: int = 0):
+    monkeypatch.setattr(gate.socket, "gethostname", lambda: host)
+    monkeypatch.setenv("OMPI_COMM_WORLD_RANK", str(rank))
+    monkeypatch.setenv("OMPI_COMM_WORLD_LOCAL_RANK", str(local_rank))
+    monkeypatch.setenv("TMPDIR", str(tmp_path / host))
+    (tmp_path / host).mkdir(exist_ok=True)
+    monkeypatch.setenv("AZUREML_RUN_ID", "job-1")
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+
+
+def verdicts(capsys) -> list[str]:
+    return [line for line in capsys.readouterr().out.splitlines() if line.startswith(gate.PREFIX)]
+
+
+def test_recorded_outputs_parse_to_their_figures_and_hosts():
+    single = nccl_tests.parse(recorded("single_node_pass.txt"))
+    assert (single.avg_busbw_gbps, single.largest_bytes, single.wrong_values) == (
+        483.415, 17179869184, 0)  # fmt: skip
+    assert single.largest_busbw_gbps == 483.28 and single.hosts == ("nd-node-0",)
+    multi = nccl_tests.parse(recorded("multi_node_warn.txt"))
+    assert multi.avg_busbw_gbps == 372.12 and multi.hosts == ("nd-node-0", "nd-node-1")
+    assert nccl_tests.parse(recorded("single_node_wrong_values.txt")).wrong_values == 16
+    with pytest.raises(ValueError, match="no all_reduce_perf results"):
+        nccl_tests.parse("NCCL WARN NET/IB : Got completion with error 12\n")
+
+
+def test_healthy_two_nodes_pass_and_write_their_figures(monkeypatch, tmp_path, capsys):
+    on_node(monkeypatch, tmp_path, "nd-node-0", rank=0)
+    run = runner()
+    assert gate.main(gate_args(tmp_path, 2), run) == 0
+    lines = verdicts(capsys)
+    assert lines[0].startswith("azdl-health: PASS nd-node-0: all-reduce bus bandwidth 483.415")
+    assert any("PASS 2 nodes: all-reduce bus bandwidth 455.86" in line for line in lines)
+    # the commands: nvidia-smi's query, then the node's own and the fabric's 16 GiB all-reduce
+    assert run.calls[0][0] == "nvidia-smi"
+    assert run.calls[1][:7] == ["/opt/nccl-tests/bin/all_reduce_perf", "-b", str(1 << 34),
+                                "-e", str(1 << 34), "-f", "2"]  # fmt: skip
+    assert run.calls[1][7:9] == ["-g", "8"] and run.calls[2][7:9] == ["-g", "1"]
+    node = json.loads((tmp_path / "health" / "node-nd-node-0.json").read_text())
+    assert node["status"] == "pass" and len(node["gpus"]) == 8
+    fabric = json.loads((tmp_path / "health" / "multi-node.json").read_text())
+    assert fabric["all_reduce"]["avg_busbw_gbps"] == 455.86
+    assert fabric["all_reduce"]["hosts"] == ["nd-node-0", "nd-node-1"]
+
+
+def test_below_the_warning_level_the_figure_is_printed_and_training_goes_on(
+    monkeypatch, tmp_path, capsys
+):
+    on_node(monkeypatch, tmp_path, "nd-node-0", rank=0)
+    assert gate.main(gate_args(tmp_path, 2), runner(multi="multi_node_warn.txt")) == 0
+    warn = [line for line in verdicts(capsys) if " WARN " in line]
+    assert warn == [
+        "azdl-health: WARN 2 nodes: all-reduce bus bandwidth 372.12 GB/s (expected about 450), "
+        f"below the warning level {H100.multi_node.warn_below_gbps:g} (hosts nd-node-0, nd-node-1)"
+    ]
+
+
+def test_below_the_failure_level_the_job_stops_before_training(monkeypatch, tmp_path, capsys):
+    on_node(monkeypatch, tmp_path, "nd-node-0", rank=0)
+    assert gate.main(gate_args(tmp_path, 2), runner(multi="multi_node_fail.txt")) == 1
+    lines = verdicts(capsys)
+    assert any("FAIL 2 nodes: all-reduce bus bandwidth 211.865" in line for line in lines)
+    assert "stops before training" in lines[-1]
+
+
+def test_one_bad_node_of_four_is_named_and_stops_the_job(monkeypatch, tmp_path, capsys):
+    codes = {}
+    for n in range(4):
+        host = f"nd-node-{n}"
+        on_node(monkeypatch, tmp_path, host, rank=8 * n)
+        single = "single_node_slow.txt" if n == 2 else "single_node_pass.txt"
+        codes[host] = gate.main(gate_args(tmp_path, 4), runner(single=single))
+    assert codes == {"nd-node-0": 0, "nd-node-1": 0, "nd-node-2": 1, "nd-node-3": 0}
+    failed = [line for line in verdicts(capsys) if " FAIL " in line]
+    assert failed == [
+        "azdl-health: FAIL nd-node-2: all-reduce bus bandwidth 300.995 GB/s (expected about "
+        "460), below the failure level 460",
+        "azdl-health: FAIL node nd-node-2 is unhealthy: the job stops before training",
+    ]
+    bad = json.loads((tmp_path / "health" / "node-nd-node-2.json").read_text())
+    assert bad["status"] == "fail" and bad["all_reduce"]["avg_busbw_gbps"] == 300.995
+
+
+def test_the_nodes_other_ranks_follow_local_rank_0s_verdict(monkeypatch, tmp_path):
+    on_node(monkeypatch, tmp_path, "nd-node-2", rank=16)
+    assert gate.main(gate_args(tmp_path, 1), runner(single="single_node_slow.txt")) == 1
+    on_node(monkeypatch, tmp_path, "nd-node-2", rank=17, local_rank=1)
+    run = runner()
+    assert gate.main(gate_args(tmp_path, 1), run) == 1  # read from the node's marker
+    assert run.calls == []  # only local rank 0 measures the node
+
+
+@pytest.mark.parametrize(
+    ("smi", "single", "message"),
+    [
+        ("nvidia_smi_seven_gpus.txt", "single_node_pass.txt", "7 GPUs visible, the VM size has 8"),
+        ("nvidia_smi_uncorrectable.txt", "single_node_pass.txt",
+         "GPU 3 (00000008:00:00.0): 2 uncorrectable ECC errors"),
+        ("nvidia_smi_ok.txt", "single_node_wrong_values.txt", "all-reduce gave 16 wrong values"),
+    ],
+)  # fmt: skip
+def test_gpu_and_data_faults_fail_the_node(monkeypatch, tmp_path, capsys, smi, single, message):
+    on_node(monkeypatch, tmp_path, "nd-node-1", rank=8)
+    assert gate.main(gate_args(tmp_path, 1), runner(smi=smi, single=single)) == 1
+    assert any(message in line and " FAIL nd-node-1: " in line for line in verdicts(capsys))
+
+
+def test_figures_go_to_mlflow_when_the_job_has_a_tracking_uri(monkeypatch, tmp_path, mocker):
+    on_node(monkeypatch, tmp_path, "nd-node-0", rank=0)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "azureml://example")
+    mlflow = mocker.MagicMock()
+    monkeypatch.setitem(__import__("sys").modules, "mlflow", mlflow)
+    assert gate.main(gate_args(tmp_path, 2), runner()) == 0
+    logged = [c.args[0] for c in mlflow.log_metrics.call_args_list]
+    assert logged == [
+        {"health/single_node_busbw_gbps/nd-node-0": 483.415},
+        {"health/multi_node_busbw_gbps": 455.86},
+    ]
