@@ -6,9 +6,12 @@ The reason comes from the job's status, Azure ML's error on the run (the text az
 
 - retried: a low-priority node pre-empted (Azure ML's error `PreemptionError: Nodes of this job
   got pre-empted`, Azure/MachineLearningNotebooks#1242, 2020-11-18); a node or the service lost
-  (status `NotResponding`, azure-ai-ml's terminal statuses); NCCL's network and system errors
-  (`ncclSystemError`, `ncclRemoteError`, `ncclInternalError` and NCCL's `NET/IB` warnings: the
-  ncclResult_t codes of nccl.h, NVIDIA/nccl); a failed pre-flight health gate
+  (status `NotResponding`, azure-ai-ml's terminal statuses); NCCL's system and network errors
+  (the ncclResult_t codes `ncclSystemError` and `ncclRemoteError` of NVIDIA/nccl's nccl.h, and
+  their ncclGetErrorString texts "unhandled system error" and "remote process exited or there
+  was a network error"), and NCCL's InfiniBand warnings (`NCCL WARN NET/IB : Got completion
+  from peer … with error 12`, as in stas00/ml-engineering debug/pytorch.md); a failed pre-flight
+  health gate
   (`azdl-health: FAIL`, training/health/gate.py): the next attempt gets other nodes or a healthy
   fabric.
 - not retried: the user's code (a Python traceback, an argument the script rejects, or
@@ -30,7 +33,10 @@ TRANSIENT = (
     (re.compile(r"PreemptionError|got pre-empted", re.I), "a node was pre-empted"),
     (re.compile(r"^azdl-health: FAIL", re.M), "the pre-flight health gate failed"),
     (
-        re.compile(r"ncclSystemError|ncclRemoteError|ncclInternalError|NCCL WARN NET/IB"),
+        re.compile(
+            r"ncclSystemError|ncclRemoteError|unhandled system error|remote process exited or "
+            r"there was a network error|NCCL WARN NET/IB"
+        ),
         "an NCCL network or system error",
     ),
 )
