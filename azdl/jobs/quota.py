@@ -12,6 +12,7 @@ of -1 means no limit at that level). A job can start only when both the family a
 regional total have its cores free.
 """
 
+import re
 import sys
 from dataclasses import dataclass
 
@@ -70,10 +71,15 @@ def _free(usage) -> int | None:
     return usage.limit - _field(usage, "current_value", "currentValue")
 
 
-def family_usage_name(family: str, tier: str) -> str:
-    """`standardNDSv2Family`, dedicated -> `Standard NDSv2 Family Cluster Dedicated vCPUs`."""
-    core = family.removeprefix("standard").removesuffix("Family")
-    return f"Standard {core} Family Cluster {_TIER_WORD[tier]} vCPUs"
+def family_key(text: str) -> str:
+    """What a size's family and its usage lines have in common. Azure spells the family of a
+    size (`standardDSv2Family`, `StandardNCADSA100v4Family`) and its usage name (`Standard DSv2
+    Family Cluster Dedicated vCPUs`, `Standard NCADS_A100_v4 Family ...`) differently; without
+    case, punctuation and the words standard/family/cluster/tier/vCPUs both read `dsv2`."""
+    key = re.sub(r"[^a-z0-9]", "", text.lower()).removeprefix("standard")
+    for word in ("family", "cluster", "dedicated", "lowpriority", "vcpus"):
+        key = key.replace(word, "")
+    return key
 
 
 def read_quota(client, location: str | None, vm_size: str, tier: str = "dedicated") -> Quota | None:
@@ -86,17 +92,19 @@ def read_quota(client, location: str | None, vm_size: str, tier: str = "dedicate
     )
     if size is None:
         return None
-    family = family_usage_name(size.family, tier)
-    regional = f"Total Cluster {_TIER_WORD[tier]} Regional vCPUs"
+    word = _TIER_WORD[tier]
+    family, key = f"{size.family} ({word})", family_key(size.family)
+    regional = f"Total Cluster {word} Regional vCPUs"
     family_free = regional_free = None
     family_found = False
     for usage in client.compute.list_usage(location=location):
+        name = _name(usage)
         if "/workspaces/" in (usage.id or ""):  # per-workspace and per-cluster breakdowns
             continue
-        if _name(usage) == family:
-            family_found, family_free = True, _free(usage)
-        elif _name(usage) == regional:
+        if name == regional:
             regional_free = _free(usage)
+        elif f"Cluster {word} vCPUs" in name and family_key(name) == key:
+            family, family_found, family_free = name, True, _free(usage)
     vcpus = int(_field(size, "v_cp_us", "vCPUs"))
     return Quota(vm_size, family, vcpus, family_free, family_found, regional_free)
 
