@@ -65,7 +65,10 @@ def h100_cluster(ml_client, used: int, limit: int = 192):
     name = "Standard NDSH100v5 Family Cluster Dedicated vCPUs"
     family = documented("usage_list.json")[1] | {
         "id": "/subscriptions/sub-1/usages/Standard_NDSH100v5_Family_Cluster_Dedicated_vCPUs",
-        "currentValue": used, "limit": limit, "name": {"value": name, "localizedValue": name}}  # fmt: skip
+        "currentValue": used,
+        "limit": limit,
+        "name": {"value": name, "localizedValue": name},
+    }
     regional = documented("usage_list.json")[0] | {"currentValue": 0, "limit": 1000}
     client = ml_client.return_value
     client.compute.list_usage.return_value = sdk_usages([regional, family])
