@@ -35,7 +35,10 @@ Runner = Callable[[list[str]], tuple[int, str]]
 
 
 def run_command(command: list[str]) -> tuple[int, str]:
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+    except FileNotFoundError:
+        return 127, f"{command[0]}: not found in this image"
     return done.returncode, done.stdout + done.stderr
 
 
@@ -66,7 +69,12 @@ def log_metrics(metrics: dict[str, float]) -> None:
     except ImportError:
         log("warn", "mlflow is not installed in this image: figures are in the JSON files only")
         return
-    mlflow.log_metrics(metrics)
+    from mlflow.exceptions import MlflowException
+
+    try:
+        mlflow.log_metrics(metrics)
+    except MlflowException as exc:  # e.g. no plugin for Azure ML's azureml:// tracking URI
+        log("warn", f"MLflow did not take the figures ({exc}): they are in the JSON files only")
 
 
 def metric_name(host: str) -> str:
@@ -84,7 +92,10 @@ def check_node(args: argparse.Namespace, host: str, run: Runner) -> dict:
             "status": "fail",
             "messages": [f"{host}: nvidia-smi failed: {text.strip()}"],
         }
-    gpus = nvidia_smi.parse(text)
+    try:
+        gpus = nvidia_smi.parse(text)
+    except ValueError as exc:
+        return report | {"status": "fail", "messages": [f"{host}: {exc}"]}
     report["gpus"] = [gpu.__dict__ for gpu in gpus]
     found = nvidia_smi.problems(gpus, args.gpus)
     if found:
@@ -146,14 +157,17 @@ def main(argv: list[str] | None = None, run: Runner = run_command) -> int:
     tmp = os.environ.get("TMPDIR", "/tmp")
     marker = Path(tmp) / f"azdl-health-{os.environ.get('AZUREML_RUN_ID', 'local')}"
     if local_rank == 0:
-        report = check_node(args, host, run)
-        write(args.out, f"node-{host}.json", report)
-        for message in report["messages"]:
-            log(report["status"], message)
-        if "all_reduce" in report:
-            log_metrics({metric_name(host): report["all_reduce"]["avg_busbw_gbps"]})
-        marker.write_text(report["status"])
-        status = report["status"]
+        status = "fail"
+        try:  # the node's other ranks wait for the marker: it is written whatever happens
+            report = check_node(args, host, run)
+            write(args.out, f"node-{host}.json", report)
+            for message in report["messages"]:
+                log(report["status"], message)
+            if "all_reduce" in report:
+                log_metrics({metric_name(host): report["all_reduce"]["avg_busbw_gbps"]})
+            status = report["status"]
+        finally:
+            marker.write_text(status)
     else:
         status = wait_for(marker)
     if status == "fail":
