@@ -37,7 +37,7 @@ def check(args) -> int:
     outputs = load_outputs(args.stack, args.outputs)
     run_id = args.name or new_run_id(f"check-{args.nodes}n")
     job = health.build_check_job(outputs, args.nodes, run_id, args.experiment)
-    print(f"# {health.levels_text(outputs.vm_size.name)}")
+    print(f"# {health.levels_text(outputs.vm_size.name, across_nodes=True)}")
     code = send(outputs, job, dry_run=args.dry_run, wait=not args.dry_run)
     if args.dry_run:
         return code

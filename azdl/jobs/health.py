@@ -36,35 +36,40 @@ def _levels(scope: str, level: Level | None) -> list[str]:
     return [f"--{scope}-{name}={value:g}" for name, value in values.items() if value is not None]
 
 
-def gate_step(outputs: StackOutputs, nodes: int) -> str:
-    """The shell command every MPI process runs before training."""
+def gate_step(outputs: StackOutputs, nodes: int, across_nodes: bool = False) -> str:
+    """The shell command every MPI process runs: before training, each node's own checks;
+    `across_nodes` (a job of the gate alone) adds the MPI all-reduce across the nodes, which
+    can't precede training's own MPI start in the same job (training/health/gate.py)."""
     size = outputs.vm_size
     published = baseline(size.name)
     command = ["python", "-m", "training.health.gate", f"--gpus={size.gpus}", f"--nodes={nodes}"]
     command.append(f"--bytes={published.message_bytes if published else UNJUDGED_BYTES}")
     command.append(f"--out=${{{{outputs.{OUTPUT}}}}}")
+    if across_nodes:
+        command.append("--across-nodes")
     if published is not None:
         command += _levels("single", published.single_node)
-        command += _levels("multi", published.multi_node)
+        command += _levels("multi", published.multi_node) if across_nodes else []
     # Plain words only (numbers, option names and Azure ML's ${{…}} placeholder): no quoting.
     return " ".join(command)
 
 
-def levels_text(vm_size: str) -> str:
+def levels_text(vm_size: str, across_nodes: bool = False) -> str:
     """One line on what the gate compares with, for the dry run and `azdl cluster check`."""
     published = baseline(vm_size)
     if published is None:
         return f"{vm_size}: no published all-reduce baseline; the gate reports figures only"
     parts = []
-    for scope, level in (("single-node", published.single_node),
-                         ("multi-node", published.multi_node)):  # fmt: skip
+    scopes = [("single-node", published.single_node)]
+    scopes += [("multi-node", published.multi_node)] if across_nodes else []
+    for scope, level in scopes:
         if level is not None:
             pairs = (("warn", level.warn_below_gbps), ("fail", level.fail_below_gbps))
             limits = [f"{name} below {value:g}" for name, value in pairs if value is not None]
             parts.append(
                 f"{scope} ~{level.expected_gbps:g} GB/s ({', '.join(limits)}; {level.source})"
             )
-    return f"{vm_size}: " + "; ".join(parts)
+    return f"{vm_size}: " + "; ".join(parts or ["no published level for this check"])
 
 
 def build_check_job(outputs: StackOutputs, nodes: int, run_id: str, experiment: str):
@@ -87,7 +92,7 @@ def build_check_job(outputs: StackOutputs, nodes: int, run_id: str, experiment: 
         display_name=run_id,
         experiment_name=experiment,
         description=f"azdl cluster check: GPU and NCCL all-reduce health gate on {nodes} node(s)",
-        command=gate_step(outputs, nodes),
+        command=gate_step(outputs, nodes, across_nodes=True),
         environment=outputs.environment("torch"),  # both images carry nccl-tests
         compute=outputs["clusterName"],
         instance_count=nodes,

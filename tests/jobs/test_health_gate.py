@@ -20,13 +20,14 @@ def recorded(name: str) -> str:
     return (DATA / name).read_text()
 
 
-def gate_args(tmp_path, nodes: int) -> list[str]:
-    """The arguments `azdl submit` gives the gate on ND96isr_H100_v5 (azdl.jobs.health)."""
+def gate_args(tmp_path, nodes: int, across: bool = False) -> list[str]:
+    """The arguments `azdl submit` (`azdl cluster check`: across) gives the gate on
+    ND96isr_H100_v5 (azdl.jobs.health)."""
     from azdl.jobs.health import gate_step
     from azdl.jobs.stack_outputs import parse_outputs
     from tests.jobs.conftest import stack_outputs
 
-    step = gate_step(parse_outputs(stack_outputs(), "test"), nodes)
+    step = gate_step(parse_outputs(stack_outputs(), "test"), nodes, across_nodes=across)
     words = step.split()[3:]  # after `python -m training.health.gate`
     return [w if not w.startswith("--out=") else f"--out={tmp_path}" for w in words]
 
@@ -73,7 +74,7 @@ def test_recorded_outputs_parse_to_their_figures_and_hosts():
 def test_healthy_two_nodes_pass_and_write_their_figures(monkeypatch, tmp_path, capsys):
     on_node(monkeypatch, tmp_path, "nd-node-0", rank=0)
     run = runner()
-    assert gate.main(gate_args(tmp_path, 2), run) == 0
+    assert gate.main(gate_args(tmp_path, 2, across=True), run) == 0
     lines = verdicts(capsys)
     assert lines[0].startswith("azdl-health: PASS nd-node-0: all-reduce bus bandwidth 483.415")
     assert any("PASS 2 nodes: all-reduce bus bandwidth 455.86" in line for line in lines)
@@ -89,11 +90,20 @@ def test_healthy_two_nodes_pass_and_write_their_figures(monkeypatch, tmp_path, c
     assert fabric["all_reduce"]["hosts"] == ["nd-node-0", "nd-node-1"]
 
 
+def test_before_training_the_gate_runs_no_mpi_program(monkeypatch, tmp_path, capsys):
+    """Open MPI refuses a second MPI_Init by a rank (open-mpi/ompi#7025); training's is that."""
+    on_node(monkeypatch, tmp_path, "nd-node-0", rank=0)
+    run = runner(multi="multi_node_fail.txt")
+    assert gate.main(gate_args(tmp_path, 4), run) == 0
+    assert [Path(c[0]).name for c in run.calls] == ["nvidia-smi", "all_reduce_perf"]
+    assert not (tmp_path / "health" / "multi-node.json").exists()
+
+
 def test_below_the_warning_level_the_figure_is_printed_and_training_goes_on(
     monkeypatch, tmp_path, capsys
 ):
     on_node(monkeypatch, tmp_path, "nd-node-0", rank=0)
-    assert gate.main(gate_args(tmp_path, 2), runner(multi="multi_node_warn.txt")) == 0
+    assert gate.main(gate_args(tmp_path, 2, True), runner(multi="multi_node_warn.txt")) == 0
     warn = [line for line in verdicts(capsys) if " WARN " in line]
     assert warn == [
         "azdl-health: WARN 2 nodes: all-reduce bus bandwidth 372.12 GB/s (expected about 450), "
@@ -103,7 +113,7 @@ def test_below_the_warning_level_the_figure_is_printed_and_training_goes_on(
 
 def test_below_the_failure_level_the_job_stops_before_training(monkeypatch, tmp_path, capsys):
     on_node(monkeypatch, tmp_path, "nd-node-0", rank=0)
-    assert gate.main(gate_args(tmp_path, 2), runner(multi="multi_node_fail.txt")) == 1
+    assert gate.main(gate_args(tmp_path, 2, True), runner(multi="multi_node_fail.txt")) == 1
     lines = verdicts(capsys)
     assert any("FAIL 2 nodes: all-reduce bus bandwidth 211.865" in line for line in lines)
     assert "stops before training" in lines[-1]
@@ -167,7 +177,7 @@ def mlflow(monkeypatch, mocker):
 def test_figures_go_to_mlflow_when_the_job_has_a_tracking_uri(monkeypatch, tmp_path, mlflow):
     on_node(monkeypatch, tmp_path, "nd-node-0", rank=0)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", "azureml://example")
-    assert gate.main(gate_args(tmp_path, 2), runner()) == 0
+    assert gate.main(gate_args(tmp_path, 2, across=True), runner()) == 0
     logged = [c.args[0] for c in mlflow.log_metrics.call_args_list]
     assert logged == [
         {"health/single_node_busbw_gbps/nd-node-0": 483.415},

@@ -44,12 +44,14 @@ def test_a_dry_run_shows_the_gate_and_its_levels(ml_client, outputs_file, capsys
                  "--name", "g2", "--dry-run"]) == 0  # fmt: skip
     out = capsys.readouterr().out
     assert out.startswith("# health gate before training: Standard_ND96isr_H100_v5: single-node")
-    assert "warn below 400, fail below 300" in out
+    assert "fail below 460; NHC conf/nd96isr_h100_v5.conf" in out
+    assert "multi-node" not in out.splitlines()[0]  # the fabric is `azdl cluster check`'s
     assert (
         "command: python -m training.health.gate --gpus=8 --nodes=2 --bytes=17179869184 "
         "--out=${{outputs.health}}" in out
     )
-    assert "--multi-warn=400 --multi-fail=300 && python" in out
+    assert "--single-expected=460 --single-fail=460 && python" in out
+    assert "--across-nodes" not in out and "--multi-" not in out
     ml_client.assert_not_called()
 
 
@@ -81,8 +83,11 @@ def test_cluster_check_runs_the_gate_alone_and_prints_its_verdicts(
     assert main(["cluster", "check", "--outputs", str(path), "--nodes", "3", "--name", "c1"]) == 0
     job = client.jobs.create_or_update.call_args.args[0]
     assert job.command.startswith("python -m training.health.gate --gpus=8 --nodes=3 ")
-    assert " && " not in job.command  # nothing but the gate
+    assert " && " not in job.command  # nothing but the gate: its MPI all-reduce may run
+    assert "--across-nodes" in job.command and "--multi-warn=400 --multi-fail=300" in job.command
     assert job.resources.instance_count == 3 and job.distribution.process_count_per_instance == 8
     assert job.tags["azdl.task"] == "cluster-check"
-    assert "azdl-health: PASS nd-node-0" in capsys.readouterr().err
+    captured = capsys.readouterr()
+    assert "multi-node ~450 GB/s (warn below 400, fail below 300" in captured.out
+    assert "azdl-health: PASS nd-node-0" in captured.err
     assert main(["cluster", "check", "--outputs", str(path), "--nodes", "5"]) == 2

@@ -3,9 +3,12 @@ before training (the job's command runs it first, then training only if it exits
 
 1. On each node, its local rank 0 checks the GPUs (nvidia-smi: count and ECC as the VM size says)
    and runs a single-process all_reduce_perf over all the node's GPUs (NVLink/NVSwitch), the
-   per-node figure that names a bad node; the node's other ranks wait for its verdict.
-2. With more than one node, every rank runs the MPI build of all_reduce_perf (one GPU per rank,
-   across nodes over InfiniBand); rank 0 judges the figure.
+   per-node figure that names a bad node; the node's other ranks wait for its verdict. No MPI.
+2. With --across-nodes (`azdl cluster check`, a job of the gate alone) and more than one node,
+   every rank runs the MPI build of all_reduce_perf (one GPU per rank, across nodes over
+   InfiniBand); rank 0 judges the figure. Never before training in the same job: Open MPI
+   refuses a second MPI_Init by the same rank, even from another process (open-mpi/ompi#7025,
+   2019-10-01), and the training's Horovod would be that second one.
 
 Below the warning level a line gives the figure and the node; below the failure level the gate
 exits 1, which ends the MPI job before training, with a line naming the node. Every figure goes
@@ -49,6 +52,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bytes", type=int, required=True, help="all-reduce message size in bytes")
     p.add_argument("--out", type=Path, required=True, help="folder for health/*.json")
     p.add_argument("--bin-dir", default=BIN_DIR, help=f"nccl-tests binaries (default {BIN_DIR})")
+    p.add_argument(
+        "--across-nodes",
+        action="store_true",
+        help="also the MPI all-reduce across the nodes (only in a job with no other MPI program)",
+    )
     for scope in ("single", "multi"):
         for level in ("expected", "warn", "fail"):
             p.add_argument(f"--{scope}-{level}", type=float, help=f"{scope}-node {level} GB/s")
@@ -174,7 +182,7 @@ def main(argv: list[str] | None = None, run: Runner = run_command) -> int:
         if local_rank == 0:
             log("fail", f"node {host} is unhealthy: the job stops before training")
         return 1
-    if args.nodes < 2:
+    if args.nodes < 2 or not args.across_nodes:
         return 0
     report = check_fabric(args, run)
     if rank != 0:  # all_reduce_perf reports on rank 0 only
