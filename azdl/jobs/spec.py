@@ -345,7 +345,7 @@ def build_job(outputs: StackOutputs, request: JobRequest):
         experiment_name=request.experiment,
         description=f"azdl {what}, {request.nodes} node(s), {request.storage} data",
         command=" && ".join(
-            [health.gate_step(outputs, request.nodes)] * request.health_check
+            ([health.gate_step(outputs, request.nodes)] if request.health_check else [])
             + [training_command(request, threads)]
         ),
         code=str(request.script.code_dir) if request.script else None,

@@ -61,7 +61,7 @@ def test_script_job_uploads_the_folder_and_runs_the_users_command_under_mpi(
 ):
     path = outputs_file(vm_size="Standard_ND96isr_H100_v5", max_nodes=4)
     code = main(["submit", "--outputs", str(path), "--script", str(project / "train.py"),
-                 "--nodes", "2", "--name", "own-1", "--data-path", "landcover",
+                 "--nodes", "2", "--name", "own-1", "--data-path", "landcover", "--no-health-check",
                  "--", "--epochs", "3", "--out={output_dir}/model", "--lr", "0.1"])  # fmt: skip
     assert code == 0, capsys.readouterr().err
     job = submitted(ml_client)
@@ -73,13 +73,12 @@ def test_script_job_uploads_the_folder_and_runs_the_users_command_under_mpi(
     assert job.environment.endswith("/environments/azdl-pytorch/versions/def")  # from imports
     assert job.environment_variables["NCCL_IB_DISABLE"] == "0"
     assert job.environment_variables["OMP_NUM_THREADS"] == "12"  # 96 vCPUs / 8 processes
-    gate, export, run = job.command.split(" && ")  # the health gate first: 2 InfiniBand nodes
-    assert gate.startswith("python -m training.health.gate ")
+    export, run = job.command.split(" && ")
     assert run == "python train.py --epochs 3 '--out=${{outputs.outputs}}/model' --lr 0.1"
     assert "AZDL_DATA_DIR='${{inputs.data}}'" in export
     assert "AZDL_CHECKPOINT_DIR='${{outputs.checkpoints}}'" in export
     assert job.inputs["data"].path == "azureml://datastores/azdl_training_data/paths/landcover/"
-    assert set(job.outputs) == {"checkpoints", "logs", "outputs", "health"}
+    assert set(job.outputs) == {"checkpoints", "logs", "outputs"}
     assert (
         job.outputs["outputs"].path == "azureml://datastores/azdl_outputs/paths/azdl/own-1/outputs/"
     )
