@@ -86,13 +86,15 @@ def watch(client, name: str, stream: bool) -> tuple[str, str]:
     """Follow the job to its end: (status, Azure ML's error text for a failed job)."""
     from azure.ai.ml.exceptions import JobException
 
-    from azdl.jobs.workspace import wait
+    from azdl.jobs.workspace import TERMINAL, wait
 
     error = ""
     if stream:
         try:
             client.jobs.stream(name)
-        except JobException as exc:  # raised for a failed job, carrying its error
+        except JobException as exc:  # a failed job, carrying its error; or Ctrl-C while streaming
+            if client.jobs.get(name).status not in TERMINAL:
+                raise KeyboardInterrupt from exc  # stop following; the job goes on in Azure ML
             error = str(exc)
             print(error, file=sys.stderr)
     return wait(client, name), error

@@ -124,6 +124,21 @@ def test_transient_failures_are_retried_and_the_users_own_are_not(status, error,
     assert classify(status, error, logs).retry is retry
 
 
+def test_ctrl_c_while_following_stops_following_and_leaves_the_job_running(
+    ml_client, outputs_file, capsys
+):
+    client = cluster(ml_client, {"r1": ("Running", "", "")})
+    client.jobs.stream.side_effect = JobException(  # what azure-ai-ml raises on Ctrl-C
+        message="The output streaming for the run interrupted.",
+        target=ErrorTarget.JOB,
+        no_personal_data_message="interrupted",
+        error_category=ErrorCategory.USER_ERROR,
+    )
+    assert submit(outputs_file, "--max-retries", "2") == 130
+    assert client.jobs.create_or_update.call_count == 1
+    assert "interrupted" in capsys.readouterr().err
+
+
 def test_max_retries_takes_whole_numbers(ml_client, outputs_file, capsys):
     with pytest.raises(SystemExit):
         submit(outputs_file, "--max-retries", "-1")
