@@ -71,6 +71,26 @@ def test_recorded_outputs_parse_to_their_figures_and_hosts():
         nccl_tests.parse("NCCL WARN NET/IB : Got completion with error 12\n")
 
 
+# The sample of Azure/ai-infrastructure-on-azure skills/slurm/nccl_allreduce_test/SKILL.md
+# (448d474, 2026-03-27; "Output Format", a full sweep): a published all_reduce_perf output.
+PUBLISHED_SAMPLE = """\
+#                                                              out-of-place                       in-place
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+           0             0     float     sum      -1     0.02    0.00    0.00      0     0.01    0.00    0.00      0
+        1024           256     float     sum      -1    17.94    0.06    0.11      0    17.94    0.06    0.11      0
+  17179869184    4294967296     float     sum      -1  18285.0  939.58  936.93      0  18292.6  939.19  936.54      0
+# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 487.265
+"""  # noqa: E501
+
+
+def test_a_published_output_parses_to_its_own_figures():
+    result = nccl_tests.parse(PUBLISHED_SAMPLE)
+    assert result.avg_busbw_gbps == 487.265  # a full sweep: small sizes pull the average down
+    assert (result.largest_bytes, result.largest_busbw_gbps) == (17179869184, 936.93)
+    assert result.wrong_values == 0
+
+
 def test_healthy_two_nodes_pass_and_write_their_figures(monkeypatch, tmp_path, capsys):
     on_node(monkeypatch, tmp_path, "nd-node-0", rank=0)
     run = runner()
