@@ -35,8 +35,10 @@ def gate_args(tmp_path, nodes: int, across: bool = False) -> list[str]:
 def runner(smi="nvidia_smi_ok.txt", single="single_node_pass.txt", multi="multi_node_pass.txt"):
     calls = []
 
-    def run(command):
+    def run(command, library_dir):
         calls.append(command)
+        nccl_tests_run = Path(command[0]).name.startswith("all_reduce_perf")
+        assert library_dir == (str(Path(command[0]).parent) if nccl_tests_run else None)
         tool = Path(command[0]).name
         name = {"nvidia-smi": smi, "all_reduce_perf": single, "all_reduce_perf_mpi": multi}[tool]
         return 0, recorded(name)
@@ -226,3 +228,10 @@ def test_a_tool_missing_from_the_image_fails_the_node_and_frees_its_other_ranks(
     assert "no all_reduce_perf results in the output" in failed[0] and "exit 127" in failed[0]
     on_node(monkeypatch, tmp_path, "nd-node-0", rank=1, local_rank=1)
     assert gate.main(args) == 1  # the marker says fail: no wait
+
+
+def test_nccl_tests_get_their_library_folder_for_their_own_process_only(monkeypatch):
+    monkeypatch.setenv("LD_LIBRARY_PATH", "/usr/local/nvidia/lib64")
+    code, out = gate.run_command(["sh", "-c", "echo $LD_LIBRARY_PATH"], "/opt/nccl-tests/bin")
+    assert (code, out) == (0, "/opt/nccl-tests/bin:/usr/local/nvidia/lib64\n")
+    assert gate.run_command(["sh", "-c", "echo $LD_LIBRARY_PATH"])[1] == "/usr/local/nvidia/lib64\n"

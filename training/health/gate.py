@@ -33,13 +33,19 @@ PREFIX = "azdl-health:"
 # nccl-tests as the GPU images build it (images/*/Dockerfile): the threads build for one node,
 # the MPI build (`_mpi` suffix, nccl-tests' NAME_SUFFIX) across nodes.
 BIN_DIR = "/opt/nccl-tests/bin"
-# A command and its environment -> (exit status, stdout and stderr together).
-Runner = Callable[[list[str]], tuple[int, str]]
+# A command, and a folder to put first on its library path -> (exit status, stdout and stderr).
+Runner = Callable[[list[str], str | None], tuple[int, str]]
 
 
-def run_command(command: list[str]) -> tuple[int, str]:
+def run_command(command: list[str], library_dir: str | None = None) -> tuple[int, str]:
+    """Run a tool. nccl-tests' binaries find the NCCL beside them through LD_LIBRARY_PATH, set
+    for their own process only: the training keeps the NCCL its framework brings."""
+    env = None
+    if library_dir is not None:
+        env = os.environ | {"LD_LIBRARY_PATH": ":".join(
+            p for p in (library_dir, os.environ.get("LD_LIBRARY_PATH")) if p)}  # fmt: skip
     try:
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
     except FileNotFoundError:
         return 127, f"{command[0]}: not found in this image"
     return done.returncode, done.stdout + done.stderr
@@ -94,7 +100,7 @@ def metric_name(host: str) -> str:
 def check_node(args: argparse.Namespace, host: str, run: Runner) -> dict:
     """GPU checks and the node's own all-reduce; the node's report (status pass|warn|fail)."""
     report: dict = {"host": host, "messages": []}
-    code, text = run(list(nvidia_smi.COMMAND))
+    code, text = run(list(nvidia_smi.COMMAND), None)
     if code != 0:
         return report | {
             "status": "fail",
@@ -126,7 +132,7 @@ def check_fabric(args: argparse.Namespace, run: Runner) -> dict:
 
 
 def judged(run: Runner, command, warn, fail, expected, where: str) -> dict:
-    code, text = run(command)
+    code, text = run(command, str(Path(command[0]).parent))
     try:
         result = nccl_tests.parse(text)
     except ValueError as exc:
