@@ -83,8 +83,8 @@ def build_check_job(outputs: StackOutputs, nodes: int, run_id: str, experiment: 
         wanted(outputs, nodes, True)  # raises the GPU-size error
     if not 1 <= nodes <= outputs.max_nodes:
         raise AzdlError(
-            f"--nodes {nodes}: allowed 1 to cluster {outputs['clusterName']!r}'s maximum of "
-            f"{outputs.max_nodes} (clusterMaxNodes)"
+            f"--nodes {nodes}: allowed 1 to {outputs.max_nodes}, the maximum of cluster "
+            f"{outputs['clusterName']!r} (clusterMaxNodes)"
         )
     folder = datastore_uri(outputs["outputsDatastore"], experiment, run_id, OUTPUT)
     return command(
