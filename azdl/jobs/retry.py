@@ -11,9 +11,8 @@ The reason comes from the job's status, Azure ML's error on the run (the text az
   their ncclGetErrorString texts "unhandled system error" and "remote process exited or there
   was a network error"), and NCCL's InfiniBand warnings (`NCCL WARN NET/IB : Got completion
   from peer … with error 12`, as in stas00/ml-engineering debug/pytorch.md); a failed pre-flight
-  health gate
-  (`azdl-health: FAIL`, training/health/gate.py): the next attempt gets other nodes or a healthy
-  fabric.
+  health gate (`azdl-health: FAIL`, training/health/gate.py): the cluster may give the next
+  attempt other nodes (Azure ML can't exclude a node from a job, hence the bound N).
 - not retried: the user's code (a Python traceback, an argument the script rejects, or
   `JobFailed: Submitted script failed with a non-zero exit code` with no transient sign,
   Azure/MachineLearningNotebooks#1360, 2021-02-23), a cancelled job, and anything not
