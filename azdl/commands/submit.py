@@ -19,12 +19,14 @@ from azdl.commands.options import (
     add_job_name_option,
     add_script_args,
     add_stack_options,
+    positive_int,
     script_args,
 )
 from azdl.commands.train import FRAMEWORK_MODULES
 from azdl.errors import AzdlError
 from azdl.jobs import export
 from azdl.jobs import script as own_script
+from azdl.jobs.safeguards import CLUSTER_STALL_TIMEOUT_S
 from azdl.jobs.spec import DEFAULT_LOCAL_DIR, STORAGE_MODES, JobRequest, OwnScript, build_job
 from azdl.jobs.stack_outputs import load_outputs
 
@@ -108,6 +110,7 @@ def register(subparsers) -> None:
         default="WARN",
         help="NCCL_DEBUG on GPU sizes (default WARN; INFO shows which transport NCCL picked)",
     )
+    add_safeguard_options(p)
     p.add_argument(
         "--dry-run",
         action="store_true",
@@ -123,6 +126,30 @@ def register(subparsers) -> None:
     p.add_argument("--wait", action="store_true", help="stream the job's logs until it ends")
     add_script_args(p)
     p.set_defaults(func=run)
+
+
+def add_safeguard_options(p: argparse.ArgumentParser) -> None:
+    """--stall-timeout, --timeout, --no-infiniband-check (docs/jobs.md: When a job goes wrong)."""
+    p.add_argument(
+        "--stall-timeout",
+        type=positive_int,
+        default=CLUSTER_STALL_TIMEOUT_S,
+        metavar="SECONDS",
+        help="end the job when some ranks have waited this long for others in a collective, "
+        f"naming the missing ranks and their host (default {CLUSTER_STALL_TIMEOUT_S})",
+    )
+    p.add_argument(
+        "--timeout",
+        type=positive_int,
+        metavar="SECONDS",
+        help="Azure ML's limit on the job's run time: it is cancelled after this (default: none)",
+    )
+    p.add_argument(
+        "--no-infiniband-check",
+        dest="infiniband_check",
+        action="store_false",
+        help="on InfiniBand sizes, skip checking that NCCL uses InfiniBand with GPUDirect RDMA",
+    )
 
 
 def shm_size(text: str) -> str:
@@ -186,6 +213,9 @@ def run(args: argparse.Namespace) -> int:
         nccl_debug=args.nccl_debug,
         script=script,
         resume_from=args.resume_from,
+        stall_timeout=args.stall_timeout,
+        timeout=args.timeout,
+        infiniband_check=args.infiniband_check,
     )
     job = build_job(outputs, request)
     if args.export is not None:

@@ -4,7 +4,6 @@ records, stalled ranks named, NCCL's transport checked on InfiniBand sizes) and 
 writes locally. No Azure calls, nothing imported from the training stack.
 """
 
-import shlex
 from pathlib import Path
 
 from azdl.errors import AzdlError
@@ -56,12 +55,28 @@ def guard_command(
     return [*cmd, "--"]
 
 
-def guarded_shell(prefix: list[str], command: str) -> str:
-    """`command` (a shell line) run by the guard: `PREFIX sh -c COMMAND`."""
-    return shlex.join([*prefix, "sh", "-c", command])
-
-
 def local_mlflow_uri(run_dir: Path) -> str:
     """MLflow's store for a local run: a SQLite file in the run's folder (MLflow 3's default
     backend; `mlflow ui --backend-store-uri` takes the same URI)."""
     return f"sqlite:///{(run_dir / 'mlflow.db').resolve()}"
+
+
+def job_safeguards(request, vm_size) -> tuple[dict[str, str], list[str]]:
+    """(environment variables, guard prefix) of a cluster job: the stall inspector, and on
+    InfiniBand GPU sizes NCCL's INIT/NET log for the guard's transport check and Azure's NCCL
+    topology file where the size needs one (training.nccl_topology). `request`: a JobRequest."""
+    from training import nccl_topology
+
+    env = stall_environment(request.stall_timeout)
+    check = request.infiniband_check and vm_size.infiniband and vm_size.gpus > 0
+    if vm_size.gpus > 0:
+        env |= nccl_topology.nccl_environment(vm_size.name)
+    if check:
+        env |= IB_CHECK_NCCL_ENV
+    prefix = guard_command(
+        "${{outputs.logs}}/ranks",
+        check_infiniband=check,
+        nodes=request.nodes,
+        nccl_debug=request.nccl_debug,
+    )
+    return env, prefix

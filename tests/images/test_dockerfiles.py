@@ -34,6 +34,7 @@ DISTRIBUTIONS = {
     "yaml": "pyyaml",
     "horovod": "horovod",
     "google_crc32c": "google-crc32c",
+    "mlflow": "mlflow-skinny",
 }
 
 

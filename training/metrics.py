@@ -1,0 +1,68 @@
+"""Metrics to MLflow from rank 0, for the built-in scripts and for users' own Horovod scripts.
+
+    from training import metrics
+
+    run = metrics.start(hvd.rank(), params={"lr": args.lr})
+    ...
+    run.log({"loss": loss, "accuracy": acc}, step=epoch)   # a no-op on every rank but 0
+    run.close()
+
+Where they go is MLflow's own setting, MLFLOW_TRACKING_URI: on Azure ML the job's environment
+holds it (with MLFLOW_RUN_ID, the job's own run; azureml-mlflow in the image resolves the
+`azureml://` URI), so the metrics appear in the job's Metrics tab in the Studio; `azdl train`
+points it at a SQLite store in the run's folder (`mlflow ui --backend-store-uri` shows it).
+Without MLFLOW_TRACKING_URI nothing is logged, and rank 0 says so once.
+"""
+
+import math
+import os
+import sys
+
+EXPERIMENT = "azdl"
+
+
+class Run:
+    """Rank 0's MLflow run; every method is a no-op on the other ranks (`active` False)."""
+
+    def __init__(self, mlflow=None):
+        self._mlflow = mlflow
+
+    @property
+    def active(self) -> bool:
+        return self._mlflow is not None
+
+    def log(self, values: dict[str, float | None], step: int) -> None:
+        """One value per metric at `step`; None and NaN values are left out."""
+        if self._mlflow is None:
+            return
+        clean = {k: float(v) for k, v in values.items() if v is not None and not math.isnan(v)}
+        if clean:
+            self._mlflow.log_metrics(clean, step=step)
+
+    def close(self) -> None:
+        if self._mlflow is not None:
+            self._mlflow.end_run()
+            self._mlflow = None
+
+
+def start(rank: int, run_name: str | None = None, params: dict | None = None) -> Run:
+    """Rank 0: the MLflow run (Azure ML's job run when MLFLOW_RUN_ID is set, else a new run in
+    MLFLOW_EXPERIMENT_NAME or "azdl"); other ranks: an inactive Run."""
+    if rank != 0:
+        return Run()
+    if not os.environ.get("MLFLOW_TRACKING_URI"):
+        print("metrics: MLFLOW_TRACKING_URI is not set; nothing goes to MLflow", file=sys.stderr)
+        return Run()
+    import mlflow
+
+    if not os.environ.get("MLFLOW_RUN_ID"):
+        mlflow.set_experiment(os.environ.get("MLFLOW_EXPERIMENT_NAME", EXPERIMENT))
+    active = mlflow.start_run(run_name=run_name)
+    if params:
+        mlflow.log_params({k: v for k, v in params.items() if v is not None})
+    print(
+        f"metrics: MLflow run {active.info.run_id} at {mlflow.get_tracking_uri()}",
+        file=sys.stderr,
+        flush=True,
+    )
+    return Run(mlflow)
