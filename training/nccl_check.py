@@ -73,7 +73,7 @@ class NcclCheck:
         return self.verdict or self._decide()
 
     def _decide(self) -> Verdict:
-        network = self.network
+        network = self.network or ("IB" if self.gdr_channels or self.host_channels else None)
         counts = {"gdr_channels": self.gdr_channels, "host_channels": self.host_channels}
         if network is None and not (self.gdr_channels or self.host_channels):
             why = "NCCL's log never said which network it uses (was NCCL_DEBUG=INFO set?)"
