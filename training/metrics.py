@@ -25,17 +25,42 @@ EXPERIMENT = "azdl"
 
 
 class Run:
-    """Rank 0's MLflow run; every method is a no-op on the other ranks (`active` False)."""
+    """Rank 0's MLflow run, started at the first `log` (a run that fails while setting up leaves
+    no empty run behind); every method is a no-op on the other ranks."""
 
-    def __init__(self, mlflow=None):
-        self._mlflow = mlflow
+    def __init__(self, rank: int, run_name: str | None = None, params: dict | None = None):
+        self._pending = rank == 0
+        self._run_name, self._params = run_name, params
+        self._mlflow = None
 
     @property
     def active(self) -> bool:
         return self._mlflow is not None
 
+    def _begin(self) -> None:
+        """Azure ML's job run when MLFLOW_RUN_ID is set, else a new run in
+        MLFLOW_EXPERIMENT_NAME or "azdl"; nothing without MLFLOW_TRACKING_URI."""
+        self._pending = False
+        if not os.environ.get("MLFLOW_TRACKING_URI"):
+            print(
+                "metrics: MLFLOW_TRACKING_URI is not set; nothing goes to MLflow", file=sys.stderr
+            )
+            return
+        import mlflow
+
+        if not os.environ.get("MLFLOW_RUN_ID"):
+            mlflow.set_experiment(os.environ.get("MLFLOW_EXPERIMENT_NAME", EXPERIMENT))
+        active = mlflow.start_run(run_name=self._run_name)
+        if self._params:
+            mlflow.log_params({k: v for k, v in self._params.items() if v is not None})
+        where = mlflow.get_tracking_uri()
+        print(f"metrics: MLflow run {active.info.run_id} at {where}", file=sys.stderr, flush=True)
+        self._mlflow = mlflow
+
     def log(self, values: dict[str, float | None], step: int) -> None:
         """One value per metric at `step`; None and NaN values are left out."""
+        if self._pending:
+            self._begin()
         if self._mlflow is None:
             return
         clean = {k: float(v) for k, v in values.items() if v is not None and not math.isnan(v)}
@@ -49,23 +74,5 @@ class Run:
 
 
 def start(rank: int, run_name: str | None = None, params: dict | None = None) -> Run:
-    """Rank 0: the MLflow run (Azure ML's job run when MLFLOW_RUN_ID is set, else a new run in
-    MLFLOW_EXPERIMENT_NAME or "azdl"); other ranks: an inactive Run."""
-    if rank != 0:
-        return Run()
-    if not os.environ.get("MLFLOW_TRACKING_URI"):
-        print("metrics: MLFLOW_TRACKING_URI is not set; nothing goes to MLflow", file=sys.stderr)
-        return Run()
-    import mlflow
-
-    if not os.environ.get("MLFLOW_RUN_ID"):
-        mlflow.set_experiment(os.environ.get("MLFLOW_EXPERIMENT_NAME", EXPERIMENT))
-    active = mlflow.start_run(run_name=run_name)
-    if params:
-        mlflow.log_params({k: v for k, v in params.items() if v is not None})
-    print(
-        f"metrics: MLflow run {active.info.run_id} at {mlflow.get_tracking_uri()}",
-        file=sys.stderr,
-        flush=True,
-    )
-    return Run(mlflow)
+    """Rank 0: the MLflow run, from its first `log`; other ranks: a Run that does nothing."""
+    return Run(rank, run_name, params)
