@@ -5,7 +5,11 @@ Every rank calls `end_epoch` (it gathers: one small allgather per epoch). Rank 0
 
     step time per rank: median 0.512 s; slowest rank 3 on node-b at 0.730 s (1.43x) - straggler
 
-and logs, at step = the epoch (1-based, as the TensorBoard logs): the epoch's metrics (loss,
+and, at the end of the run, which rank was slowest in how many epochs (the job's summary):
+
+    slowest rank over the run: rank 3 on node-b in 5 of 6 epochs (up to 1.43x the median rank)
+
+It logs, at step = the epoch (1-based, as the TensorBoard logs): the epoch's metrics (loss,
 accuracy, lr, val_loss, val_accuracy, val_top5 where there is validation), `images_per_sec`
 (the epoch's timed steps), `epoch_time_s` (the epoch's wall time with validation), and per rank
 `step_time_s.rank_<r>` and per node `images_per_sec.node_<host>`.
@@ -35,6 +39,21 @@ def step_time_line(times: list[tuple[int, str, float | None]]) -> str | None:
         f"{slowest:.3f} s ({ratio:.2f}x)"
     )
     return line + (" - straggler" if ratio >= STRAGGLER_RATIO else "")
+
+
+def slowest_over_run(slowest: list[tuple[int, str, float]]) -> str | None:
+    """The summary line from each epoch's (slowest rank, its host, ratio to the median rank)."""
+    if not slowest:
+        return None
+    counts: dict[tuple[int, str], int] = {}
+    for rank, host, _ratio in slowest:
+        counts[(rank, host)] = counts.get((rank, host), 0) + 1
+    (rank, host), times = max(counts.items(), key=lambda item: item[1])
+    worst = max(ratio for r, h, ratio in slowest if (r, h) == (rank, host))
+    return (
+        f"slowest rank over the run: rank {rank} on {host} in {times} of {len(slowest)} epochs "
+        f"(up to {worst:.2f}x the median rank)"
+    )
 
 
 def node_throughput(times, images_per_rank_step: int) -> dict[str, float]:
@@ -71,6 +90,7 @@ class EpochLog:
             },
         )
         self._started = time.perf_counter()
+        self._slowest: list[tuple[int, str, float]] = []  # per epoch: rank, host, ratio
 
     def begin_epoch(self) -> None:
         self._started = time.perf_counter()
@@ -87,6 +107,10 @@ class EpochLog:
         if line:
             print(line, flush=True)
         timed = [t for t in times if t[2] is not None]
+        if timed:
+            rank, host, slowest = max(timed, key=lambda t: t[2])
+            middle = statistics.median(t[2] for t in timed)
+            self._slowest.append((rank, host, slowest / middle if middle > 0 else 1.0))
         logged = dict(values) | {"epoch_time_s": took}
         if median:
             logged["images_per_sec"] = self.images_per_rank_step * len(times) / median
@@ -96,7 +120,11 @@ class EpochLog:
         self.run.log(logged, step=epoch)
 
     def close(self, result: dict | None = None) -> None:
-        """The run's throughput record (training.throughput) as `run_*` metrics, then the end."""
+        """Rank 0: the slowest rank over the run, the run's throughput record
+        (training.throughput) as `run_*` metrics, then the end of the MLflow run."""
+        line = slowest_over_run(self._slowest)
+        if line:
+            print(line, flush=True)
         if result:
             keys = ("images_per_sec", "images_per_sec_per_worker", "median_step_time_s")
             self.run.log({f"run_{k}": result.get(k) for k in keys}, step=0)

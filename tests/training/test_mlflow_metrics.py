@@ -34,6 +34,8 @@ def test_a_two_worker_run_logs_each_metric_once_per_epoch_from_rank_0(framework,
                          stderr=subprocess.STDOUT, text=True, timeout=400)  # fmt: skip
     assert run.returncode == 0, run.stdout
     assert run.stdout.count("metrics: MLflow run") == 1, run.stdout  # rank 0 only
+    assert run.stdout.count("step time per rank: ") == EPOCHS, run.stdout
+    assert run.stdout.count("slowest rank over the run: rank ") == 1, run.stdout
 
     client = MlflowClient(tracking_uri=uri)
     (experiment,) = [e for e in client.search_experiments() if e.name == "azdl"]
@@ -60,6 +62,14 @@ def test_the_straggler_line_names_the_slowest_rank_and_its_host():
     even = [(0, "a", 0.50), (1, "b", 0.55)]
     assert not epoch_log.step_time_line(even).endswith("straggler")
     assert epoch_log.step_time_line([(0, "a", None), (1, "b", None)]) is None
+
+
+def test_the_run_summary_names_the_rank_slowest_in_most_epochs():
+    per_epoch = [(3, "node-b", 1.43), (1, "node-a", 1.05), (3, "node-b", 1.31)]
+    assert epoch_log.slowest_over_run(per_epoch) == (
+        "slowest rank over the run: rank 3 on node-b in 2 of 3 epochs (up to 1.43x the median rank)"
+    )
+    assert epoch_log.slowest_over_run([]) is None
 
 
 def test_node_throughput_adds_up_the_ranks_of_each_node():
