@@ -17,9 +17,11 @@ Every MPI (or horovodrun) process of a job runs its command through this guard, 
   process, so "back to the user's level" happens here: after the verdict, `NCCL INFO` lines are
   dropped unless `--nccl-debug` (the user's level) is INFO or TRACE.
 
-Horovod creates its NCCL communicator at the first collective on GPU tensors (the broadcast of
-the initial weights in every azdl flavour), so the check decides within seconds of training
-starting, before any step has been spent. The guard exits with the command's exit code (128 +
+The command's output reaches the guard through pipes as it is written: NCCL flushes every log
+line (src/debug.cc), Horovod logs to unbuffered stderr, and Python children run unbuffered
+(PYTHONUNBUFFERED=1 unless set). Horovod creates its NCCL communicator at the first collective
+on GPU tensors (the broadcast of the initial weights in every azdl flavour), so the check
+decides within seconds of training starting, before any step has been spent. The guard exits with the command's exit code (128 +
 signal number for a signal), or 3 when it stopped the command.
 """
 
@@ -154,9 +156,10 @@ def main(argv=None) -> int:
     if rank is not None:
         record_host(args.ranks_dir, rank, host)
         say(f"rank {rank} on {host} (pid {os.getpid()})")
+    env = {"PYTHONUNBUFFERED": "1"} | dict(os.environ)  # a value already set wins
     child = subprocess.Popen(
         args.command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1,
-        errors="replace",
+        errors="replace", env=env,
     )  # fmt: skip
     # mpirun ends a job by signalling its processes: hand the signal on to the command.
     for signum in (signal.SIGTERM, signal.SIGINT):
