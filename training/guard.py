@@ -21,8 +21,9 @@ The command's output reaches the guard through pipes as it is written: NCCL flus
 line (src/debug.cc), Horovod logs to unbuffered stderr, and Python children run unbuffered
 (PYTHONUNBUFFERED=1 unless set). Horovod creates its NCCL communicator at the first collective
 on GPU tensors (the broadcast of the initial weights in every azdl flavour), so the check
-decides within seconds of training starting, before any step has been spent. The guard exits with the command's exit code (128 +
-signal number for a signal), or 3 when it stopped the command.
+decides within seconds of training starting, before any step has been spent. The guard exits
+with the command's exit code (128 + signal number for a signal), or 3 when it stopped the
+command.
 """
 
 import argparse
