@@ -75,3 +75,19 @@ def test_the_run_summary_names_the_rank_slowest_in_most_epochs():
 def test_node_throughput_adds_up_the_ranks_of_each_node():
     times = [(0, "a", 0.5), (1, "a", 0.25), (2, "b", 1.0), (3, "b", None)]
     assert epoch_log.node_throughput(times, 8) == {"a": 16.0 + 32.0, "b": 8.0}
+
+
+def test_without_a_tracking_uri_rank_0_says_so_once_and_other_ranks_stay_silent(
+    monkeypatch, capsys
+):
+    from training import metrics
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    for rank in (0, 1):
+        run = metrics.start(rank)
+        run.log({"loss": 1.0}, step=1)
+        run.log({"loss": 0.5}, step=2)
+        assert not run.active
+        run.close()
+    err = capsys.readouterr().err
+    assert err == "metrics: MLFLOW_TRACKING_URI is not set; nothing goes to MLflow\n"
