@@ -17,10 +17,11 @@ def worker_threads(args, local_size: int) -> int:
     return args.threads or max(1, len(os.sched_getaffinity(0)) // local_size)
 
 
-def report(args, framework, meter, data_source, workers, rank, checkpoint) -> None:
-    """Rank 0: the throughput lines (the contract in training.throughput), the checkpoint."""
+def report(args, framework, meter, data_source, workers, rank, checkpoint) -> dict | None:
+    """Rank 0: the throughput lines (the contract in training.throughput), the checkpoint;
+    returns the throughput record (None on the other ranks)."""
     if rank != 0:
-        return
+        return None
     result = meter.result(
         framework=framework,
         model=args.model,
@@ -35,6 +36,7 @@ def report(args, framework, meter, data_source, workers, rank, checkpoint) -> No
         print(line, flush=True)
     if checkpoint:
         print(f"Checkpoint: {checkpoint}", flush=True)
+    return result
 
 
 def run_main(train, args) -> int:

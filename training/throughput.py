@@ -59,6 +59,7 @@ class ThroughputMeter:
         self._first_timed_begin: float | None = None
         self._last_end: float | None = None
         self._begin: float | None = None
+        self._epoch_start = 0
 
     def begin(self) -> None:
         self._begin = self._clock()
@@ -79,6 +80,12 @@ class ThroughputMeter:
     @property
     def steps(self) -> int:
         return self._steps
+
+    def take_epoch(self) -> list[float]:
+        """The timed step durations since the last call (an epoch's, for per-rank step times)."""
+        durations = self._durations[self._epoch_start :]
+        self._epoch_start = len(self._durations)
+        return durations
 
     def result(
         self,

@@ -20,12 +20,14 @@ from azdl.commands.options import (
     add_job_name_option,
     add_script_args,
     add_stack_options,
+    positive_int,
     script_args,
 )
 from azdl.commands.train import FRAMEWORK_MODULES
 from azdl.errors import AzdlError
 from azdl.jobs import export, health, quota, retry
 from azdl.jobs import script as own_script
+from azdl.jobs.safeguards import CLUSTER_STALL_TIMEOUT_S
 from azdl.jobs.spec import DEFAULT_LOCAL_DIR, STORAGE_MODES, JobRequest, OwnScript, build_job
 from azdl.jobs.stack_outputs import load_outputs
 
@@ -109,6 +111,7 @@ def register(subparsers) -> None:
         default="WARN",
         help="NCCL_DEBUG on GPU sizes (default WARN; INFO shows which transport NCCL picked)",
     )
+    add_safeguard_options(p)
     p.add_argument(
         "--dry-run",
         action="store_true",
@@ -122,13 +125,12 @@ def register(subparsers) -> None:
         "studio or pipelines) and stop: nothing is submitted",
     )
     p.add_argument("--wait", action="store_true", help="stream the job's logs until it ends")
-    add_safeguard_options(p)
     add_script_args(p)
     p.set_defaults(func=run)
 
 
 def add_safeguard_options(p: argparse.ArgumentParser) -> None:
-    """The options of what guards a job's GPU hours (docs/jobs.md, "When a job goes wrong")."""
+    """The options that guard a job's GPU hours (docs/jobs.md, "When a job goes wrong")."""
     p.add_argument(
         "--health-check",
         action=argparse.BooleanOptionalAction,
@@ -145,6 +147,26 @@ def add_safeguard_options(p: argparse.ArgumentParser) -> None:
         help="follow the job and resubmit it from its last checkpoint, at most N times, when it "
         "fails for a transient reason (pre-empted or failed node, NCCL/InfiniBand error, failed "
         "health gate); not when the script itself fails (default 0: no retry)",
+    )
+    p.add_argument(
+        "--stall-timeout",
+        type=positive_int,
+        default=CLUSTER_STALL_TIMEOUT_S,
+        metavar="SECONDS",
+        help="end the job when some ranks have waited this long for others in a collective, "
+        f"naming the missing ranks and their host (default {CLUSTER_STALL_TIMEOUT_S})",
+    )
+    p.add_argument(
+        "--timeout",
+        type=positive_int,
+        metavar="SECONDS",
+        help="Azure ML's limit on the job's run time: it is cancelled after this (default: none)",
+    )
+    p.add_argument(
+        "--no-infiniband-check",
+        dest="infiniband_check",
+        action="store_false",
+        help="on InfiniBand sizes, skip checking that NCCL uses InfiniBand with GPUDirect RDMA",
     )
 
 
@@ -216,6 +238,9 @@ def run(args: argparse.Namespace) -> int:
         script=script,
         resume_from=args.resume_from,
         health_check=health.wanted(outputs, args.nodes, args.health_check),
+        stall_timeout=args.stall_timeout,
+        timeout=args.timeout,
+        infiniband_check=args.infiniband_check,
     )
     job = build_job(outputs, request)
     if args.export is not None:

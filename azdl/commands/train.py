@@ -1,7 +1,12 @@
 """`azdl train`: launch N Horovod workers on this machine, in the training environment.
 
 Gloo (`horovodrun --gloo`) is the default launcher; `--launcher mpi` uses plain `mpirun`,
-the way Azure ML starts workers on a cluster, so both paths are exercised locally. Without
+the way Azure ML starts workers on a cluster, so both paths are exercised locally.
+`--stall-timeout S` ends a run whose ranks stop meeting in collectives with Horovod's stall
+inspector, which only fires under MPI: it picks mpi and refuses gloo
+(azdl.jobs.safeguards); each worker then runs under training.guard, which names the stalled
+ranks' hosts. Rank 0 of the built-in scripts logs its metrics to MLflow: a SQLite store in the
+run's folder (or `runs/mlflow.db`) unless MLFLOW_TRACKING_URI is set. Without
 script arguments it runs the demo: a short ResNet50 run on synthetic data that ends with the
 throughput lines and the checkpoint path. `--script FILE` runs a user's own Horovod script
 instead (`python FILE ARGS` per worker), told its folders as `azdl.jobs.script` describes.
@@ -13,12 +18,14 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 from azdl.commands.options import add_script_args, positive_int, script_args
 from azdl.envs import REPO_ROOT, training_bin, training_env
 from azdl.errors import AzdlError
+from azdl.jobs import safeguards
 from azdl.jobs import script as own_script
 from training import ENTRY_MODULES as FRAMEWORK_MODULES
 
@@ -86,16 +93,28 @@ def register(subparsers) -> None:
     p.add_argument(
         "--launcher",
         choices=["gloo", "mpi"],
-        default="gloo",
-        help="gloo: horovodrun --gloo (default); mpi: plain mpirun, as Azure ML launches jobs",
+        help="gloo: horovodrun --gloo (default); mpi: plain mpirun, as Azure ML launches jobs "
+        "(the default with --stall-timeout)",
+    )
+    p.add_argument(
+        "--stall-timeout",
+        type=positive_int,
+        metavar="SECONDS",
+        help="end the run when some ranks have waited this long for others in a collective, "
+        "naming the missing ranks and their host (Horovod's stall inspector; needs MPI; "
+        "default: off locally, 600 s on the cluster)",
     )
     add_script_args(p)
     p.set_defaults(func=run)
 
 
-def demo_args(framework: str, workers: int) -> list[str]:
+def demo_run_dir(framework: str) -> Path:
+    return REPO_ROOT / "runs" / f"demo-{framework}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def demo_args(framework: str, workers: int, run_dir: Path | None = None) -> list[str]:
     """The demo's script arguments: a fresh run folder, the CPU cores shared among workers."""
-    run_dir = REPO_ROOT / "runs" / f"demo-{framework}-{time.strftime('%Y%m%d-%H%M%S')}"
+    run_dir = run_dir or demo_run_dir(framework)
     threads = max(1, (os.cpu_count() or 1) // workers)
     return [
         *DEMO_ARGS,
@@ -112,10 +131,12 @@ def launch_command(
     script_args: list[str],
     script: Path | None = None,
     exports: tuple[str, ...] = (),
+    guard: list[str] | None = None,
 ) -> list[str]:
     """The command line that starts `workers` processes of the framework's training script, or
     of `script` (a user's own file) when given. `exports`: more environment variables mpirun
-    must hand to the workers (horovodrun --gloo hands over the whole environment)."""
+    must hand to the workers (horovodrun --gloo hands over the whole environment). `guard`: a
+    prefix each worker's command runs under (safeguards.guard_command)."""
     if workers < 1:
         raise AzdlError(f"--workers must be at least 1, got {workers}")
     if script is not None:
@@ -125,6 +146,7 @@ def launch_command(
         raise AzdlError(f"unknown framework {framework!r}; allowed: {allowed}")
     else:
         worker = [str(training_bin("python")), "-m", FRAMEWORK_MODULES[framework], *script_args]
+    worker = [*(guard or []), *worker]
     if launcher == "gloo":
         hosts = f"localhost:{workers}"
         return [
@@ -172,8 +194,34 @@ def script_run(
     return own_script.substitute(script_args, folders), env
 
 
+def launcher_of(args: argparse.Namespace) -> str:
+    """--launcher, else mpi with --stall-timeout (Horovod's stall inspector needs it), else gloo."""
+    if args.stall_timeout is not None:
+        if args.launcher == "gloo":
+            raise AzdlError(safeguards.GLOO_HAS_NO_STALL_INSPECTOR)
+        return "mpi"
+    return args.launcher or "gloo"
+
+
+def guard_of(args: argparse.Namespace, ranks_dir: Path) -> tuple[list[str] | None, dict]:
+    """(the guard prefix, the stall inspector's environment) for --stall-timeout, else none."""
+    if args.stall_timeout is None:
+        return None, {}
+    prefix = safeguards.guard_command(str(ranks_dir), python=str(training_bin("python")))
+    return prefix, safeguards.stall_environment(args.stall_timeout)
+
+
+def mlflow_environment(run_dir: Path) -> dict[str, str]:
+    """Where rank 0 logs its metrics: MLFLOW_TRACKING_URI if set, else the run folder's store."""
+    if os.environ.get("MLFLOW_TRACKING_URI"):
+        return {}
+    run_dir.mkdir(parents=True, exist_ok=True)
+    return {"MLFLOW_TRACKING_URI": safeguards.local_mlflow_uri(run_dir)}
+
+
 def run(args: argparse.Namespace) -> int:
     user_args = list(script_args(args))
+    launcher = launcher_of(args)
     if args.script is None:
         if args.data is not None or args.run_dir is not None:
             raise AzdlError(
@@ -181,13 +229,19 @@ def run(args: argparse.Namespace) -> int:
                 "`-- --data-dir DIR --checkpoint-dir DIR`"
             )
         framework = args.framework or "keras"
+        run_dir = REPO_ROOT / "runs"  # one MLflow store for runs with their own folders
         if not user_args:
-            user_args = demo_args(framework, args.workers)
+            run_dir = demo_run_dir(framework)
+            user_args = demo_args(framework, args.workers, run_dir)
             print(f"demo: {args.workers} workers, ResNet50 at 64 px on synthetic data", flush=True)
-        cmd = launch_command(framework, args.workers, args.launcher, user_args)
+        guard, extra = guard_of(args, Path(tempfile.mkdtemp(prefix="azdl-ranks-")))
+        extra |= mlflow_environment(run_dir)
+        cmd = launch_command(
+            framework, args.workers, launcher, user_args, exports=tuple(extra), guard=guard
+        )
         print("+ " + shlex.join(cmd), file=sys.stderr, flush=True)
         # TensorFlow's INFO lines (oneDNN, CPU features) drown the training output.
-        return subprocess.call(cmd, env=local_env(), cwd=REPO_ROOT)
+        return subprocess.call(cmd, env=local_env() | extra, cwd=REPO_ROOT)
 
     if args.framework is not None:
         raise AzdlError("--framework picks a built-in script; leave it out with --script")
@@ -195,8 +249,10 @@ def run(args: argparse.Namespace) -> int:
     run_dir = args.run_dir or Path("runs", f"{script.stem}-{time.strftime('%Y%m%d-%H%M%S')}")
     run_dir = run_dir.expanduser().resolve()
     user_args, extra = script_run(script, args.workers, args.data, user_args, run_dir)
+    guard, stall_env = guard_of(args, run_dir / "ranks")
+    extra |= stall_env | mlflow_environment(run_dir)
     cmd = launch_command(
-        "", args.workers, args.launcher, user_args, script=script, exports=tuple(extra)
+        "", args.workers, launcher, user_args, script=script, exports=tuple(extra), guard=guard
     )
     print(f"{script.name}: {args.workers} workers, folders under {run_dir}", file=sys.stderr)
     print("+ " + shlex.join(cmd), file=sys.stderr, flush=True)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from azdl.commands.train import FRAMEWORK_MODULES
 from azdl.errors import AzdlError
-from azdl.jobs import code_folder, health
+from azdl.jobs import code_folder, health, safeguards
 from azdl.jobs import script as own_script
 from azdl.jobs.stack_outputs import StackOutputs
 
@@ -68,6 +68,9 @@ class JobRequest:
     script: OwnScript | None = None  # a user's own script instead of the framework's built-in
     resume_from: str | None = None  # an earlier job (same experiment) whose checkpoints to use
     health_check: bool = False  # the pre-flight gate (azdl.jobs.health) before training
+    stall_timeout: int | None = safeguards.CLUSTER_STALL_TIMEOUT_S  # None: no stall shutdown
+    timeout: int | None = None  # Azure ML's limit on the job's run time, seconds
+    infiniband_check: bool = True  # on InfiniBand GPU sizes: NCCL must use IB (+ GDR across nodes)
 
 
 def processes_per_node(outputs: StackOutputs) -> int:
@@ -250,25 +253,26 @@ def install_step(script: OwnScript) -> list[str]:
     ]
 
 
-def script_command(request: JobRequest) -> str:
-    """The shell command every MPI process of a script job runs."""
+def script_command(request: JobRequest, guard: list[str] = ()) -> str:
+    """The shell command every MPI process of a script job runs (the script under `guard`)."""
     script = request.script
     folders = script_folders(request)
     env = own_script.folder_environment(folders)
     export = "export " + " ".join(f"{name}={shlex.quote(value)}" for name, value in env.items())
     args = own_script.substitute(request.training_args, folders)
-    run = shlex.join(["python", script.relative(script.path), *args])
+    run = shlex.join([*guard, "python", script.relative(script.path), *args])
     return " && ".join([export, *copy_step(request), *install_step(script), run])
 
 
-def training_command(request: JobRequest, threads: int) -> str:
+def training_command(request: JobRequest, threads: int, guard: list[str] = ()) -> str:
     """The shell command every MPI process runs (the copy step coordinates per node itself);
-    `threads` unless the training options name --threads themselves."""
+    `threads` unless the training options name --threads themselves; the training itself under
+    `guard` (safeguards.job_safeguards)."""
     if request.script is not None:
-        return script_command(request)
+        return script_command(request, guard)
     steps = copy_step(request)
     data_dir = data_folder(request)
-    train = ["python", "-m", FRAMEWORK_MODULES[request.framework], *request.training_args]
+    train = [*guard, "python", "-m", FRAMEWORK_MODULES[request.framework], *request.training_args]
     if not _has_option(request.training_args, "--threads"):
         train += ["--threads", str(threads)]
     if data_dir is not None:
@@ -324,6 +328,8 @@ def build_job(outputs: StackOutputs, request: JobRequest):
     }
     threads = threads_per_process(outputs)
     env = nccl_environment(outputs, request.nccl_debug)
+    guards, guard = safeguards.job_safeguards(request, outputs.vm_size)
+    env |= guards
     tags = {
         "azdl.framework": request.framework,
         "azdl.nodes": str(request.nodes),
@@ -346,7 +352,7 @@ def build_job(outputs: StackOutputs, request: JobRequest):
         description=f"azdl {what}, {request.nodes} node(s), {request.storage} data",
         command=" && ".join(
             ([health.gate_step(outputs, request.nodes)] if request.health_check else [])
-            + [training_command(request, threads)]
+            + [training_command(request, threads, guard)]
         ),
         code=str(request.script.code_dir) if request.script else None,
         environment=outputs.environment(request.framework),
@@ -362,6 +368,7 @@ def build_job(outputs: StackOutputs, request: JobRequest):
         ),
         identity=ManagedIdentityConfiguration(client_id=outputs["clusterIdentityClientId"]),
         tags=tags,
+        timeout=request.timeout,
     )
 
 

@@ -18,7 +18,9 @@ checkpoint folder continues after the newest one.
 Folders (command line first, then the azdl variables, then defaults): --data-dir or
 AZDL_DATA_DIR; --checkpoint-dir or AZDL_CHECKPOINT_DIR (else ./checkpoints); --output-dir or
 AZDL_OUTPUT_DIR (else ./outputs) for the final model and metrics.json; --log-dir or
-AZDL_LOG_DIR (else the output folder) for metrics.jsonl, one line per epoch.
+AZDL_LOG_DIR (else the output folder) for metrics.jsonl, one line per epoch. Rank 0 also logs
+the epoch's loss, pixel accuracy, mean IoU and tiles/s to MLflow (training.metrics: the job's
+run in the Azure ML studio, the run folder's store under `azdl train`).
 """
 
 import argparse
@@ -36,6 +38,8 @@ import tiles
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from training import metrics
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -298,6 +302,7 @@ def main(argv=None) -> int:
         device.type, dtype=torch.bfloat16, enabled=args.amp and device.type == "cuda"
     )
     result = {}
+    run = metrics.start(rank, params={"epochs": args.epochs, "batch_size": args.batch_size})
     for epoch in range(start_epoch, args.epochs):
         model.train()
         started, total_loss = time.perf_counter(), torch.zeros((), device=device)
@@ -337,6 +342,10 @@ def main(argv=None) -> int:
             log_dir.mkdir(parents=True, exist_ok=True)
             with open(log_dir / "metrics.jsonl", "a") as f:
                 f.write(json.dumps(result) + "\n")
+        tiles_per_sec = steps * args.batch_size * size / seconds
+        scalars = {k: result[k] for k in ("loss", "pixel_accuracy", "mean_iou")}
+        run.log(scalars | {"tiles_per_sec": tiles_per_sec, "epoch_time_s": seconds}, epoch + 1)
+    run.close()
 
     if rank == 0:
         output_dir.mkdir(parents=True, exist_ok=True)

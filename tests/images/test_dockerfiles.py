@@ -34,6 +34,7 @@ DISTRIBUTIONS = {
     "yaml": "pyyaml",
     "horovod": "horovod",
     "google_crc32c": "google-crc32c",
+    "mlflow": "mlflow-skinny",
 }
 
 
@@ -296,3 +297,20 @@ def test_the_pytorch_image_and_flavour_need_no_tensorflow():
     assert '"torchvision==${TORCHVISION_VERSION}"' in run
     # torchvision's wheel pins its torch exactly: 0.28.x belongs to torch 2.13.x.
     assert args["TORCHVISION_VERSION"].startswith("0.28.") and args["TORCH_VERSION"] == "2.13.0"
+
+
+# azureml-mlflow 1.62.0.post6's own requirement (its Requires-Dist, as pip's resolver reported it
+# on 2026-11-24: "azureml-mlflow 1.62.0.post6 depends on mlflow-skinny<=3.15.0").
+AZUREML_MLFLOW = ("1.62.0.post6", "3.15.0")
+
+
+@pytest.mark.parametrize("framework", sorted(FRAMEWORKS))
+def test_the_image_sends_metrics_to_azure_ml_with_a_pinned_azureml_mlflow(framework):
+    from packaging.version import Version
+
+    args = dict(a.split("=", 1) for a in instructions(framework, "ARG"))
+    version, newest_mlflow = AZUREML_MLFLOW
+    assert args["AZUREML_MLFLOW_VERSION"] == version
+    run = " ".join(instructions(framework, "RUN"))
+    assert '"azureml-mlflow==${AZUREML_MLFLOW_VERSION}"' in run
+    assert Version(requirement_pins()["mlflow-skinny"]) <= Version(newest_mlflow)

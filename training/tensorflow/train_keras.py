@@ -24,6 +24,7 @@ import tensorflow as tf
 from horovod.tensorflow import allgather_object
 
 from training import checkpoints, options, schedule
+from training.epoch_log import EpochLog
 from training.tensorflow import common, elastic, loss_scale, models, pipeline, recipe
 from training.throughput import ThroughputMeter
 
@@ -44,6 +45,21 @@ class StepTimer(tf.keras.callbacks.Callback):
     def on_train_batch_end(self, batch, logs=None):
         if (batch + 1) % self.grad_accum == 0:
             self.meter.end()
+
+
+class EpochMetrics(tf.keras.callbacks.Callback):
+    """Every rank's step times and rank 0's metrics to MLflow at each epoch's end
+    (training.epoch_log); after the callbacks that complete the epoch's logs."""
+
+    def __init__(self, epochs: EpochLog, meter: ThroughputMeter):
+        super().__init__()
+        self.epochs, self.meter = epochs, meter
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.epochs.begin_epoch()
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.epochs.end_epoch(epoch + 1, dict(logs or {}), self.meter)
 
 
 class ScheduledLearningRate(tf.keras.callbacks.Callback):
@@ -161,7 +177,10 @@ def train(args) -> None:
     progress = common.restore_and_broadcast(
         args, FRAMEWORK, model, optimizer, broadcast=not args.elastic
     )
-    fit = Fit(args, model, loss_fn)
+    epochs = EpochLog(
+        args, FRAMEWORK, hvd.rank(), size, allgather_object, args.batch_size * args.grad_accum
+    )
+    fit = Fit(args, model, loss_fn, epochs)
     position = elastic.Position.at(progress)
     if args.elastic:
         state = elastic.model_state(model, optimizer, position)
@@ -170,15 +189,17 @@ def train(args) -> None:
         fit(position)
     common.dump_weights(args, model, hvd.rank())
     checkpoint = fit.track.last if fit.track else None
-    common.report(args, FRAMEWORK, fit.meter, fit.source, hvd.size(), hvd.rank(), checkpoint)
+    epochs.close(
+        common.report(args, FRAMEWORK, fit.meter, fit.source, hvd.size(), hvd.rank(), checkpoint)
+    )
 
 
 class Fit:
     """`model.fit` from a position: the rest of a checkpoint's (or elastic commit's) epoch
     first, then the remaining epochs, each on a data stream that starts there."""
 
-    def __init__(self, args, model, loss_fn):
-        self.args, self.model, self.loss_fn = args, model, loss_fn
+    def __init__(self, args, model, loss_fn, epochs: EpochLog):
+        self.args, self.model, self.loss_fn, self.epochs = args, model, loss_fn, epochs
         self.track = None
 
     def __call__(self, state) -> None:
@@ -210,6 +231,7 @@ class Fit:
             ScheduledLearningRate(schedule.from_options(args, peak), steps, args.grad_accum, state),
             StepTimer(self.meter, args.grad_accum),
             *([validation] if validation else []),
+            EpochMetrics(self.epochs, self.meter),
         ]
         if rank == 0 and args.log_dir:
             callbacks.append(tf.keras.callbacks.TensorBoard(args.log_dir, update_freq="epoch"))

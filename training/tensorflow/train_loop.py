@@ -19,6 +19,7 @@ import horovod.tensorflow as hvd
 import tensorflow as tf
 
 from training import checkpoints, options, schedule
+from training.epoch_log import EpochLog
 from training.tensorflow import common, elastic, models, pipeline, recipe
 from training.throughput import ThroughputMeter
 
@@ -69,9 +70,10 @@ def train(args) -> None:
     else:
         loop(position)
     common.dump_weights(args, model, hvd.rank())
-    common.report(
+    result = common.report(
         args, FRAMEWORK, loop.meter, loop.data.source, hvd.size(), hvd.rank(), loop.checkpoint
     )
+    loop.epochs.close(result)
 
 
 class Loop:
@@ -84,6 +86,9 @@ class Loop:
         self.writer = None
         if hvd.rank() == 0 and args.log_dir:
             self.writer = tf.summary.create_file_writer(args.log_dir)
+        self.epochs = EpochLog(
+            args, FRAMEWORK, hvd.rank(), hvd.size(), hvd.allgather_object, args.batch_size
+        )
         self.checkpoint = None
 
     def __call__(self, state) -> None:
@@ -102,6 +107,7 @@ class Loop:
         with pipeline.explained_data_errors(self.data.files):
             while state.epoch < args.epochs:
                 started = time.perf_counter()
+                self.epochs.begin_epoch()
                 # The loss and hits since the state last took them stay on the device: no
                 # host sync per step (only at the timed window's ends and at commits).
                 sums = DeviceSums()
@@ -135,6 +141,7 @@ class Loop:
         metrics["lr"] = lr_at(state.epoch + (steps - 1) / steps)  # the epoch's last step's
         if self.data.validation is not None:
             metrics.update(self.evaluate(self.data.validation))
+        self.epochs.end_epoch(state.epoch + 1, metrics, self.meter)
         if hvd.rank() == 0:
             shown = " - ".join(f"{k}: {v:.4g}" for k, v in metrics.items())
             shown_steps = f"{steps} steps" if ran == steps else f"{ran} of {steps} steps"

@@ -26,6 +26,7 @@ import torch.nn.functional as F
 
 from training import checkpoints, common, recipe, schedule
 from training.data import synthetic
+from training.epoch_log import EpochLog
 from training.options import parse_args
 from training.throughput import ThroughputMeter
 from training.torch import recipe as torch_recipe
@@ -316,12 +317,16 @@ def train(args) -> None:
 
         writer = SummaryWriter(args.log_dir)
     meter = ThroughputMeter(args.batch_size * args.grad_accum * size, args.timing_warmup_steps)
+    epochs = EpochLog(
+        args, FRAMEWORK, rank, size, hvd.allgather_object, args.batch_size * args.grad_accum
+    )
     steps = data.steps_per_epoch
     if progress:  # the same fraction of the epoch if the number of workers changed
         start_step = checkpoints.rescale_step(start_step, progress.steps_per_epoch, steps)
     checkpoint = None
     for epoch in range(start_epoch, args.epochs):
         first = start_step if epoch == start_epoch else 0  # a resumed epoch's steps done
+        epochs.begin_epoch()
         losses = torch.zeros(2, dtype=torch.float64)  # loss sum, accuracy sum
         with progress_bar(rank == 0, f"epoch {epoch + 1}/{args.epochs}", steps) as advance:
             advance(float("nan"), first)
@@ -346,6 +351,7 @@ def train(args) -> None:
             scores = trainer.evaluate(validation)
             metrics.update(scores)
             line += "".join(f" - {name}: {value:.4f}" for name, value in scores.items())
+        epochs.end_epoch(epoch + 1, metrics, meter)
         if rank == 0:
             print(f"{line} - lr: {lr:.5g}", flush=True)
             if writer:
@@ -357,7 +363,7 @@ def train(args) -> None:
 
     if args.dump_weights:
         trainer.dump_weights(args.dump_weights)
-    common.report(args, FRAMEWORK, meter, data.source, size, rank, checkpoint)
+    epochs.close(common.report(args, FRAMEWORK, meter, data.source, size, rank, checkpoint))
 
 
 @contextlib.contextmanager

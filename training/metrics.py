@@ -1,0 +1,78 @@
+"""Metrics to MLflow from rank 0, for the built-in scripts and for users' own Horovod scripts.
+
+    from training import metrics
+
+    run = metrics.start(hvd.rank(), params={"lr": args.lr})
+    ...
+    run.log({"loss": loss, "accuracy": acc}, step=epoch)   # a no-op on every rank but 0
+    run.close()
+
+Where they go is MLflow's own setting, MLFLOW_TRACKING_URI: on Azure ML the job's environment
+holds it (with MLFLOW_RUN_ID, the job's own run; azureml-mlflow in the image resolves the
+`azureml://` URI), so the metrics appear in the job's Metrics tab in the Studio ("jobs that run
+on Azure Machine Learning compute clusters" have the tracking URI configured for them:
+learn.microsoft.com/azure/machine-learning/how-to-use-mlflow-configure-tracking, 2024-01-19);
+`azdl train` points it at a SQLite store in the run's folder (`mlflow ui --backend-store-uri`
+shows it).
+Without MLFLOW_TRACKING_URI nothing is logged, and rank 0 says so once.
+"""
+
+import math
+import os
+import sys
+
+EXPERIMENT = "azdl"
+
+
+class Run:
+    """Rank 0's MLflow run, started at the first `log` (a run that fails while setting up leaves
+    no empty run behind); every method is a no-op on the other ranks."""
+
+    def __init__(self, rank: int, run_name: str | None = None, params: dict | None = None):
+        self._pending = rank == 0
+        self._run_name, self._params = run_name, params
+        self._mlflow = None
+
+    @property
+    def active(self) -> bool:
+        return self._mlflow is not None
+
+    def _begin(self) -> None:
+        """Azure ML's job run when MLFLOW_RUN_ID is set, else a new run in
+        MLFLOW_EXPERIMENT_NAME or "azdl"; nothing without MLFLOW_TRACKING_URI."""
+        self._pending = False
+        if not os.environ.get("MLFLOW_TRACKING_URI"):
+            print(
+                "metrics: MLFLOW_TRACKING_URI is not set; nothing goes to MLflow", file=sys.stderr
+            )
+            return
+        import mlflow
+
+        if not os.environ.get("MLFLOW_RUN_ID"):
+            mlflow.set_experiment(os.environ.get("MLFLOW_EXPERIMENT_NAME", EXPERIMENT))
+        active = mlflow.start_run(run_name=self._run_name)
+        if self._params:
+            mlflow.log_params({k: v for k, v in self._params.items() if v is not None})
+        where = mlflow.get_tracking_uri()
+        print(f"metrics: MLflow run {active.info.run_id} at {where}", file=sys.stderr, flush=True)
+        self._mlflow = mlflow
+
+    def log(self, values: dict[str, float | None], step: int) -> None:
+        """One value per metric at `step`; None and NaN values are left out."""
+        if self._pending:
+            self._begin()
+        if self._mlflow is None:
+            return
+        clean = {k: float(v) for k, v in values.items() if v is not None and not math.isnan(v)}
+        if clean:
+            self._mlflow.log_metrics(clean, step=step)
+
+    def close(self) -> None:
+        if self._mlflow is not None:
+            self._mlflow.end_run()
+            self._mlflow = None
+
+
+def start(rank: int, run_name: str | None = None, params: dict | None = None) -> Run:
+    """Rank 0: the MLflow run, from its first `log`; other ranks: a Run that does nothing."""
+    return Run(rank, run_name, params)
