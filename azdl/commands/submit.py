@@ -208,9 +208,12 @@ def send(outputs, job, *, dry_run: bool, wait: bool) -> int:
         return 0
 
     from azdl.jobs.workspace import ml_client
+    from azdl.propagation import while_propagating
 
     client = ml_client(outputs)
-    created = client.jobs.create_or_update(job)
+    created = while_propagating(
+        lambda: client.jobs.create_or_update(job), f"submitting {job.name or 'the job'}"
+    )
     print(f"submitted {created.name}: {created.studio_url}")
     if not wait:
         return 0
