@@ -50,11 +50,12 @@ def while_propagating(
     window_seconds: float = PROPAGATION_SECONDS,
     every_seconds: float = RETRY_EVERY_SECONDS,
     say: Callable[[str], object] = lambda line: print(line, file=sys.stderr),
-    sleep: Callable[[float], object] = time.sleep,
-    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], object] | None = None,
+    clock: Callable[[], float] | None = None,
 ) -> T:
     """`call()`, retried every `every_seconds` while it fails with a 403 that role
     propagation explains, for at most `window_seconds`; then an AzdlError naming the refusal."""
+    sleep, clock = sleep or time.sleep, clock or time.monotonic
     start, told = clock(), False
     while True:
         try:
