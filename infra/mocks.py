@@ -1,10 +1,11 @@
 """Run the program offline under the Pulumi SDK's mocks, and record what it declares.
 
 `AzureMocks` answers only what Azure itself would: each resource's ARM id and the properties
-Azure computes (storage endpoints, registry login server, identity ids), what the registry
-answers for a pushed image (digest, ref), plus the `getClientConfig` and `getClientToken`
-calls. It never fills in inputs, so a missing required property still fails in the
-azure-native SDK as it would at deploy time. `render(...)` / `render_stack_file(...)` run the
+Azure computes (storage endpoints, registry login server, identity ids, an ACR Tasks run's
+pushed images), the `getClientConfig` and `listRegistryBuildSourceUploadUrl` calls, and a
+RandomId's bytes; in an update it runs a dynamic resource's `create`, as the engine does. It
+never fills in inputs, so a missing required property still fails in the azure-native SDK as it
+would at deploy time. `render(...)` / `render_stack_file(...)` run the
 whole program for one stack and return every recorded resource (type token, logical name,
 inputs as Azure sees them, parent, protect/retain/deleteBeforeReplace) and the stack outputs.
 The infra tests and `azdl plan` both use it.
@@ -122,7 +123,6 @@ ARM = {
     ),
     "authorization:RoleAssignment": ("roleAssignmentName", None),
 }
-DOCKER_IMAGE = "docker-build:index:Image"
 DYNAMIC = "pulumi-python:dynamic:Resource"  # a Python dynamic provider's resource
 RANDOM_ID = "random:index/randomId:RandomId"
 # Where the mocked listBuildSourceUploadUrl points uploads unless a test serves its own.
@@ -197,8 +197,6 @@ class AzureMocks(pulumi.runtime.Mocks):
                 "subscriptionId": self.subscription_id,
                 "tenantId": TENANT_ID,
             }, []
-        if args.token == "azure-native:authorization:getClientToken":
-            return {"token": _stand_in_jwt()}, []
         if args.token == "azure-native:containerregistry:listRegistryBuildSourceUploadUrl":
             # ACR answers with a SAS URL on storage of its own and the path a run names.
             with self._lock:
@@ -231,9 +229,7 @@ class AzureMocks(pulumi.runtime.Mocks):
         if args.typ == RANDOM_ID:
             drawn = self.random_bytes(args.name, int(inputs["byteLength"]))
             state.update(hex=drawn.hex(), b64Url=base64.urlsafe_b64encode(drawn).decode())
-        if short == DOCKER_IMAGE:
-            record.id = state["digest"]  # the provider's id for a pushed image
-        elif short not in ARM:
+        if short not in ARM:
             record.id = f"{args.name}-id"
         record.state = state
         return record.id, state
@@ -276,15 +272,6 @@ def _one_unknown(value: Any) -> Any:
     if isinstance(value, list):
         return [_one_unknown(v) for v in value]
     return value
-
-
-def _stand_in_jwt() -> str:
-    """An access token shaped as Azure AD issues them (a JWT), signed by nobody."""
-
-    def part(claims: dict[str, Any]) -> str:
-        return base64.urlsafe_b64encode(json.dumps(claims).encode()).rstrip(b"=").decode()
-
-    return f"{part({'alg': 'none', 'typ': 'JWT'})}.{part({'tid': TENANT_ID})}.offline"
 
 
 def arm_id(
@@ -351,12 +338,6 @@ def _computed(short_type: str, state: Mapping[str, Any]) -> dict[str, Any]:
             "status": "Succeeded",
             "outputImages": images,
         }
-    if short_type == DOCKER_IMAGE and state.get("push") and state.get("tags"):
-        # A registry answers a push with the manifest digest; the provider's `ref` is the
-        # first tag pinned to it.
-        tag = state["tags"][0]
-        digest = "sha256:" + hashlib.sha256(tag.encode()).hexdigest()
-        computed.update(digest=digest, ref=f"{tag}@{digest}")
     if short_type == "managedidentity:UserAssignedIdentity":
         computed.update(
             clientId=_stable_guid(name, "client"),

@@ -54,6 +54,11 @@ TASK_RUN = "azure-native:containerregistry:TaskRun"
 DATASTORE = "azure-native:machinelearningservices:Datastore"
 WORKSPACE = "azure-native:machinelearningservices:Workspace"
 RESOURCE_GROUP = "azure-native:resources:ResourceGroup"
+VAULT = "azure-native:keyvault:Vault"
+RANDOM_ID = "random:index/randomId:RandomId"
+# Resources Azure soft-deletes, keeping their names (workspace 14 days: concept-soft-delete,
+# ms.date 2025-10-31; Key Vault 7-90 days: key-vault/general/soft-delete-overview).
+SOFT_DELETED = {WORKSPACE: "workspace", VAULT: "Key Vault"}
 # Image resources that build on the machine running `pulumi up` (pulumi-docker-build,
 # pulumi-docker).
 LOCAL_IMAGE_BUILDS = ("docker-build:index:Image", "docker:index:Image")
@@ -429,6 +434,34 @@ def _tasks_reach_their_registry(args: StackValidationArgs, report_violation: Rep
             )
 
 
+def _soft_deleted_names_per_deployment(
+    args: StackValidationArgs, report_violation: ReportViolation
+) -> None:
+    """A workspace or Key Vault name that `up` after `destroy` asks for again collides with the
+    soft-deleted one for up to 14 (workspace) or 90 days (Key Vault). So their names derive from
+    a RandomId, which `pulumi destroy` deletes and the next `up` draws anew, and no protected
+    resource depends on that id: `pulumi destroy --exclude-protected` keeps what a protected
+    resource depends on, and a kept id brings the old names back."""
+    graph = deploy_order.graph_from_policy_resources(args.resources)
+    ids = {n.id for n in graph.of_type(RANDOM_ID)}
+    for node in graph.of_type(*SOFT_DELETED):
+        if not ids & graph.before(node):
+            report_violation(
+                f"{SOFT_DELETED[node.type]} '{node.name}': its name does not change from one "
+                "deployment to the next, so `pulumi up` after `pulumi destroy` asks for the "
+                "name Azure keeps soft-deleted",
+                node.id,
+            )
+    for res in args.resources:
+        if res.opts.protect and res.urn in graph.nodes and ids & graph.before(graph.nodes[res.urn]):
+            report_violation(
+                f"'{res.name}' is protected and depends on the deployment id: `pulumi destroy "
+                "--exclude-protected` keeps the id, and the next `up` asks for the soft-deleted "
+                "names again",
+                res.urn,
+            )
+
+
 def _kept_data_outlives_its_group(args: StackValidationArgs, report_violation: ReportViolation):
     """Deleting a resource group deletes everything in it, whatever Pulumi's protect or
     retainOnDelete says about a child (pulumi/pulumi-azure-native#2522). So storage accounts
@@ -706,6 +739,16 @@ POLICIES = [
         severity=Severity.HIGH,
         remediation_steps="set properties.networkRuleBypassAllowedForTasks: true on the "
         "registry (API 2025-05-01-preview or later; infra/registry.py)",
+    ),
+    StackValidationPolicy(
+        name="soft-deleted-names-per-deployment",
+        description="Workspace and Key Vault names derive from a per-deployment id that no "
+        "protected resource depends on, so `up` after `destroy` never meets the soft-deleted ones.",
+        validate=_soft_deleted_names_per_deployment,
+        enforcement_level=EnforcementLevel.MANDATORY,
+        severity=Severity.HIGH,
+        remediation_steps="name them with the deployment id (infra/naming.py with_deployment) "
+        "and keep the id out of protected resources' inputs (infra/program.py)",
     ),
     StackValidationPolicy(
         name="kept-data-outlives-its-group",

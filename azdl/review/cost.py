@@ -104,8 +104,6 @@ NO_CHARGE = {
     "azure-native:applicationinsights:Component": "workspace-based: its data is billed as "
     "Log Analytics ingestion",
     "azure-native:compute:VirtualMachineExtension": "the Entra ID login extension is free",
-    "docker-build:index:Image": "built on the deploying machine; its layers are stored in the "
-    "registry (within the tier's included storage)",
     "pulumi-python:dynamic:Resource": "uploads an image's build context to ACR Tasks' own "
     "source storage",
     "random:index/randomId:RandomId": "a value kept in the stack's state",

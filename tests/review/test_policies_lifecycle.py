@@ -14,8 +14,8 @@ from pulumi_policy import (
 )
 from pulumi_policy.proxy import unknown_checking_proxy
 
-from azdl.review.policy import load_rules
-from tests.review.builders import TAGS, resource, storage
+from azdl.review.policy import check, load_rules
+from tests.review.builders import TAGS, plan, resource, storage
 
 POLICY = {p.name: p for p in load_rules().POLICIES}
 AZ = "azure-native:"
@@ -129,3 +129,33 @@ def test_kept_storage_lives_outside_the_group_destroy_deletes():
     [message] = stack_violations("kept-data-outlives-its-group", group("platform-rg", False),
                                  group("data-rg", False), WORKSPACE, outputs)  # fmt: skip
     assert "protected but its resource group 'data-rg' is not" in message
+
+
+def soft_delete_plan(workspace_deps: list[str], outputs_deps: list[str]) -> dict:
+    deployment = resource("random:index/randomId:RandomId", "deployment", {"byteLength": 3})
+    workspace = resource(AZ + "machinelearningservices:Workspace", "workspace",
+                         {"workspaceName": "p-mlw-0a1b2c", "resourceGroupName": "platform-rg",
+                          "tags": dict(TAGS)}, dependsOn=workspace_deps)  # fmt: skip
+    vault = resource(AZ + "keyvault:Vault", "key-vault",
+                     {"vaultName": "p-kv-0a1b2c", "resourceGroupName": "platform-rg",
+                      "tags": dict(TAGS)}, dependsOn=[deployment["key"]])  # fmt: skip
+    outputs = storage("outputs", resourceGroupName="data-rg") | {
+        "protect": True,
+        "dependsOn": outputs_deps,
+    }
+    return plan(deployment, workspace, vault, outputs)
+
+
+def soft_delete_findings(doc: dict) -> list[str]:
+    return [f.message for f in check(doc) if f.policy == "soft-deleted-names-per-deployment"]
+
+
+def test_soft_deleted_names_change_with_every_deployment():
+    deployment = "random:index/randomId:RandomId::deployment"
+    assert soft_delete_findings(soft_delete_plan([deployment], [])) == []
+    # a fixed workspace name: `up` after `destroy` meets the soft-deleted one
+    [message] = soft_delete_findings(soft_delete_plan([], []))
+    assert message.startswith("workspace 'workspace': its name does not change")
+    # a protected account that depends on the id keeps it through `destroy --exclude-protected`
+    [message] = soft_delete_findings(soft_delete_plan([deployment], [deployment]))
+    assert message.startswith("'outputs' is protected and depends on the deployment id")
