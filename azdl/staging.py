@@ -44,7 +44,7 @@ from rich.progress import (
 
 from azdl.errors import AzdlError
 from azdl.propagation import while_propagating
-from training.dataprep.manifest import (
+from training.data.prepare.manifest import (
     MANIFEST_NAME,
     SHARD_FILE,
     ManifestError,

@@ -205,7 +205,8 @@ def run_cluster(args: argparse.Namespace, out: Path) -> list[Run]:
     runs: list[Run] = []
     for request in requests:
         runs.append(cluster_run(client, outputs, request, args, console))
-        write_report(runs, out, title_of(runs, where), *unit)  # kept if the bench is stopped
+        # kept if the bench is stopped
+        write_report(runs, out, title_of(runs, where), *unit, vm_size=size.name)
     return runs
 
 

@@ -1,7 +1,6 @@
 """Render each stack file once per test session (the program under the SDK's mocks)."""
 
 import functools
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -36,4 +35,6 @@ def cfg(stack_file):
     soft-deleted ones end in the deployment id the rendering drew (infra/naming.py)."""
     config = load_stack_file(stack_file, SUBSCRIPTION_ID)
     (deployment,) = rendered(stack_file).of_type(RANDOM_ID)
-    return replace(config, names=with_deployment(config.names, deployment.state["hex"]))
+    deployed = config.model_copy()
+    deployed._names = with_deployment(config.names, deployment.state["hex"])
+    return deployed
