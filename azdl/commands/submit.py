@@ -248,9 +248,10 @@ def retry_builder(outputs, request: JobRequest):
 def ml_client_checked(outputs, nodes: int):
     """The workspace client, once the job's cores are known to be free (azdl.jobs.quota)."""
     from azdl.jobs.workspace import ml_client
+    from azdl.propagation import while_propagating
 
     client = ml_client(outputs)
-    quota.check(client, outputs, nodes)
+    while_propagating(lambda: quota.check(client, outputs, nodes), "checking the cluster's quota")
     return client
 
 
