@@ -159,7 +159,11 @@ class SourceUpload(pulumi.dynamic.Resource):
 if __name__ == "__main__":  # python -m infra.build_context <framework> > context.tar.gz
     if len(sys.argv) != 2 or not (IMAGES_DIR / sys.argv[1] / "Dockerfile").is_file():
         known = sorted(p.parent.name for p in IMAGES_DIR.glob("*/Dockerfile"))
-        sys.exit(f"usage: python -m infra.build_context {{{','.join(known)}}} > context.tar.gz")
+        print(f"usage: python -m infra.build_context {{{','.join(known)}}} > context.tar.gz",
+              file=sys.stderr)  # fmt: skip
+        sys.exit(2)
     if sys.stdout.isatty():
-        sys.exit("error: the archive is binary: redirect it to a file or pipe it to docker build -")
+        print("error: the archive is binary: redirect it to a file or pipe it to `docker build -`",
+              file=sys.stderr)  # fmt: skip
+        sys.exit(2)
     sys.stdout.buffer.write(archive(sys.argv[1]))
