@@ -43,6 +43,7 @@ from rich.progress import (
 )
 
 from azdl.errors import AzdlError
+from azdl.propagation import while_propagating
 from training.data.prepare.manifest import (
     MANIFEST_NAME,
     SHARD_FILE,
@@ -130,7 +131,7 @@ def check_access(container: ContainerClient) -> None:
     """Fail early, before any upload, with what is wrong: credentials, rights or container."""
     where = f"container {container.container_name!r} at {container.primary_endpoint}"
     try:
-        container.get_container_properties()
+        while_propagating(container.get_container_properties, f"reading {where}")
     except ResourceNotFoundError as exc:
         raise AzdlError(
             f"{where} does not exist; the stack creates it (output dataContainerName): check "

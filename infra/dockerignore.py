@@ -1,8 +1,8 @@
 """The files of a local Docker build context, as Docker decides them from its `.dockerignore`.
 
-`infra/images.py` tags each image by a hash of exactly what its build contexts send, so the
-exclusions live in one place per context, the `.dockerignore` that Docker (and
-pulumi-docker-build's own context hash) reads, and are applied here with Docker's rules
+`infra/build_context.py` packs and hashes each image's context from exactly the files Docker
+would send, so the exclusions live in one place per folder, the `.dockerignore` that Docker
+reads, and are applied here with Docker's rules
 (moby/patternmatcher): patterns are relative to the context root; `*` and `?` stay within one
 path segment and `**` spans any number; a pattern that matches a folder excludes everything
 under it; `!` re-includes; the last matching pattern wins. Character classes (`[...]`) are

@@ -1,107 +1,65 @@
-"""Images: the GPU training images, built and pushed by `pulumi up`, registered in Azure ML.
+"""Images: the GPU training images, built in Azure by ACR Tasks and registered in Azure ML.
 
-Each framework's image (`images/<framework>/Dockerfile`) is built with pulumi-docker-build from
-two contexts: its own folder, and the repository's `training/` folder (the code and its pinned
-requirements). The tag is a hash of exactly what those contexts send to Docker (each context's
-`.dockerignore` keeps caches out of both), so the same content gives the same tag and no
-rebuild, and a job always runs the code of the commit that deployed it.
+Each framework's image (`images/<framework>/Dockerfile`) builds from one context: its own folder
+with the repository's `training/` folder inside (infra/build_context.py). The tag is a hash of
+exactly what that context holds, so the same content gives the same tag and no rebuild, and a
+job always runs the code of the commit that deployed it.
 
-Pushes authenticate with the deployer's own Azure AD identity, not the registry's admin user:
-Pulumi's Azure token is exchanged for an ACR refresh token (what `az acr login` does), during
-`pulumi up` only: a preview builds nothing, so it needs neither the exchange nor a network path
-to the registry. The deployer needs push rights on the registry, which the Owner or Contributor
-role that deploying the stack takes already grants (AcrPush otherwise). A registry without
-public network access (prod) is reachable only from inside its VNet, so `pulumi up` runs on a
-machine with line of sight to it, or the stack names prebuilt images
-(`azdl:images.prebuilt`); those are registered as they are and nothing is built.
+Nothing is built on the deploying machine, and it never talks to the stack's registry or
+storage (prod's answer only inside the VNet). For each image `pulumi up`:
+- asks the registry's control plane for a source upload URL (`listBuildSourceUploadUrl`, on
+  management.azure.com), and uploads the context there only when its hash changed
+  (`SourceUpload`: storage that ACR Tasks owns, the path `az acr build` takes);
+- declares an ACR Tasks run (`TaskRun`, a DockerBuildRequest) that builds the context on
+  Microsoft-hosted agents and pushes `<registry>/azdl/<framework>:<hash>`. A registry with
+  public network access disabled admits those agents because it sets
+  `networkRuleBypassAllowedForTasks` (infra/registry.py). The base images and packages come
+  from the internet on ACR's agents, not through the stack's VNet.
+A preview uploads and builds nothing. Docker on the deployer's machine is optional: the same
+context builds locally with `python -m infra.build_context <framework> | docker build -`.
 
 Every image becomes an Azure ML environment version (name `azdl-<framework>`, version = the
 content hash); the component's `images` (framework -> image ref with digest) and
 `environments` (framework -> environment version id) are the stack outputs of the same names.
+Frameworks named in `azdl:images.prebuilt` are registered as given and not built.
 """
 
 import hashlib
-import json
-import os
-import urllib.error
-import urllib.parse
-import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
+from typing import Any
 
 import pulumi
-import pulumi_docker_build as docker_build
-from pulumi_azure_native import authorization, machinelearningservices
+from pulumi_azure_native import containerregistry, machinelearningservices
 
+from infra.build_context import SourceUpload, content_hash
 from infra.config import IMAGE_FRAMEWORKS as FRAMEWORKS
 from infra.config import StackConfig
-from infra.dockerignore import context_files
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-IMAGES_DIR = REPO_ROOT / "images"
-TRAINING_DIR = REPO_ROOT / "training"
-# The user name ACR expects with an ACR refresh token obtained from an Azure AD token.
-ACR_TOKEN_USER = "00000000-0000-0000-0000-000000000000"
-
-
-def content_hash(framework: str) -> str:
-    """Hash of what the image's build contexts send to Docker: images/<framework> and training/
-    (code and requirements), minus what each context's .dockerignore excludes.
-
-    File paths and bytes go in, in sorted order. Files that Docker would send are hashed even if
-    git ignores them: they end up in the image all the same.
-    """
-    digest = hashlib.sha256()
-    for root in (IMAGES_DIR / framework, TRAINING_DIR):
-        for path in context_files(root):
-            digest.update(path.relative_to(REPO_ROOT).as_posix().encode() + b"\0")
-            digest.update(path.read_bytes() + b"\0")
-    return digest.hexdigest()[:16]
+# A CUDA image with Horovod compiled from source can take longer than ACR Tasks' default run
+# timeout of 3600 s (DockerBuildRequest.timeout's default in the ARM spec and the SDK).
+BUILD_TIMEOUT_SECONDS = 3 * 3600
+# RunStatus values of a run that ended without an image (ARM spec, containerregistry tasks).
+FAILED_RUN = ("Failed", "Canceled", "Error", "Timeout")
 
 
-def acr_refresh_token(login_server: str, tenant_id: str, aad_token: str) -> str:
-    """Exchange an Azure AD access token for an ACR refresh token (ACR's /oauth2/exchange)."""
-    body = urllib.parse.urlencode(
-        {
-            "grant_type": "access_token",
-            "service": login_server,
-            "tenant": tenant_id,
-            "access_token": aad_token,
-        }
-    ).encode()
-    request = urllib.request.Request(f"https://{login_server}/oauth2/exchange", data=body)
-    try:
-        with urllib.request.urlopen(request, timeout=60) as response:
-            return json.loads(response.read())["refresh_token"]
-    except urllib.error.HTTPError as exc:
+def built_ref(login_server: str, run_result: Mapping[str, Any] | None, tag_ref: str) -> str:
+    """The pushed image as `<registry>/<repository>:<tag>@<digest>` from a TaskRun's result;
+    raises, naming the run, when the run failed; the tag ref while the run has not reported
+    its image yet."""
+    result = run_result or {}
+    status, run_id = result.get("status"), result.get("run_id") or result.get("runId")
+    if status in FAILED_RUN:
+        registry = login_server.split(".", 1)[0]
         raise RuntimeError(
-            f"{login_server} refused to exchange the deployer's Azure AD token "
-            f"(HTTP {exc.code}): the deploying identity needs push rights on the registry "
-            "(Owner, Contributor or AcrPush)"
-        ) from None
-    except OSError as exc:  # URLError (DNS, refused connection), timeouts
-        reason = getattr(exc, "reason", exc)
-        raise RuntimeError(
-            f"cannot reach the registry {login_server} to push the training images ({reason}). "
-            "A registry with public network access disabled (prod) answers only inside its "
-            "VNet: run `pulumi up` from a runner with network line of sight to the registry's "
-            "private endpoint (in the VNet, peered, or over VPN), or build the images elsewhere "
-            "and name them in the stack's azdl:images.prebuilt"
-        ) from None
-
-
-def push_password(login_server: str, tenant_id: str, aad_token: str) -> str | pulumi.output.Unknown:
-    """The registry password for `pulumi up`; unknown in a preview, which pushes nothing
-    (build_on_preview is off) and so must not need a network path to the registry."""
-    if pulumi.runtime.is_dry_run():
-        return pulumi.UNKNOWN
-    return acr_refresh_token(login_server, tenant_id, aad_token)
-
-
-def _relative(path: Path) -> str:
-    """`path` relative to the working directory, so state does not depend on the checkout."""
-    return os.path.relpath(path, Path.cwd())
+            f"the ACR Tasks build of {tag_ref} ended {status}: see its log with "
+            f"`az acr task logs -r {registry} --run-id {run_id}`"
+        )
+    images = result.get("output_images") or result.get("outputImages") or []
+    for image in images:
+        if f"{image.get('repository')}:{image.get('tag')}" == tag_ref.split("/", 1)[1]:
+            return f"{tag_ref}@{image['digest']}"
+    return tag_ref
 
 
 @dataclass
@@ -109,13 +67,11 @@ class TrainingImagesArgs:
     config: StackConfig
     resource_group_name: pulumi.Input[str]
     workspace_name: pulumi.Input[str]
-    tenant_id: pulumi.Input[str]
+    # An output of the registry resource: the upload URL is asked for once the registry exists.
+    registry_name: pulumi.Input[str]
     registry_login_server: pulumi.Input[str]
     # framework -> prebuilt image ref; frameworks named here are registered, not built
     prebuilt: Mapping[str, str] = field(default_factory=dict)
-    # what must exist before a push reaches the registry (a private registry's endpoint,
-    # DNS zone group and VNet link: azdl/review/deploy_order.py)
-    push_after: Sequence[pulumi.Resource] = ()
 
 
 class TrainingImages(pulumi.ComponentResource):
@@ -128,90 +84,74 @@ class TrainingImages(pulumi.ComponentResource):
         super().__init__("azdl:infra:TrainingImages", name, None, opts)
         self.images, self.environments = {}, {}
 
-        registries = []
-        if any(fw not in args.prebuilt for fw in FRAMEWORKS):
-            registries = [self._registry_credentials(args)]
-
         # Environment versions are immutable in Azure ML, so a version must name one image
         # for good: it registers a ref that is fixed together with the version string. For a
         # built image that is the tag (the version is its content hash), not the pushed ref
-        # with digest: rebuilding the same content (a lost cache, a re-created registry)
-        # pushes a new digest under the same tag, and registering digests would then ask Azure
-        # to change an existing version. Same tag, same content; the `images` output carries
-        # the digest of the latest push. A prebuilt ref is registered as given, versioned by
-        # its own hash.
+        # with digest: rebuilding the same content (a re-created registry) pushes a new
+        # digest under the same tag, and registering digests would then ask Azure to change
+        # an existing version. Same tag, same content; the `images` output carries the digest
+        # of the latest build. A prebuilt ref is registered as given, versioned by its own hash.
         for framework in FRAMEWORKS:
             if framework in args.prebuilt:
                 registered = pulumi.Output.from_input(args.prebuilt[framework])
                 version = hashlib.sha256(args.prebuilt[framework].encode()).hexdigest()[:16]
-                self.images[framework], pushed = registered, []
+                self.images[framework], built = registered, []
             else:
                 version = content_hash(framework)
                 registered = pulumi.Output.concat(
                     args.registry_login_server, "/azdl/", framework, ":", version
                 )
-                image = self._build(framework, version, registered, registries, args.push_after)
-                self.images[framework], pushed = image.ref, [image]
+                run = self._build(framework, version, args)
+                self.images[framework] = pulumi.Output.all(
+                    args.registry_login_server, run.run_result, registered
+                ).apply(lambda a: built_ref(*a))
+                built = [run]
             self.environments[framework] = self._environment(
-                framework, version, registered, args, pushed
+                framework, version, registered, args, built
             )
 
         self.register_outputs({"images": self.images, "environments": self.environments})
 
     def _build(
-        self,
-        framework: str,
-        version: str,
-        tag: pulumi.Output[str],
-        registries: list[docker_build.RegistryArgs],
-        push_after: Sequence[pulumi.Resource],
-    ) -> docker_build.Image:
-        """Build images/<framework> with training/ as the named context `training` and push it
-        as `tag` (<registry>/azdl/<framework>:<content hash>)."""
-        cache = tag.apply(lambda t: t.rpartition(":")[0] + ":buildcache")
-        image = docker_build.Image(
+        self, framework: str, version: str, args: TrainingImagesArgs
+    ) -> containerregistry.TaskRun:
+        """Upload the framework's context (when its hash changed) and have ACR Tasks build it
+        and push `azdl/<framework>:<version>` (TaskRun, API 2019-06-01-preview in
+        pulumi-azure-native 3.29)."""
+        child = pulumi.ResourceOptions(parent=self)
+        source = containerregistry.list_registry_build_source_upload_url_output(
+            registry_name=args.registry_name, resource_group_name=args.resource_group_name
+        )
+        # The URL is the registry's: recorded as a dependency on it (an invoke's result
+        # carries none), so plans and waves show the upload after the registry.
+        of_registry = pulumi.Output.all(args.registry_name, source.upload_url, source.relative_path)
+        upload = SourceUpload(
+            f"{framework}-context",
             framework,
-            docker_build.ImageArgs(
-                context=docker_build.BuildContextArgs(
-                    location=_relative(IMAGES_DIR / framework),
-                    named={"training": docker_build.ContextArgs(location=_relative(TRAINING_DIR))},
+            of_registry.apply(lambda a: a[1]),
+            of_registry.apply(lambda a: a[2]),
+            child,
+        )
+        return containerregistry.TaskRun(
+            f"{framework}-build",
+            containerregistry.TaskRunArgs(
+                registry_name=args.registry_name,
+                resource_group_name=args.resource_group_name,
+                task_run_name=f"azdl-{framework}",
+                location=args.config.location,
+                run_request=containerregistry.DockerBuildRequestArgs(
+                    type="DockerBuildRequest",
+                    source_location=upload.relative_path,
+                    docker_file_path="Dockerfile",
+                    image_names=[f"azdl/{framework}:{version}"],
+                    is_push_enabled=True,
+                    platform=containerregistry.PlatformPropertiesArgs(
+                        os="Linux", architecture="amd64"
+                    ),
+                    timeout=BUILD_TIMEOUT_SECONDS,
                 ),
-                dockerfile=docker_build.DockerfileArgs(
-                    location=_relative(IMAGES_DIR / framework / "Dockerfile")
-                ),
-                platforms=[docker_build.Platform.LINUX_AMD64],
-                tags=[tag],
-                push=True,
-                build_on_preview=False,  # previews stay quick; `pulumi up` builds
-                registries=registries,
-                cache_from=[
-                    docker_build.CacheFromArgs(
-                        registry=docker_build.CacheFromRegistryArgs(ref=cache)
-                    )
-                ],
-                cache_to=[
-                    docker_build.CacheToArgs(
-                        registry=docker_build.CacheToRegistryArgs(
-                            ref=cache, mode=docker_build.CacheMode.MAX
-                        )
-                    )
-                ],
-                labels={"org.opencontainers.image.version": version},
             ),
-            pulumi.ResourceOptions(parent=self, depends_on=list(push_after)),
-        )
-        return image
-
-    def _registry_credentials(self, args: TrainingImagesArgs) -> docker_build.RegistryArgs:
-        """Push credentials from the deployer's Azure AD token (no admin user, no stored secret)."""
-        aad_token = authorization.get_client_token_output().token
-        password = pulumi.Output.all(args.registry_login_server, args.tenant_id, aad_token).apply(
-            lambda a: push_password(*a)
-        )
-        return docker_build.RegistryArgs(
-            address=args.registry_login_server,
-            username=ACR_TOKEN_USER,
-            password=pulumi.Output.secret(password),
+            child,
         )
 
     def _environment(
@@ -220,10 +160,10 @@ class TrainingImages(pulumi.ComponentResource):
         version: str,
         ref: pulumi.Output[str],
         args: TrainingImagesArgs,
-        pushed: list[pulumi.Resource],
+        built: list[pulumi.Resource],
     ) -> pulumi.Output[str]:
         """Register `ref` as version `version` of the Azure ML environment `azdl-<framework>`,
-        once the image is `pushed` (a built image; nothing for a prebuilt one)."""
+        once it is `built` (the build run of a built image; nothing for a prebuilt one)."""
         env_name = f"azdl-{framework}"
         container = machinelearningservices.EnvironmentContainer(
             f"{framework}-environment",
@@ -252,6 +192,6 @@ class TrainingImages(pulumi.ComponentResource):
                     tags=dict(args.config.tags),
                 ),
             ),
-            pulumi.ResourceOptions(parent=self, depends_on=[container, *pushed]),
+            pulumi.ResourceOptions(parent=self, depends_on=[container, *built]),
         )
         return env.id

@@ -1,10 +1,11 @@
 """Run the program offline under the Pulumi SDK's mocks, and record what it declares.
 
 `AzureMocks` answers only what Azure itself would: each resource's ARM id and the properties
-Azure computes (storage endpoints, registry login server, identity ids), what the registry
-answers for a pushed image (digest, ref), plus the `getClientConfig` and `getClientToken`
-calls. It never fills in inputs, so a missing required property still fails in the
-azure-native SDK as it would at deploy time. `render(...)` / `render_stack_file(...)` run the
+Azure computes (storage endpoints, registry login server, identity ids, an ACR Tasks run's
+pushed images), the `getClientConfig` and `listRegistryBuildSourceUploadUrl` calls, and a
+RandomId's bytes; in an update it runs a dynamic resource's `create`, as the engine does. It
+never fills in inputs, so a missing required property still fails in the azure-native SDK as it
+would at deploy time. `render(...)` / `render_stack_file(...)` run the
 whole program for one stack and return every recorded resource (type token, logical name,
 inputs as Azure sees them, parent, protect/retain/deleteBeforeReplace) and the stack outputs.
 The infra tests and `azdl plan` both use it.
@@ -15,12 +16,16 @@ import hashlib
 import json
 import threading
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import dill
 import pulumi
+import pulumi.dynamic
+from pulumi.dynamic.dynamic import PROVIDER_KEY
+from pulumi.runtime import rpc
 from pulumi.runtime.mocks import MockMonitor
 
 from infra.config import PROJECT, read_stack_file, stack_name_of
@@ -79,6 +84,12 @@ ARM = {
         "registryName",
         "Microsoft.ContainerRegistry/registries/{name}",
     ),
+    # The provider's generic ARM resource (the registry at an API version the typed one lacks).
+    "resources:Resource": ("resourceName", "{resourceProviderNamespace}/{resourceType}/{name}"),
+    "containerregistry:TaskRun": (
+        "taskRunName",
+        "Microsoft.ContainerRegistry/registries/{registryName}/taskRuns/{name}",
+    ),
     "keyvault:Vault": ("vaultName", "Microsoft.KeyVault/vaults/{name}"),
     "operationalinsights:Workspace": (
         "workspaceName",
@@ -112,7 +123,10 @@ ARM = {
     ),
     "authorization:RoleAssignment": ("roleAssignmentName", None),
 }
-DOCKER_IMAGE = "docker-build:index:Image"
+DYNAMIC = "pulumi-python:dynamic:Resource"  # a Python dynamic provider's resource
+RANDOM_ID = "random:index/randomId:RandomId"
+# Where the mocked listBuildSourceUploadUrl points uploads unless a test serves its own.
+UPLOAD_ENDPOINT = "https://acrtasksourcemock.blob.core.windows.net/source"
 
 
 @dataclass
@@ -128,6 +142,7 @@ class RecordedResource:
     protect: bool = False
     retain_on_delete: bool = False
     delete_before_replace: bool = False
+    dependencies: list[str] = field(default_factory=list)  # URNs it waits for (any property)
 
 
 @dataclass
@@ -154,8 +169,22 @@ class AzureMocks(pulumi.runtime.Mocks):
     """`subscription_id`: the subscription `getClientConfig` answers with (the deploying
     identity's); the global names derive from it (infra/naming.py)."""
 
-    def __init__(self, subscription_id: str = SUBSCRIPTION_ID) -> None:
+    def __init__(
+        self,
+        subscription_id: str = SUBSCRIPTION_ID,
+        preview: bool = True,
+        upload_endpoint: str = UPLOAD_ENDPOINT,
+        random_bytes: Callable[[str, int], bytes] | None = None,
+    ) -> None:
+        """`random_bytes(name, n)`: what a RandomId draws; by default derived from its name,
+        so renderings compare equal (a model of several deployments passes os.urandom)."""
+        self.random_bytes = random_bytes or (
+            lambda name, n: hashlib.sha256(f"random/{name}".encode()).digest()[:n]
+        )
         self.subscription_id = subscription_id
+        self.preview = preview
+        self.upload_endpoint = upload_endpoint
+        self._uploads = 0
         self.resources: list[RecordedResource] = []
         self._lock = threading.Lock()
         self._local = threading.local()
@@ -168,11 +197,21 @@ class AzureMocks(pulumi.runtime.Mocks):
                 "subscriptionId": self.subscription_id,
                 "tenantId": TENANT_ID,
             }, []
-        if args.token == "azure-native:authorization:getClientToken":
-            return {"token": _stand_in_jwt()}, []
+        if args.token == "azure-native:containerregistry:listRegistryBuildSourceUploadUrl":
+            # ACR answers with a SAS URL on storage of its own and the path a run names.
+            with self._lock:
+                self._uploads += 1
+                n = self._uploads
+            blob = f"{args.args['registryName']}/{n:04d}.tar.gz"
+            return {
+                "uploadUrl": f"{self.upload_endpoint}/{blob}?sv=mock&sig=mock",
+                "relativePath": f"source/mock/{blob}",
+            }, []
         raise NotImplementedError(f"no Azure answer is mocked for the call {args.token}")
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs):
+        if args.typ == DYNAMIC:
+            return self._dynamic(args)
         inputs = _one_unknown(dict(args.inputs))
         record = RecordedResource(args.typ, args.name, inputs, bool(args.custom))
         self._local.last = record
@@ -187,12 +226,40 @@ class AzureMocks(pulumi.runtime.Mocks):
             state["name"] = inputs.get(name_key) or args.name
             record.id = arm_id(short, state, path, self.subscription_id)
         state.update(_computed(short, state))
-        if short == DOCKER_IMAGE:
-            record.id = state["digest"]  # the provider's id for a pushed image
-        elif short not in ARM:
+        if args.typ == RANDOM_ID:
+            drawn = self.random_bytes(args.name, int(inputs["byteLength"]))
+            state.update(hex=drawn.hex(), b64Url=base64.urlsafe_b64encode(drawn).decode())
+        if short not in ARM:
             record.id = f"{args.name}-id"
         record.state = state
         return record.id, state
+
+    def _dynamic(self, args: pulumi.runtime.MockResourceArgs):
+        """A dynamic provider's resource: its code runs on the deploying machine, so the engine
+        calls its `create` during an update (not in a preview), and so does this mock."""
+        props = {k: _unsecret(v) for k, v in args.inputs.items() if k != PROVIDER_KEY}
+        record = RecordedResource(args.typ, args.name, _one_unknown(props), bool(args.custom))
+        self._local.last = record
+        with self._lock:
+            self.resources.append(record)
+        if self.preview:
+            return f"{args.name}-preview", props
+        provider = dynamic_provider(_unsecret(args.inputs[PROVIDER_KEY]))
+        result = provider.create(props)
+        record.id, record.state = result.id, dict(result.outs or {})
+        return result.id, record.state
+
+
+def _unsecret(value: Any) -> Any:
+    """A mock input as a provider receives it: a secret's plain value."""
+    if isinstance(value, dict) and value.get(rpc._special_sig_key) == rpc._special_secret_sig:
+        return value["value"]
+    return value
+
+
+def dynamic_provider(serialized: str) -> pulumi.dynamic.ResourceProvider:
+    """The provider object a dynamic resource carries (as the engine's provider host loads it)."""
+    return dill.loads(base64.b64decode(serialized))
 
 
 def _one_unknown(value: Any) -> Any:
@@ -205,15 +272,6 @@ def _one_unknown(value: Any) -> Any:
     if isinstance(value, list):
         return [_one_unknown(v) for v in value]
     return value
-
-
-def _stand_in_jwt() -> str:
-    """An access token shaped as Azure AD issues them (a JWT), signed by nobody."""
-
-    def part(claims: dict[str, Any]) -> str:
-        return base64.urlsafe_b64encode(json.dumps(claims).encode()).rstrip(b"=").decode()
-
-    return f"{part({'alg': 'none', 'typ': 'JWT'})}.{part({'tid': TENANT_ID})}.offline"
 
 
 def arm_id(
@@ -259,12 +317,27 @@ def _computed(short_type: str, state: Mapping[str, Any]) -> dict[str, Any]:
         }
     if short_type == "containerregistry:Registry":
         computed["loginServer"] = f"{name}.azurecr.io"
-    if short_type == DOCKER_IMAGE and state.get("push") and state.get("tags"):
-        # A registry answers a push with the manifest digest; the provider's `ref` is the
-        # first tag pinned to it.
-        tag = state["tags"][0]
-        digest = "sha256:" + hashlib.sha256(tag.encode()).hexdigest()
-        computed.update(digest=digest, ref=f"{tag}@{digest}")
+    if short_type == "resources:Resource" and state.get("resourceType") == "registries":
+        computed["properties"] = {
+            **state.get("properties", {}),
+            "loginServer": f"{name}.azurecr.io",
+        }
+    if short_type == "containerregistry:TaskRun":
+        # ACR answers a finished run with the images it pushed (RunResponse.outputImages).
+        request = state.get("runRequest", {})
+        images = []
+        for image in request.get("imageNames", []) if request.get("isPushEnabled") else []:
+            repository, _, tag = image.partition(":")
+            digest = (
+                "sha256:"
+                + hashlib.sha256(f"{request.get('sourceLocation')}/{image}".encode()).hexdigest()
+            )
+            images.append({"repository": repository, "tag": tag, "digest": digest})
+        computed["runResult"] = {
+            "runId": "ca" + hashlib.sha256(name.encode()).hexdigest()[:4],
+            "status": "Succeeded",
+            "outputImages": images,
+        }
     if short_type == "managedidentity:UserAssignedIdentity":
         computed.update(
             clientId=_stable_guid(name, "client"),
@@ -285,6 +358,10 @@ class _RecordingMonitor(MockMonitor):
             record.urn, record.parent = response.urn, request.parent
             record.protect, record.retain_on_delete = request.protect, request.retainOnDelete
             record.delete_before_replace = request.deleteBeforeReplace
+            record.dependencies = sorted(
+                {*request.dependencies}
+                | {u for deps in request.propertyDependencies.values() for u in deps.urns}
+            )
         return response
 
 
@@ -294,19 +371,23 @@ def render(
     project: str = PROJECT,
     preview: bool = True,
     subscription_id: str = SUBSCRIPTION_ID,
+    upload_endpoint: str = UPLOAD_ENDPOINT,
+    mocks: "AzureMocks | None" = None,
 ) -> Rendering:
     """Run the program for `stack` with `config` (keys with or without `azdl:`; values as in a
     stack file) under mocks. Raises `infra.config.ConfigError` for invalid config.
 
-    `preview=True` runs it as `pulumi preview` does: images are not built, so no registry
-    token is exchanged and nothing leaves this machine. `preview=False` runs it as `pulumi up`
-    does, where the program exchanges the deployer's token at the registry: the caller must
-    stand in for that endpoint (tests patch `urllib.request.urlopen`). `subscription_id` is the
-    subscription Azure answers with; the global names derive from it.
+    `preview=True` runs it as `pulumi preview` does: nothing is uploaded or built, and nothing
+    leaves this machine. `preview=False` runs it as `pulumi up` does: the dynamic resources'
+    code runs, so each image's build context is uploaded to `upload_endpoint` (where the
+    mocked `listBuildSourceUploadUrl` points; tests serve it). `subscription_id` is the
+    subscription Azure answers with; the global names derive from it. `mocks` replaces the
+    default AzureMocks (e.g. one that models a subscription across deployments).
     """
     from infra import program  # imported here: it pulls in the azure-native modules
 
-    mocks = AzureMocks(subscription_id)
+    if mocks is None:
+        mocks = AzureMocks(subscription_id, preview=preview, upload_endpoint=upload_endpoint)
     pulumi.runtime.set_mocks(
         mocks, project=project, stack=stack, preview=preview, monitor=_RecordingMonitor(mocks)
     )

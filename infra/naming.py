@@ -5,14 +5,22 @@ so they get a 6-hex-digit suffix hashed from project, stack, the subscription an
 group, as Azure's own templates derive theirs with `uniqueString(subscription().id,
 resourceGroup().id)`: the same stack in the same subscription always gets the same names (plans
 stay diffable), the same stack file deployed in another subscription gets other names, and two
-stacks never collide. A stack may pin its own suffix instead (`azdl:nameSuffix`). Every derived
+stacks never collide. A stack may pin its own suffix instead (`azdl:nameSuffix`); the data and
+outputs accounts keep it for good, so it is never changed on a deployed stack.
+
+Names that Azure keeps after a deletion are the exception: a deleted Azure ML workspace stays
+soft-deleted under its name for 14 days, a deleted Key Vault for its retention period (up to
+90 days, and purge protection refuses an early purge), and re-creating either name meanwhile
+fails. Their names end in the deployment id instead: six hex digits drawn when the stack's
+resources are created (`random.RandomId` in infra/program.py, kept in the stack's state), so
+every deployment after a `pulumi destroy` gets new ones (`with_deployment`). Every derived
 name is checked against Azure's rule for its kind before the program declares anything (see
 `infra.config`). Pure Python: the CLI can use it without Pulumi.
 """
 
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 # kind -> (pattern, the rule in words); from Azure's resource naming rules.
 RULES: dict[str, tuple[re.Pattern[str], str]] = {
@@ -67,6 +75,7 @@ class Names:
     cluster: str
     image_build_compute: str
     nfs_share: str
+    prefix: str = ""
 
 
 # Which rule each name must satisfy (names built from fixed words need none beyond these).
@@ -98,6 +107,14 @@ def stable_suffix(project: str, stack: str, subscription_id: str, resource_group
     return hashlib.sha256(seed.encode()).hexdigest()[:6]
 
 
+# Stands in for the deployment id until the deployment draws it (same length, so the name
+# rules are checked as at deploy time).
+PENDING_DEPLOYMENT = "000000"
+DEPLOYMENT_ID_BYTES = 3  # six hex digits
+# The names Azure soft-deletes, which end in the deployment id.
+SOFT_DELETED = ("workspace", "key_vault")
+
+
 # The CPU compute private stacks create for the workspace's image builds (a fixed name, so
 # the GPU cluster may not take it: infra/config.py refuses it for cluster.name).
 IMAGE_BUILD_COMPUTE = "image-build"
@@ -110,6 +127,7 @@ def derive_names(
     cluster: str,
     subscription_id: str | None,
     pinned_suffix: str | None = None,
+    deployment_id: str = PENDING_DEPLOYMENT,
 ) -> Names:
     """Every name of the stack. The global names' suffix is `pinned_suffix` when the stack pins
     one, else hashed with the subscription (PENDING_SUFFIX while that is not known)."""
@@ -126,17 +144,31 @@ def derive_names(
         virtual_network=f"{prefix}-vnet",
         log_analytics=f"{prefix}-logs",
         app_insights=f"{prefix}-appi",
-        workspace=f"{prefix}-mlw",
+        workspace=f"{prefix}-mlw-{deployment_id}",
         cluster_identity=f"{prefix}-cluster-id",
         image_build_identity=f"{prefix}-image-build-id",
         data_account=f"{prefix}data{sfx}",
         outputs_account=f"{prefix}out{sfx}",
         nfs_account=f"{prefix}nfs{sfx}",
         registry=f"{prefix}acr{sfx}",
-        key_vault=f"{prefix}-kv-{sfx}",
+        key_vault=f"{prefix}-kv-{deployment_id}",
         cluster=cluster,
         image_build_compute=IMAGE_BUILD_COMPUTE,
         nfs_share="training-data",
+        prefix=prefix,
+    )
+
+
+def with_deployment(names: Names, deployment_id: str) -> Names:
+    """`names` with the soft-deleted names (SOFT_DELETED) of the deployment `deployment_id`."""
+    if not re.fullmatch(rf"[0-9a-f]{{{2 * DEPLOYMENT_ID_BYTES}}}", deployment_id):
+        raise ValueError(
+            f"a deployment id is {2 * DEPLOYMENT_ID_BYTES} hex digits, not {deployment_id!r}"
+        )
+    return replace(
+        names,
+        workspace=f"{names.prefix}-mlw-{deployment_id}",
+        key_vault=f"{names.prefix}-kv-{deployment_id}",
     )
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pulumi
 import pulumi.runtime.config as pulumi_runtime_config
+import pulumi_random as random
 from pulumi_azure_native import authorization, resources
 
 from infra.access import JumpHost, JumpHostArgs, OperatorAccess, OperatorAccessArgs
@@ -21,10 +22,11 @@ from infra.config import (
     with_subscription,
 )
 from infra.images import TrainingImages, TrainingImagesArgs
+from infra.naming import DEPLOYMENT_ID_BYTES, with_deployment
 from infra.network import Network, NetworkArgs
 from infra.private_link import Endpoint, PrivateLink, PrivateLinkArgs
 from infra.registry import Registry, RegistryArgs
-from infra.storage import Storage, StorageArgs, data_protection
+from infra.storage import Storage, StorageArgs, data_protection, strongest
 from infra.workspace import BlobContainer, Workspace, WorkspaceArgs
 
 
@@ -61,34 +63,45 @@ def declare(cfg: StackConfig) -> dict[str, Any]:
             resource_group_name=cfg.names.resource_group, location=cfg.location, tags=cfg.tags
         ),
     )
-    # Data outlives compute: its own group, kept by `pulumi destroy` as the stack says.
+    # Data and outputs outlive compute: their own group, kept by `pulumi destroy` as strongly
+    # as the most protected of them. Deleting a group deletes everything in it, whatever Pulumi
+    # says about a child (pulumi/pulumi-azure-native#2522), so nothing kept lives in `group`.
     data_group = resources.ResourceGroup(
         "data-resource-group",
         resources.ResourceGroupArgs(
             resource_group_name=cfg.names.data_resource_group, location=cfg.location, tags=cfg.tags
         ),
-        data_protection(cfg.storage.data_protection),
+        data_protection(strongest(cfg.storage.data_protection, cfg.storage.outputs_protection)),
     )
     net = Network("network", NetworkArgs(cfg, group.name))
-    # The workspace's id before it exists (it depends on its storage): for the storage
-    # firewall's resource-instance rule.
-    workspace_id = pulumi.Output.concat(
+    # Azure soft-deletes the workspace (14 days) and the Key Vault (up to 90): their names end
+    # in an id drawn anew whenever the stack's resources are created, so `up` after `destroy`
+    # never asks for a name the last deployment left behind (infra/naming.py). Pulumi keeps
+    # the id in the stack's state (https://www.pulumi.com/registry/packages/random/api-docs/
+    # randomid/); `destroy` deletes it with the workspace.
+    deployment = random.RandomId("deployment", byte_length=DEPLOYMENT_ID_BYTES)
+    soft_deleted = deployment.hex.apply(lambda d: with_deployment(cfg.names, d))
+    workspace_name = soft_deleted.apply(lambda n: n.workspace)
+    # The storage firewall's resource-instance rule admits the workspaces of the platform group
+    # (`workspaces/*`, the form the rule takes for every instance of a type in a group). Naming
+    # the one workspace would make the protected outputs account depend on the deployment id
+    # and the platform group, and `pulumi destroy --exclude-protected` keeps what a protected
+    # resource depends on: the next deployment would then get the old, soft-deleted names.
+    workspace_instances = pulumi.Output.concat(
         "/subscriptions/",
         client.subscription_id,
         "/resourceGroups/",
-        group.name,
-        "/providers/Microsoft.MachineLearningServices/workspaces/",
-        cfg.names.workspace,
+        cfg.names.resource_group,
+        "/providers/Microsoft.MachineLearningServices/workspaces/*",
     )
     store = Storage(
         "storage",
         StorageArgs(
             cfg,
-            group.name,
             data_group.name,
             net.training_subnet_id,
             tenant_id=client.tenant_id,
-            workspace_id=workspace_id,
+            workspace_id=workspace_instances,
         ),
     )
     registry = Registry("registry", RegistryArgs(cfg, group.name))
@@ -105,16 +118,17 @@ def declare(cfg: StackConfig) -> dict[str, Any]:
                 data_group.name, store.data_account.name, store.data_container.name
             ),
             outputs_container=BlobContainer(
-                group.name, store.outputs_account.name, store.outputs_container.name
+                data_group.name, store.outputs_account.name, store.outputs_container.name
             ),
+            workspace_name=workspace_name,
+            key_vault_name=soft_deleted.apply(lambda n: n.key_vault),
         ),
     )
     # Deploy order (rules in azdl/review/deploy_order.py, enforced by the policy pack): a
     # compute without node public IPs is created only once the workspace's private endpoint
-    # resolves in the VNet, and images are pushed to a private registry only once its name
-    # resolves to its private endpoint. Public stacks have no such path to wait for.
+    # resolves in the VNet. Public stacks have no such path to wait for. (Images are built by
+    # ACR Tasks, which reach a private registry through its bypass for tasks, not the VNet.)
     workspace_path: list[pulumi.Resource] = []
-    registry_path: list[pulumi.Resource] = []
     if cfg.network.private:
         endpoints = [
             Endpoint("workspace", workspace.workspace.id, "amlworkspace"),
@@ -131,7 +145,6 @@ def declare(cfg: StackConfig) -> dict[str, Any]:
             PrivateLinkArgs(cfg, group.name, net.vnet_id, net.endpoint_subnet_id, endpoints),
         )
         workspace_path = private_link.private_path("workspace")
-        registry_path = private_link.private_path("registry")
     if cfg.operators:
         OperatorAccess(
             "operators",
@@ -201,17 +214,17 @@ def declare(cfg: StackConfig) -> dict[str, Any]:
         outputs["bastionName"] = jump_host.bastion.name
         outputs["jumpHostId"] = jump_host.vm.id
 
-    # Images of this commit (or the stack's prebuilt refs), registered as Azure ML environments.
+    # Images of this commit, built by ACR Tasks (or the stack's prebuilt refs), registered as
+    # Azure ML environments.
     images = TrainingImages(
         "images",
         TrainingImagesArgs(
             cfg,
             group.name,
             workspace.workspace.name,
-            client.tenant_id,
+            registry.name,
             registry.login_server,
             cfg.prebuilt_images,
-            push_after=registry_path,
         ),
     )
     outputs["images"] = images.images

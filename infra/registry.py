@@ -1,16 +1,31 @@
-"""Registry: the Azure Container Registry the training images are pushed to and pulled from.
+"""Registry: the Azure Container Registry the training images are built into and pulled from.
 
-The admin user stays off: the cluster pulls with its managed identity (AcrPull) and image
-builds authenticate with Azure AD tokens. Private stacks get the Premium tier (the only one
-that takes private endpoints) with public access disabled.
+The admin user stays off: the cluster pulls with its managed identity (AcrPull). Private
+stacks get the Premium tier (the only one that takes private endpoints) with public network
+access disabled. Images are built by ACR Tasks (infra/images.py), whose agents run outside the
+VNet: since 1 June 2025 a network-restricted registry admits them only with
+`networkRuleBypassAllowedForTasks: true` ("Manage network bypass policy for tasks",
+https://learn.microsoft.com/azure/container-registry/manage-network-bypass-policy-for-tasks,
+ms.date 2025-05-15; MicrosoftDocs/azure-management-docs
+articles/container-registry/manage-network-bypass-policy-for-tasks.md).
+
+That property is in the registry API from 2025-05-01-preview on, and in the stable 2025-11-01
+(Azure/azure-rest-api-specs, specification/containerregistry/resource-manager/
+Microsoft.ContainerRegistry/Registry/Registry.models.tsp: `networkRuleBypassAllowedForTasks`,
+default false, not marked preview-only). pulumi-azure-native 3.29's typed `Registry` speaks
+2023-01-01-preview, which lacks it, so the registry is declared through the provider's generic
+ARM resource (`resources.Resource`) at REGISTRY_API_VERSION; its `properties` are the ARM
+body's, as the spec names them.
 """
 
 from dataclasses import dataclass
 
 import pulumi
-from pulumi_azure_native import containerregistry
+from pulumi_azure_native import resources
 
 from infra.config import StackConfig
+
+REGISTRY_API_VERSION = "2025-11-01"
 
 
 @dataclass
@@ -24,20 +39,29 @@ class Registry(pulumi.ComponentResource):
         super().__init__("azdl:infra:Registry", name, None, opts)
         cfg = args.config
         private = cfg.network.private
-        self.registry = containerregistry.Registry(
+        # Keyword arguments, not ResourceArgs: its `resource_name` field collides with the
+        # logical name in the SDK's constructor (the keyword form renames it `resource_name_`).
+        self.registry = resources.Resource(
             "registry",
-            containerregistry.RegistryArgs(
-                resource_group_name=args.resource_group_name,
-                registry_name=cfg.names.registry,
-                location=cfg.location,
-                sku=containerregistry.SkuArgs(name=cfg.registry_sku),
-                admin_user_enabled=False,
-                anonymous_pull_enabled=False,
-                public_network_access="Disabled" if private else "Enabled",
-                network_rule_bypass_options="AzureServices",
-                tags=cfg.tags,
-            ),
             pulumi.ResourceOptions(parent=self),
+            resource_group_name=args.resource_group_name,
+            resource_provider_namespace="Microsoft.ContainerRegistry",
+            parent_resource_path="",
+            resource_type="registries",
+            resource_name_=cfg.names.registry,
+            api_version=REGISTRY_API_VERSION,
+            location=cfg.location,
+            sku=resources.SkuArgs(name=cfg.registry_sku),
+            properties={
+                "adminUserEnabled": False,
+                "anonymousPullEnabled": False,
+                "publicNetworkAccess": "Disabled" if private else "Enabled",
+                "networkRuleBypassOptions": "AzureServices",
+                # ACR Tasks builds push here from outside the VNet (see above).
+                "networkRuleBypassAllowedForTasks": True,
+            },
+            tags=cfg.tags,
         )
-        self.login_server = self.registry.login_server
+        self.name = self.registry.name
+        self.login_server = self.registry.properties.apply(lambda p: p["loginServer"])
         self.register_outputs({"loginServer": self.login_server, "registryId": self.registry.id})

@@ -1,7 +1,9 @@
 """Storage: premium blob for training data, standard storage for outputs, and an NFS 4.1 share.
 
-The data accounts (premium blob and NFS) live in their own resource group and carry the
-stack's `storage.dataProtection` option, as do their container and share: a blob container's
+The data accounts (premium blob and NFS) and the outputs account live in the data resource
+group, which `pulumi destroy` keeps as strongly as the most protected of them (deleting a
+resource group deletes its contents whatever `retainOnDelete` says). The data accounts carry
+the stack's `storage.dataProtection` option, as do their container and share: a blob container's
 deletion takes its blobs with it, so protecting the account alone would not keep a staged
 ImageNet. Shared-key access is off on the data accounts: jobs and operators use identities.
 
@@ -30,10 +32,10 @@ from infra.config import StackConfig
 @dataclass
 class StorageArgs:
     config: StackConfig
-    resource_group_name: pulumi.Input[str]
     data_resource_group_name: pulumi.Input[str]
     training_subnet_id: pulumi.Input[str]
-    # For the workspace storage's resource-instance rule (networkAcls.resourceAccessRules).
+    # For the workspace storage's resource-instance rule (networkAcls.resourceAccessRules): a
+    # workspace's id, or `.../workspaces/*` for those of a resource group.
     tenant_id: pulumi.Input[str] | None = None
     workspace_id: pulumi.Input[str] | None = None
 
@@ -45,6 +47,13 @@ def data_protection(mode: str) -> pulumi.ResourceOptions:
         "retain": pulumi.ResourceOptions(retain_on_delete=True),
         "none": pulumi.ResourceOptions(),
     }[mode]
+
+
+def strongest(*modes: str) -> str:
+    """The most protective of `modes` (protect > retain > none): what a group holding
+    resources of each mode must carry, since deleting it deletes them all."""
+    order = ("none", "retain", "protect")
+    return max(modes, key=order.index)
 
 
 def nfs_mount_target(file_endpoint: str, account: str, share: str) -> str:
@@ -142,9 +151,10 @@ class Storage(pulumi.ComponentResource):
         keep_outputs = pulumi.ResourceOptions.merge(
             child, data_protection(cfg.storage.outputs_protection)
         )
+        # In the data group: deleting the platform group would delete it, retained or not.
         self.outputs_account = account(
             "outputs",
-            args.resource_group_name,
+            args.data_resource_group_name,
             names.outputs_account,
             "StorageV2",
             "Standard_LRS",
@@ -154,7 +164,7 @@ class Storage(pulumi.ComponentResource):
         self.outputs_container = storage.BlobContainer(
             "outputs-container",
             storage.BlobContainerArgs(
-                resource_group_name=args.resource_group_name,
+                resource_group_name=args.data_resource_group_name,
                 account_name=self.outputs_account.name,
                 container_name=cfg.storage.outputs_container,
                 public_access="None",

@@ -48,6 +48,9 @@ class WorkspaceArgs:
     registry_id: pulumi.Input[str]
     data_container: BlobContainer
     outputs_container: BlobContainer
+    # Names Azure soft-deletes, new for every deployment (infra/naming.py, with_deployment).
+    workspace_name: pulumi.Input[str] = ""
+    key_vault_name: pulumi.Input[str] = ""
 
 
 class Workspace(pulumi.ComponentResource):
@@ -88,7 +91,7 @@ class Workspace(pulumi.ComponentResource):
             "key-vault",
             keyvault.VaultArgs(
                 resource_group_name=rg,
-                vault_name=names.key_vault,
+                vault_name=args.key_vault_name,
                 location=cfg.location,
                 properties=keyvault.VaultPropertiesArgs(
                     tenant_id=args.tenant_id,
@@ -117,7 +120,7 @@ class Workspace(pulumi.ComponentResource):
             "workspace",
             machinelearningservices.WorkspaceArgs(
                 resource_group_name=rg,
-                workspace_name=names.workspace,
+                workspace_name=args.workspace_name,
                 location=cfg.location,
                 friendly_name=f"azdl {cfg.stack}",
                 identity=machinelearningservices.ManagedServiceIdentityArgs(type="SystemAssigned"),
@@ -155,6 +158,11 @@ class Workspace(pulumi.ComponentResource):
                         description=f"azdl {cfg.stack}: {holds}",
                         tags=dict(cfg.tags),
                     ),
+                    # Azure ML would otherwise check the container with the deploying
+                    # identity's own data-plane access, which deploying does not need (ARM
+                    # spec machinelearningservices 2025-12-01, Datastores_CreateOrUpdate:
+                    # query parameter `skipValidation`, "Flag to skip validation").
+                    skip_validation=True,
                 ),
                 child,
             )

@@ -38,19 +38,30 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:  # Pulumi runs the pack with only this folder on the path
     sys.path.insert(0, str(REPO_ROOT))
 
-from azdl.review import deploy_order  # noqa: E402
+from azdl.review import arm, deploy_order  # noqa: E402
 from azdl.review.prices import load_prices  # noqa: E402
 from infra.catalogue import VM_SIZES  # noqa: E402
 
 STORAGE = "azure-native:storage:StorageAccount"
 CONTAINER = "azure-native:storage:BlobContainer"
-REGISTRY = "azure-native:containerregistry:Registry"
 COMPUTE = "azure-native:machinelearningservices:Compute"
 NSG = "azure-native:network:NetworkSecurityGroup"
 NSG_RULE = "azure-native:network:SecurityRule"
 ROLE_ASSIGNMENT = "azure-native:authorization:RoleAssignment"
 VM = "azure-native:compute:VirtualMachine"
 NIC = "azure-native:network:NetworkInterface"
+TASK_RUN = "azure-native:containerregistry:TaskRun"
+DATASTORE = "azure-native:machinelearningservices:Datastore"
+WORKSPACE = "azure-native:machinelearningservices:Workspace"
+RESOURCE_GROUP = "azure-native:resources:ResourceGroup"
+VAULT = "azure-native:keyvault:Vault"
+RANDOM_ID = "random:index/randomId:RandomId"
+# Resources Azure soft-deletes, keeping their names (workspace 14 days: concept-soft-delete,
+# ms.date 2025-10-31; Key Vault 7-90 days: key-vault/general/soft-delete-overview).
+SOFT_DELETED = {WORKSPACE: "workspace", VAULT: "Key Vault"}
+# Image resources that build on the machine running `pulumi up` (pulumi-docker-build,
+# pulumi-docker).
+LOCAL_IMAGE_BUILDS = ("docker-build:index:Image", "docker:index:Image")
 
 REQUIRED_TAGS = ("environment", "project", "owner", "costCenter")
 GOOD_TLS = ("TLS1_2", "TLS1_3")
@@ -182,8 +193,34 @@ def _nfs_internet(args: ResourceValidationArgs) -> Iterator[str]:
 
 
 def _registry_admin(args: ResourceValidationArgs) -> Iterator[str]:
-    if args.resource_type == REGISTRY and get(args.props, "adminUserEnabled") is True:
+    if not arm.is_registry(args.resource_type, args.props):
+        return
+    if get(arm.arm_properties(args.resource_type, args.props), "adminUserEnabled") is True:
         yield f"container registry '{args.name}': the admin user is enabled"
+
+
+def _local_image_build(args: ResourceValidationArgs) -> Iterator[str]:
+    if args.resource_type in LOCAL_IMAGE_BUILDS:
+        yield (
+            f"image '{args.name}' ({args.resource_type}) is built on the machine that runs "
+            "`pulumi up`, which then needs a Docker engine and a network path to the registry "
+            "(a private registry has none from outside its VNet)"
+        )
+
+
+def _datastore_skips_validation(args: ResourceValidationArgs) -> Iterator[str]:
+    """Azure ML validates a datastore at creation by reaching its storage with the caller's
+    credentials (the ARM spec's `skipValidation`: "Flag to skip validation", on the datastore
+    PUT, machinelearningservices 2025-12-01); with identity-based access that asks the
+    deploying identity for a data-plane role it need not have."""
+    if args.resource_type != DATASTORE:
+        return
+    skip = get(args.props, "skipValidation")
+    if skip is not True and skip is not UNKNOWN:
+        yield (
+            f"datastore '{args.name}': skipValidation is {'not set' if skip is None else skip}, "
+            "so creating it needs the deploying identity to reach the storage's data plane"
+        )
 
 
 def _prod_compute_access(args: ResourceValidationArgs) -> Iterator[str]:
@@ -369,6 +406,91 @@ def _prod_data_protected(args: ResourceValidationArgs) -> Iterator[str]:
 # ---- stack policy -------------------------------------------------------------------------
 
 
+def _tasks_reach_their_registry(args: StackValidationArgs, report_violation: ReportViolation):
+    """An ACR Tasks run pushes from Microsoft-hosted agents outside the VNet: a registry with
+    network rules admits them only with networkRuleBypassAllowedForTasks (since 1 June 2025,
+    https://learn.microsoft.com/azure/container-registry/manage-network-bypass-policy-for-tasks,
+    ms.date 2025-05-15)."""
+    registries = {}
+    for res in args.resources:
+        if arm.is_registry(res.resource_type, res.props):
+            name = arm.arm_name(res.resource_type, res.props, "registryName")
+            registries[name] = (res, arm.arm_properties(res.resource_type, res.props))
+    for run in (r for r in args.resources if r.resource_type == TASK_RUN):
+        found = registries.get(get(run.props, "registryName"))
+        if found is None:
+            continue
+        registry, props = found
+        restricted = get(props, "publicNetworkAccess") == "Disabled" or (
+            get(props, "networkRuleSet", "defaultAction") == "Deny"
+        )
+        bypass = get(props, "networkRuleBypassAllowedForTasks")
+        if restricted and bypass is not True and bypass is not UNKNOWN:
+            report_violation(
+                f"task run '{run.name}' builds into registry '{registry.name}', whose network "
+                "rules refuse ACR Tasks' agents: networkRuleBypassAllowedForTasks is "
+                f"{'not set (false)' if bypass is None else bypass}",
+                run.urn,
+            )
+
+
+def _soft_deleted_names_per_deployment(
+    args: StackValidationArgs, report_violation: ReportViolation
+) -> None:
+    """A workspace or Key Vault name that `up` after `destroy` asks for again collides with the
+    soft-deleted one for up to 14 (workspace) or 90 days (Key Vault). So their names derive from
+    a RandomId, which `pulumi destroy` deletes and the next `up` draws anew, and no protected
+    resource depends on that id: `pulumi destroy --exclude-protected` keeps what a protected
+    resource depends on, and a kept id brings the old names back."""
+    graph = deploy_order.graph_from_policy_resources(args.resources)
+    ids = {n.id for n in graph.of_type(RANDOM_ID)}
+    for node in graph.of_type(*SOFT_DELETED):
+        if not ids & graph.before(node):
+            report_violation(
+                f"{SOFT_DELETED[node.type]} '{node.name}': its name does not change from one "
+                "deployment to the next, so `pulumi up` after `pulumi destroy` asks for the "
+                "name Azure keeps soft-deleted",
+                node.id,
+            )
+    for res in args.resources:
+        if res.opts.protect and res.urn in graph.nodes and ids & graph.before(graph.nodes[res.urn]):
+            report_violation(
+                f"'{res.name}' is protected and depends on the deployment id: `pulumi destroy "
+                "--exclude-protected` keeps the id, and the next `up` asks for the soft-deleted "
+                "names again",
+                res.urn,
+            )
+
+
+def _kept_data_outlives_its_group(args: StackValidationArgs, report_violation: ReportViolation):
+    """Deleting a resource group deletes everything in it, whatever Pulumi's protect or
+    retainOnDelete says about a child (pulumi/pulumi-azure-native#2522). So storage accounts
+    never share a group with the workspace (which `pulumi destroy` deletes with its group),
+    and a protected account's group, where the stack declares it, is protected as well."""
+    groups = {get(r.props, "resourceGroupName"): r for r in args.resources
+              if r.resource_type == RESOURCE_GROUP}  # fmt: skip
+    platform = {get(r.props, "resourceGroupName") for r in args.resources
+                if r.resource_type == WORKSPACE}  # fmt: skip
+    for account in (r for r in args.resources if r.resource_type == STORAGE):
+        group_name = get(account.props, "resourceGroupName")
+        if not isinstance(group_name, str):
+            continue
+        if group_name in platform:
+            report_violation(
+                f"storage account '{account.name}' sits in resource group '{group_name}' with "
+                "the workspace: destroying the platform deletes that group and the account in "
+                "it, whatever protect or retainOnDelete say",
+                account.urn,
+            )
+        group = groups.get(group_name)
+        if account.opts.protect and group is not None and not group.opts.protect:
+            report_violation(
+                f"storage account '{account.name}' is protected but its resource group "
+                f"'{group_name}' is not: deleting the group deletes the account",
+                account.urn,
+            )
+
+
 def gpu_spend_per_hour(resources: list[Any]) -> tuple[float, list[str], list[str], list[str]]:
     """(USD/hour of every GPU cluster at max nodes, lines of how, sizes without a price,
     clusters whose size or node count is known only after deployment, left out of the sum)."""
@@ -520,6 +642,20 @@ POLICIES = [
         _registry_admin,
     ),
     _resource_policy(
+        "images-built-in-azure",
+        "Images are built by ACR Tasks in Azure, not on the machine that runs `pulumi up`.",
+        Severity.HIGH,
+        "build with a containerregistry TaskRun from an uploaded context (infra/images.py)",
+        _local_image_build,
+    ),
+    _resource_policy(
+        "datastores-skip-validation",
+        "Datastores are created with skipValidation, so deploying needs no data-plane role.",
+        Severity.MEDIUM,
+        "set skip_validation=True on the Datastore",
+        _datastore_skips_validation,
+    ),
+    _resource_policy(
         "compute-no-public-access-in-prod",
         "Prod AmlCompute nodes get no public IP and no open SSH port.",
         Severity.HIGH,
@@ -593,6 +729,36 @@ POLICIES = [
         severity=Severity.MEDIUM,
         remediation_steps="set the cluster's vmSize and scaleSettings.maxNodeCount from stack "
         "config, not from another resource's outputs",
+    ),
+    StackValidationPolicy(
+        name="tasks-reach-their-registry",
+        description="A registry that ACR Tasks build into and that restricts network access "
+        "lets tasks bypass its network rules (networkRuleBypassAllowedForTasks).",
+        validate=_tasks_reach_their_registry,
+        enforcement_level=EnforcementLevel.MANDATORY,
+        severity=Severity.HIGH,
+        remediation_steps="set properties.networkRuleBypassAllowedForTasks: true on the "
+        "registry (API 2025-05-01-preview or later; infra/registry.py)",
+    ),
+    StackValidationPolicy(
+        name="soft-deleted-names-per-deployment",
+        description="Workspace and Key Vault names derive from a per-deployment id that no "
+        "protected resource depends on, so `up` after `destroy` never meets the soft-deleted ones.",
+        validate=_soft_deleted_names_per_deployment,
+        enforcement_level=EnforcementLevel.MANDATORY,
+        severity=Severity.HIGH,
+        remediation_steps="name them with the deployment id (infra/naming.py with_deployment) "
+        "and keep the id out of protected resources' inputs (infra/program.py)",
+    ),
+    StackValidationPolicy(
+        name="kept-data-outlives-its-group",
+        description="Storage accounts sit outside the workspace's resource group, and a "
+        "protected account's group is protected too (deleting a group deletes its contents).",
+        validate=_kept_data_outlives_its_group,
+        enforcement_level=EnforcementLevel.MANDATORY,
+        severity=Severity.HIGH,
+        remediation_steps="put storage accounts in the data resource group and give that "
+        "group the strongest protection of what it holds (infra/program.py)",
     ),
     *(_deploy_order_policy(rule) for rule in deploy_order.RULES),
 ]

@@ -273,9 +273,10 @@ def retry_builder(outputs, request: JobRequest):
 def ml_client_checked(outputs, nodes: int):
     """The workspace client, once the job's cores are known to be free (azdl.jobs.quota)."""
     from azdl.jobs.workspace import ml_client
+    from azdl.propagation import while_propagating
 
     client = ml_client(outputs)
-    quota.check(client, outputs, nodes)
+    while_propagating(lambda: quota.check(client, outputs, nodes), "checking the cluster's quota")
     return client
 
 
@@ -290,8 +291,12 @@ def send(outputs, job, *, dry_run: bool, wait: bool) -> int:
         print(export.job_yaml(job, Path.cwd()), end="")
         return 0
 
+    from azdl.propagation import while_propagating
+
     client = ml_client_checked(outputs, job.resources.instance_count or 1)
-    created = client.jobs.create_or_update(job)
+    created = while_propagating(
+        lambda: client.jobs.create_or_update(job), f"submitting {job.name or 'the job'}"
+    )
     print(f"submitted {created.name}: {created.studio_url}")
     if not wait:
         return 0

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from azdl.errors import AzdlError
+from azdl.review import arm
 from azdl.review import manifest as mf
 from azdl.review.prices import Prices, load_prices
 from infra.catalogue import VM_SIZES
@@ -103,8 +104,9 @@ NO_CHARGE = {
     "azure-native:applicationinsights:Component": "workspace-based: its data is billed as "
     "Log Analytics ingestion",
     "azure-native:compute:VirtualMachineExtension": "the Entra ID login extension is free",
-    "docker-build:index:Image": "built on the deploying machine; its layers are stored in the "
-    "registry (within the tier's included storage)",
+    "pulumi-python:dynamic:Resource": "uploads an image's build context to ACR Tasks' own "
+    "source storage",
+    "random:index/randomId:RandomId": "a value kept in the stack's state",
 }
 NAT_GATEWAY = "azure-native:network:NatGateway"
 PUBLIC_IP = "azure-native:network:PublicIPAddress"
@@ -114,6 +116,7 @@ BASTION = "azure-native:network:BastionHost"
 VIRTUAL_MACHINE = "azure-native:compute:VirtualMachine"
 STORAGE_ACCOUNT = "azure-native:storage:StorageAccount"
 LOG_ANALYTICS = "azure-native:operationalinsights:Workspace"
+TASK_RUN = "azure-native:containerregistry:TaskRun"  # ACR Tasks bill build time (usage)
 KEY_VAULT = "azure-native:keyvault:Vault"
 FILE_SHARE = "azure-native:storage:FileShare"
 REGISTRY = "azure-native:containerregistry:Registry"
@@ -187,7 +190,7 @@ def _os_disk(prices: Prices, inputs: dict[str, Any]) -> tuple[float | None, str]
     return price, f"{kind} {size:g} GiB OS disk at {price}/month"
 
 
-USAGE_ONLY = (LOG_ANALYTICS, KEY_VAULT, STORAGE_ACCOUNT)
+USAGE_ONLY = (LOG_ANALYTICS, KEY_VAULT, STORAGE_ACCOUNT, TASK_RUN)
 PRICED = (COMPUTE, FILE_SHARE, REGISTRY, NAT_GATEWAY, PUBLIC_IP, PRIVATE_ENDPOINT, PRIVATE_ZONE,
           BASTION, VIRTUAL_MACHINE)  # fmt: skip
 
@@ -207,6 +210,8 @@ def estimate(doc: dict[str, Any], prices: Prices | None = None) -> Estimate:
     endpoints, zones, free = 0, 0, {}
     for res in doc["resources"]:
         inputs, kind = res["inputs"], res["type"]
+        if arm.is_registry(kind, inputs):
+            kind = REGISTRY  # typed or generic (infra/registry.py)
         if not res.get("custom", True):
             continue  # components (azdl:infra:*) and the stack group resources, they bill nothing
         est.accounted[res["key"]] = _how(kind, inputs)
@@ -267,6 +272,11 @@ def estimate(doc: dict[str, Any], prices: Prices | None = None) -> Estimate:
                     "per GB ingested",
                 )
             )
+        elif kind == TASK_RUN:
+            est.notes.append(
+                f"ACR Tasks build {inputs.get('taskRunName', res['name'])}: billed per second "
+                "of build time when the image's inputs change; not in the totals"
+            )
         elif kind == KEY_VAULT:
             est.notes.append(
                 _usage_note(
@@ -307,7 +317,7 @@ def estimate(doc: dict[str, Any], prices: Prices | None = None) -> Estimate:
             detail = f"{float(quota):g} GiB provisioned at {rate}/GiB-month"
             est.lines.append(Line(item, detail, monthly / hours, monthly))
         elif kind == REGISTRY:
-            item = f"registry {inputs.get('registryName', res['name'])}"
+            item = f"registry {arm.arm_name(res['type'], inputs, 'registryName') or res['name']}"
             sku = inputs.get("sku", {})
             tier = sku if mf.is_unknown(sku) else sku.get("name")
             if mf.is_unknown(tier):

@@ -28,15 +28,10 @@ from pulumi_policy.proxy import UnknownValueError
 
 COMPUTE = "azure-native:machinelearningservices:Compute"
 WORKSPACE = "azure-native:machinelearningservices:Workspace"
-REGISTRY = "azure-native:containerregistry:Registry"
 PRIVATE_ENDPOINT = "azure-native:network:PrivateEndpoint"
 ZONE_GROUP = "azure-native:network:PrivateDnsZoneGroup"
 ZONE = "azure-native:privatedns:PrivateZone"
 VNET_LINK = "azure-native:privatedns:VirtualNetworkLink"
-# Image resources that push to a registry: pulumi-docker-build (`push`) and pulumi-docker
-# (`skipPush`).
-DOCKER_BUILD_IMAGE = "docker-build:index:Image"
-DOCKER_IMAGE = "docker:index:Image"
 
 UNKNOWN = object()  # a value known only after deployment
 
@@ -340,46 +335,6 @@ def _no_public_ip_computes(graph: Graph) -> Iterator[tuple[Node, str]]:
             )
 
 
-def _pushes(image: Node) -> bool:
-    if image.type == DOCKER_BUILD_IMAGE:
-        return value(image.props, "push") is True
-    return value(image.props, "skipPush") is not True
-
-
-def _image_pushes(graph: Graph) -> Iterator[tuple[Node, str]]:
-    for image in graph.of_type(DOCKER_BUILD_IMAGE, DOCKER_IMAGE):
-        if not _pushes(image):
-            continue
-        before = graph.before(image)
-        for registry in graph.of_type(REGISTRY):
-            if registry.id not in before:
-                continue  # pushes to another registry
-            if value(registry.props, "publicNetworkAccess") != "Disabled":
-                continue  # public endpoint (or unknown until deploy)
-            path = private_path(graph, registry, "registry")
-            if not path.endpoints:
-                yield (
-                    image,
-                    (
-                        f"{label(image)} pushes to {label(registry)}, which has public network "
-                        "access disabled and no private endpoint (group registry) in this stack, "
-                        "so nothing can push to it"
-                    ),
-                )
-                continue
-            missing = _missing(graph, image, path)
-            if missing:
-                yield (
-                    image,
-                    (
-                        f"{label(image)} pushes to {label(registry)}, which has public network "
-                        "access disabled, but does not depend on "
-                        f"{', '.join(missing)}: until they exist the registry's name resolves to "
-                        "its public endpoint, which refuses the push"
-                    ),
-                )
-
-
 RULES = (
     Rule(
         name="compute-after-workspace-private-endpoint",
@@ -396,20 +351,6 @@ RULES = (
         "(depends_on), as Microsoft's secure quickstart makes its computes depend on the "
         "workspace's networking module",
         find=_no_public_ip_computes,
-    ),
-    Rule(
-        name="image-push-after-registry-private-endpoint",
-        description="An image pushed to a registry without public network access is pushed "
-        "after the registry's private endpoint, its DNS zone group and the privatelink.azurecr.io "
-        "VNet link.",
-        docs=(
-            "https://learn.microsoft.com/azure/container-registry/container-registry-private-link",
-            "https://learn.microsoft.com/azure/private-link/private-endpoint-dns",
-        ),
-        remediation="make the image depend on the registry's private endpoint (group registry), "
-        "its PrivateDnsZoneGroup and the privatelink.azurecr.io VirtualNetworkLink (depends_on), "
-        "and push from a runner that resolves that zone",
-        find=_image_pushes,
     ),
 )
 

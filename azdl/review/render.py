@@ -91,8 +91,14 @@ class PreviewMocks(pulumi.runtime.Mocks):
         return "", {"name": name} if isinstance(name, str) else {}
 
 
+# A dynamic resource's serialized provider (its pickled code): named, not shown.
+DYNAMIC_PROVIDER = "__provider"
+
+
 def resource_entry(urn: str, request) -> dict[str, Any]:
     inputs = json_format.MessageToDict(request.object)
+    if DYNAMIC_PROVIDER in inputs:
+        inputs[DYNAMIC_PROVIDER] = "<serialized Python dynamic provider>"
     deps = sorted({manifest.key_of_urn(u) for u in request.dependencies})
     prop_deps = {
         k: sorted({manifest.key_of_urn(u) for u in v.urns})

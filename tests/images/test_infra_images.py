@@ -1,16 +1,24 @@
-"""The images part of the Pulumi program under the SDK's mocks: build-and-push of both images,
-tagged by a hash of their build contexts and pushed without the admin user, and the
-prebuilt-image setting."""
+"""The images part of the Pulumi program under the SDK's mocks: both images built in Azure by
+ACR Tasks from a context uploaded to ACR's own source storage, tagged by a hash of that context,
+`pulumi up` touching neither the stack's registry nor its storage; and the prebuilt-image
+setting."""
 
+import gzip
+import http.server
+import io
 import re
 import shutil
+import socket
+import tarfile
+import threading
+import typing
 import urllib.error
-import urllib.parse
+import urllib.request
 from pathlib import Path
 
-import pulumi
 import pytest
 
+import infra.build_context as build_context
 import infra.images as images
 import infra.mocks as mocks
 from infra.config import ConfigError, load_config, read_stack_file
@@ -18,22 +26,25 @@ from infra.dockerignore import context_files, is_ignored, read_patterns
 
 ROOT = Path(__file__).resolve().parents[2]
 DEV_STACK = ROOT / "stacks" / "Pulumi.dev.yaml"
-IMAGE = "docker-build:index:Image"
+PROD_STACK = ROOT / "stacks" / "Pulumi.prod.yaml"
+TASK_RUN = "azure-native:containerregistry:TaskRun"
+UPLOAD = mocks.DYNAMIC
+REGISTRY = "azure-native:resources:Resource"
 ENV_VERSION = "azure-native:machinelearningservices:EnvironmentVersion"
 PREBUILT = {
     "tensorflow": "teamregistry.azurecr.io/ml/tensorflow:2.15.1-hvd0.28.1",
     "pytorch": "teamregistry.azurecr.io/ml/pytorch@sha256:" + "ab" * 32,
 }
-SIG_KEY, SECRET_SIG = "4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb44270"
 ENV_ID = re.compile(
     rf"/subscriptions/{mocks.SUBSCRIPTION_ID}/resourceGroups/azdldev-rg/providers/"
-    r"Microsoft\.MachineLearningServices/workspaces/azdldev-mlw/environments/azdl-(\w+)"
+    r"Microsoft\.MachineLearningServices/workspaces/azdldev-mlw-\w+/environments/azdl-(\w+)"
     r"/versions/([0-9a-f]{16})"
 )
 
 
-def render(extra: dict | None = None, preview: bool = True):
-    return mocks.render({**read_stack_file(DEV_STACK), **(extra or {})}, "dev", preview=preview)
+def render(extra: dict | None = None, preview: bool = True, stack=DEV_STACK, **kwargs):
+    config = {**read_stack_file(stack), **(extra or {})}
+    return mocks.render(config, stack.stem.split(".")[1], preview=preview, **kwargs)
 
 
 @pytest.fixture(scope="module")
@@ -46,62 +57,160 @@ def prebuilt():
     return render({"azdl:images": {"prebuilt": PREBUILT}})
 
 
-def test_both_images_are_built_from_their_folder_and_training_tagged_by_content(built):
-    login_server = built.outputs["registryLoginServer"]
-    found = {r.name: r for r in built.of_type(IMAGE)}
-    assert sorted(found) == ["pytorch", "tensorflow"]
-    for framework, image in found.items():
-        inputs = image.inputs
-        tag = f"{login_server}/azdl/{framework}:{images.content_hash(framework)}"
-        assert inputs["tags"] == [tag]
-        assert inputs["push"] is True
-        assert inputs["buildOnPreview"] is False
-        assert inputs["platforms"] == ["linux/amd64"]
-        context = inputs["context"]
-        assert Path(context["location"]).resolve() == ROOT / "images" / framework
-        assert Path(context["named"]["training"]["location"]).resolve() == ROOT / "training"
-        dockerfile = Path(inputs["dockerfile"]["location"])
-        assert not dockerfile.is_absolute() and dockerfile.resolve().is_file()
+def test_both_images_are_built_by_acr_tasks_tagged_by_content(built):
+    registry = built.get(REGISTRY, "registry")
+    runs = {r.name: r for r in built.of_type(TASK_RUN)}
+    assert sorted(runs) == ["pytorch-build", "tensorflow-build"]
+    uploads = {r.name: r for r in built.of_type(UPLOAD)}
+    for framework in ("pytorch", "tensorflow"):
+        run, upload = runs[f"{framework}-build"].inputs, uploads[f"{framework}-context"].inputs
+        version = images.content_hash(framework)
+        assert run["registryName"] == registry.inputs["resourceName"]
+        request = run["runRequest"]
+        assert request["type"] == "DockerBuildRequest"
+        assert request["imageNames"] == [f"azdl/{framework}:{version}"]
+        assert request["isPushEnabled"] is True
+        assert request["dockerFilePath"] == "Dockerfile"
+        assert request["platform"] == {"os": "Linux", "architecture": "amd64"}
+        # the run builds what the upload sent, and the upload is keyed by the content hash
+        assert request["sourceLocation"] == upload["relative_path"]
+        assert upload["content_hash"] == version and upload["framework"] == framework
+    assert "docker-build:index:Image" not in {r.type for r in built.resources}
 
 
-def _credentials(image):
-    (credentials,) = image.inputs["registries"]["value"]  # a secret: {sig, value}
-    return credentials
+def test_dev_and_prod_build_the_same_way(built):
+    prod = render(stack=PROD_STACK)
+    for rendering in (built, prod):
+        assert {r.name for r in rendering.of_type(TASK_RUN)} == {
+            "pytorch-build",
+            "tensorflow-build",
+        }
+        registry = rendering.get(REGISTRY, "registry").inputs
+        assert registry["properties"]["networkRuleBypassAllowedForTasks"] is True
+        assert registry["properties"]["adminUserEnabled"] is False
+    assert prod.get(REGISTRY, "registry").inputs["properties"]["publicNetworkAccess"] == "Disabled"
 
 
-def test_a_preview_pushes_nothing_and_never_calls_the_registry(mocker):
-    urlopen = mocker.patch("urllib.request.urlopen", side_effect=AssertionError("no network"))
-    preview = render(preview=True)
-    urlopen.assert_not_called()
-    registry = preview.get("azure-native:containerregistry:Registry", "registry")
-    assert registry.inputs["adminUserEnabled"] is False
-    for image in preview.of_type(IMAGE):
-        credentials = _credentials(image)
-        assert credentials["address"] == preview.outputs["registryLoginServer"]
-        assert credentials["username"] == images.ACR_TOKEN_USER
-        assert credentials["password"] is pulumi.UNKNOWN  # exchanged by `pulumi up` only
+class _SourceStore(http.server.BaseHTTPRequestHandler):
+    """Stands in for ACR Tasks' source upload storage: keeps what is PUT."""
+
+    received: typing.ClassVar[list[tuple[str, dict, bytes]]] = []
+
+    def do_PUT(self):
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        self.received.append((self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+        self.send_response(201)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
 
 
-def test_up_pushes_with_the_deployers_azure_ad_token_exchanged_at_the_registry(mocker):
-    response = mocker.MagicMock()
-    response.__enter__.return_value.read.return_value = b'{"refresh_token": "acr-refresh"}'
-    urlopen = mocker.patch("urllib.request.urlopen", return_value=response)
-    up = render(preview=False)
-    login_server = up.outputs["registryLoginServer"]
-    assert urlopen.called
-    request = urlopen.call_args.args[0]
-    assert request.full_url == f"https://{login_server}/oauth2/exchange"
-    body = dict(urllib.parse.parse_qsl(request.data.decode()))
-    assert body["tenant"] == mocks.TENANT_ID
-    assert body["access_token"].count(".") == 2  # the Azure AD token (a JWT) from getClientToken
-    for image in up.of_type(IMAGE):
-        credentials = _credentials(image)
-        assert (credentials["username"], credentials["password"]) == (
-            images.ACR_TOKEN_USER,
-            "acr-refresh",
+STACK_HOSTS = re.compile(r".*\.(azurecr\.io|(blob|file|dfs|queue|table)\.core\.windows\.net)$")
+
+
+@pytest.fixture
+def network_guard(monkeypatch):
+    """Refuses every connection but the local stand-in for ACR's source upload storage, and
+    records what was attempted: the stack's registry (*.azurecr.io) and storage
+    (*.core.windows.net) above all."""
+    attempts: list[str] = []
+    real = socket.create_connection
+
+    def guarded(address, *args, **kwargs):
+        host = address[0]
+        if host != "127.0.0.1":
+            attempts.append(host)
+            kind = "the stack's registry or storage" if STACK_HOSTS.match(host) else "a host"
+            raise ConnectionRefusedError(f"refused by the test: {host} is {kind}")
+        return real(address, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "create_connection", guarded)
+    return attempts
+
+
+@pytest.fixture
+def source_store():
+    _SourceStore.received = []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _SourceStore)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/source", _SourceStore.received
+    server.shutdown()
+
+
+def test_up_completes_with_the_stacks_registry_and_storage_unreachable(network_guard, source_store):
+    """A prod `pulumi up` (an update, not a preview) from outside the VNet: the only bytes
+    that leave are the build contexts, PUT to the upload URL the registry's control plane
+    handed out; nothing connects to the stack's registry or storage accounts."""
+    endpoint, received = source_store
+    up = render(stack=PROD_STACK, preview=False, upload_endpoint=endpoint)
+    assert network_guard == []
+    # the guard is real: the stack's registry and storage would have been refused
+    for host in (
+        up.outputs["registryLoginServer"],
+        f"{up.outputs['outputsAccountName']}.blob.core.windows.net",
+    ):
+        with pytest.raises(urllib.error.URLError, match="refused by the test"):
+            urllib.request.urlopen(f"https://{host}/", timeout=5)
+    assert len(network_guard) == 2
+    uploads = {r.name.removesuffix("-context"): r for r in up.of_type(UPLOAD)}
+    assert len(received) == 2
+    for path, headers, body in received:
+        assert headers["x-ms-blob-type"] == "BlockBlob"  # Put Blob of a block blob
+        framework = next(
+            f
+            for f, u in uploads.items()
+            if path.startswith("/source/" + u.inputs["relative_path"].removeprefix("source/mock/"))
         )
-        # the registries input travels as a secret (the engine's secret signature)
-        assert image.inputs["registries"][SIG_KEY] == SECRET_SIG
+        assert body == build_context.archive(framework)
+        with tarfile.open(fileobj=io.BytesIO(gzip.decompress(body))) as tar:
+            names = tar.getnames()
+        assert "Dockerfile" in names and "training/requirements.txt" in names
+        assert (
+            uploads[framework].state["relative_path"] == uploads[framework].inputs["relative_path"]
+        )
+    for framework in ("pytorch", "tensorflow"):
+        ref = up.outputs["images"][framework]
+        tag = (
+            f"{up.outputs['registryLoginServer']}/azdl/{framework}:{images.content_hash(framework)}"
+        )
+        assert re.fullmatch(re.escape(tag) + r"@sha256:[0-9a-f]{64}", ref)
+
+
+def test_an_unchanged_context_is_neither_uploaded_nor_rebuilt_again():
+    """The upload's diff (what Pulumi asks a dynamic provider on every `up`) ignores the fresh
+    upload URL; only a new content hash replaces it, and only then does the run's source change."""
+    provider = build_context._SourceUploadProvider()
+    old = {
+        "framework": "tensorflow",
+        "content_hash": "a" * 16,
+        "upload_url": "https://x/1",
+        "relative_path": "source/1.tar.gz",
+    }
+    same = provider.diff(
+        "source/1.tar.gz",
+        old,
+        {**old, "upload_url": "https://x/2", "relative_path": "source/2.tar.gz"},
+    )
+    assert same.changes is False and not same.replaces
+    changed = provider.diff("source/1.tar.gz", old, {**old, "content_hash": "b" * 16})
+    assert changed.changes is True and changed.replaces == ["content_hash"]
+
+
+def test_a_failed_build_stops_up_and_names_its_log():
+    result = {"status": "Failed", "runId": "cb12", "outputImages": []}
+    with pytest.raises(RuntimeError, match=r"ended Failed.*az acr task logs -r r --run-id cb12"):
+        images.built_ref("r.azurecr.io", result, "r.azurecr.io/azdl/tensorflow:abc")
+
+
+def test_the_context_archive_is_reproducible_and_what_the_tag_hashes():
+    first = build_context.archive("tensorflow")
+    assert build_context.archive("tensorflow") == first
+    with tarfile.open(fileobj=io.BytesIO(first)) as tar:
+        members = tar.getnames()
+    assert members == [name for name, _ in build_context.context_members("tensorflow")]
+    assert ".dockerignore" not in members and "training/.dockerignore" not in members
 
 
 def test_each_built_image_is_an_environment_version_and_a_stack_output(built):
@@ -111,7 +220,7 @@ def test_each_built_image_is_an_environment_version_and_a_stack_output(built):
         env = envs[f"azdl-{framework}"]
         version = images.content_hash(framework)
         tag = f"{built.outputs['registryLoginServer']}/azdl/{framework}:{version}"
-        # the output pins the push by digest, as the provider reports it
+        # the output pins the build by digest, as the run reports it
         assert re.fullmatch(
             re.escape(tag) + r"@sha256:[0-9a-f]{64}", built.outputs["images"][framework]
         )
@@ -126,7 +235,7 @@ def test_each_built_image_is_an_environment_version_and_a_stack_output(built):
 
 
 def test_prebuilt_images_are_registered_as_given_and_nothing_is_built(prebuilt):
-    assert prebuilt.of_type(IMAGE) == []
+    assert prebuilt.of_type(TASK_RUN) == [] and prebuilt.of_type(UPLOAD) == []
     assert prebuilt.outputs["images"] == PREBUILT
     envs = {r.inputs["name"]: r for r in prebuilt.of_type(ENV_VERSION)}
     for framework, ref in PREBUILT.items():
@@ -138,7 +247,7 @@ def test_prebuilt_images_are_registered_as_given_and_nothing_is_built(prebuilt):
 
 def test_a_stack_can_prebuild_one_framework_and_build_the_other():
     mixed = render({"azdl:images": {"prebuilt": {"pytorch": PREBUILT["pytorch"]}}})
-    assert [r.name for r in mixed.of_type(IMAGE)] == ["tensorflow"]
+    assert [r.name for r in mixed.of_type(TASK_RUN)] == ["tensorflow-build"]
     assert mixed.outputs["images"]["pytorch"] == PREBUILT["pytorch"]
     assert "@sha256:" in mixed.outputs["images"]["tensorflow"]
     assert set(mixed.outputs["environments"]) == {"tensorflow", "pytorch"}
@@ -154,9 +263,9 @@ def tree(tmp_path, monkeypatch):
     shutil.copytree(
         ROOT / "training", tmp_path / "training", ignore=shutil.ignore_patterns("__pycache__")
     )
-    monkeypatch.setattr(images, "REPO_ROOT", tmp_path)
-    monkeypatch.setattr(images, "IMAGES_DIR", tmp_path / "images")
-    monkeypatch.setattr(images, "TRAINING_DIR", tmp_path / "training")
+    monkeypatch.setattr(build_context, "REPO_ROOT", tmp_path)
+    monkeypatch.setattr(build_context, "IMAGES_DIR", tmp_path / "images")
+    monkeypatch.setattr(build_context, "TRAINING_DIR", tmp_path / "training")
     return tmp_path
 
 
@@ -245,44 +354,7 @@ def test_character_classes_are_refused_not_approximated(tmp_path):
         read_patterns(tmp_path)
 
 
-# ---- the registry token ----------------------------------------------------------------------
-
-
-def test_acr_token_exchange_sends_the_ad_token_and_returns_the_refresh_token(mocker):
-    response = mocker.MagicMock()
-    response.__enter__.return_value.read.return_value = b'{"refresh_token": "acr-refresh"}'
-    urlopen = mocker.patch("urllib.request.urlopen", return_value=response)
-    token = "header.payload.signature"
-    assert images.acr_refresh_token("r.azurecr.io", "tenant-1", token) == "acr-refresh"
-    request = urlopen.call_args.args[0]
-    assert request.full_url == "https://r.azurecr.io/oauth2/exchange"
-    assert dict(urllib.parse.parse_qsl(request.data.decode())) == {
-        "grant_type": "access_token",
-        "service": "r.azurecr.io",
-        "tenant": "tenant-1",
-        "access_token": token,
-    }
-
-
-@pytest.mark.parametrize(
-    ("error", "message"),
-    [
-        (
-            urllib.error.HTTPError("u", 401, "Unauthorized", {}, None),
-            r"r\.azurecr\.io refused .* \(HTTP 401\).*AcrPush",
-        ),
-        (
-            urllib.error.URLError(OSError(-2, "Name or service not known")),
-            r"cannot reach the registry r\.azurecr\.io .*Name or service not known.*"
-            r"line of sight.*azdl:images\.prebuilt",
-        ),
-        (TimeoutError("timed out"), r"cannot reach the registry .*timed out.*line of sight"),
-    ],
-)
-def test_acr_token_exchange_failures_say_what_to_do(mocker, error, message):
-    mocker.patch("urllib.request.urlopen", side_effect=error)
-    with pytest.raises(RuntimeError, match=message):
-        images.acr_refresh_token("r.azurecr.io", "tenant-1", "header.payload.signature")
+# ---- settings ---------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(

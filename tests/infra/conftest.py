@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from infra.config import load_stack_file
-from infra.mocks import SUBSCRIPTION_ID, render_stack_file
+from infra.mocks import RANDOM_ID, SUBSCRIPTION_ID, render_stack_file
+from infra.naming import with_deployment
 
 STACK_FILES = sorted((Path(__file__).resolve().parents[2] / "stacks").glob("Pulumi.*.yaml"))
 
@@ -30,4 +31,10 @@ def rendering(stack_file):
 
 @pytest.fixture(scope="session")
 def cfg(stack_file):
-    return load_stack_file(stack_file, SUBSCRIPTION_ID)  # the subscription the mocks answer
+    """The stack's config for the subscription the mocks answer, its names as deployed: the
+    soft-deleted ones end in the deployment id the rendering drew (infra/naming.py)."""
+    config = load_stack_file(stack_file, SUBSCRIPTION_ID)
+    (deployment,) = rendered(stack_file).of_type(RANDOM_ID)
+    deployed = config.model_copy()
+    deployed._names = with_deployment(config.names, deployment.state["hex"])
+    return deployed

@@ -3,6 +3,7 @@ workspace storage's networking: config validation (clear errors naming the key, 
 resource) and the rendered plans, checked against what Azure documents."""
 
 import copy
+import fnmatch
 import functools
 import json
 import re
@@ -384,7 +385,12 @@ def test_workspace_storage_ga_configuration_by_default(rendering, cfg):
     assert outputs["publicNetworkAccess"] == "Enabled"
     acl = outputs["networkRuleSet"]
     assert acl["defaultAction"] == "Deny" and acl["bypass"] == "AzureServices"
-    assert acl["resourceAccessRules"] == [{"tenantId": TENANT_ID, "resourceId": workspace.id}]
+    # the workspaces of the platform group (`workspaces/*`): naming the one workspace would tie
+    # the kept outputs account to the deployment id (tests/infra/test_redeploy.py)
+    [rule] = acl["resourceAccessRules"]
+    assert rule == {"tenantId": TENANT_ID, "resourceId": rule["resourceId"]}
+    assert rule["resourceId"].endswith("/workspaces/*")
+    assert fnmatch.fnmatchcase(workspace.id, rule["resourceId"])
     if not cfg.network.private:  # dev: the service-endpoint firewall, as before
         return
     assert acl.get("ipRules", []) == [] and acl.get("virtualNetworkRules", []) == []

@@ -125,7 +125,7 @@ def test_every_taggable_resource_carries_the_stack_tags(rendering, cfg):
     "short_type, key, kind",
     [
         ("storage:StorageAccount", "accountName", "storage account"),
-        ("containerregistry:Registry", "registryName", "container registry"),
+        ("resources:Resource", "resourceName", "container registry"),
         ("keyvault:Vault", "vaultName", "key vault"),
         ("machinelearningservices:Compute", "computeName", "compute"),
         ("machinelearningservices:Workspace", "workspaceName", "machine learning workspace"),
@@ -236,7 +236,8 @@ def test_data_lives_in_its_own_group_and_containers_are_private(rendering, cfg):
     data = one(rendering, "storage:StorageAccount", "data")
     outputs = one(rendering, "storage:StorageAccount", "outputs")
     assert data.inputs["resourceGroupName"] == cfg.names.data_resource_group
-    assert outputs.inputs["resourceGroupName"] == cfg.names.resource_group
+    # not in the platform group: deleting that group would delete it, retained or not
+    assert outputs.inputs["resourceGroupName"] == cfg.names.data_resource_group
     for name, account in (("data-container", data), ("outputs-container", outputs)):
         container = one(rendering, "storage:BlobContainer", name)
         assert container.inputs["publicAccess"] == "None"
@@ -249,8 +250,14 @@ def test_data_lives_in_its_own_group_and_containers_are_private(rendering, cfg):
 
 
 def test_data_resources_survive_destroy_as_the_stack_says(rendering, cfg):
+    group = one(rendering, "resources:ResourceGroup", "data-resource-group")
+    strongest = max(cfg.storage.data_protection, cfg.storage.outputs_protection,
+                    key=("none", "retain", "protect").index)  # fmt: skip
+    assert (group.protect, group.retain_on_delete) == (
+        strongest == "protect",
+        strongest == "retain",
+    )
     kept = [
-        one(rendering, "resources:ResourceGroup", "data-resource-group"),
         one(rendering, "storage:StorageAccount", "data"),
         one(rendering, "storage:BlobContainer", "data-container"),
     ]
@@ -269,12 +276,20 @@ def test_data_resources_survive_destroy_as_the_stack_says(rendering, cfg):
 
 
 def test_registry(rendering, cfg):
-    registry = one(rendering, "containerregistry:Registry", "registry").inputs
-    assert registry["adminUserEnabled"] is False
+    # the generic ARM resource at the API version with the tasks bypass (infra/registry.py)
+    registry = one(rendering, "resources:Resource", "registry").inputs
+    assert (registry["resourceProviderNamespace"], registry["resourceType"]) == (
+        "Microsoft.ContainerRegistry",
+        "registries",
+    )
+    assert registry["apiVersion"] >= "2025-05-01-preview"  # first with the bypass for tasks
+    props = registry["properties"]
+    assert props["adminUserEnabled"] is False
+    assert props["networkRuleBypassAllowedForTasks"] is True
     assert registry["sku"]["name"] == cfg.registry_sku
     if cfg.network.private:
         assert registry["sku"]["name"] == "Premium"
-        assert registry["publicNetworkAccess"] == "Disabled"
+        assert props["publicNetworkAccess"] == "Disabled"
 
 
 def test_workspace_and_its_dependencies(rendering, cfg):
@@ -286,7 +301,7 @@ def test_workspace_and_its_dependencies(rendering, cfg):
         == one(rendering, "applicationinsights:Component", "app-insights").id
     )
     assert ws["storageAccount"] == one(rendering, "storage:StorageAccount", "outputs").id
-    assert ws["containerRegistry"] == one(rendering, "containerregistry:Registry", "registry").id
+    assert ws["containerRegistry"] == one(rendering, "resources:Resource", "registry").id
     assert ws["systemDatastoresAuthMode"] == "Identity"  # the storage has no shared keys
     appi = one(rendering, "applicationinsights:Component", "app-insights").inputs
     assert appi["workspaceResourceId"] == one(rendering, "operationalinsights:Workspace", "logs").id
@@ -312,7 +327,7 @@ def test_identity_based_datastores_for_training_data_and_outputs(rendering, cfg)
     stores = {
         "data-datastore": (rendering.outputs["dataDatastore"], cfg.names.data_resource_group,
                            cfg.names.data_account, cfg.storage.data_container),
-        "outputs-datastore": (rendering.outputs["outputsDatastore"], cfg.names.resource_group,
+        "outputs-datastore": (rendering.outputs["outputsDatastore"], cfg.names.data_resource_group,
                               cfg.names.outputs_account, cfg.storage.outputs_container),
     }  # fmt: skip
     found = {d.name: d for d in rendering.of_type(AZ + "machinelearningservices:Datastore")}
@@ -330,6 +345,7 @@ def test_identity_based_datastores_for_training_data_and_outputs(rendering, cfg)
         # no stored secret: jobs use their own identity, the studio the user's
         assert props["credentials"] == {"credentialsType": "None"}
         assert props["serviceDataAccessAuthIdentity"] == "None"
+        assert store.inputs["skipValidation"] is True  # deploying needs no data-plane role
         assert store.id.endswith(f"/workspaces/{cfg.names.workspace}/datastores/{name}")
     assert stores["data-datastore"][0] != stores["outputs-datastore"][0]
 
@@ -366,7 +382,7 @@ def test_gpu_cluster_settings(rendering, cfg):
 def test_cluster_identity_has_least_privilege_roles_on_the_right_scopes(rendering, cfg):
     identity = one(rendering, "managedidentity:UserAssignedIdentity", "identity")
     assert identity.state["principalId"]
-    registry = one(rendering, "containerregistry:Registry", "registry").id
+    registry = one(rendering, "resources:Resource", "registry").id
     container = one(rendering, "storage:BlobContainer", "data-container").id
     outputs = one(rendering, "storage:StorageAccount", "outputs").id
     expected = {
@@ -411,7 +427,7 @@ def test_image_build_compute_has_its_own_identity_with_only_acr_push(rendering, 
         a for a in rendering.of_type(AZ + "authorization:RoleAssignment")
         if a.inputs["principalId"] == builder.state["principalId"]
     ]  # fmt: skip
-    registry = one(rendering, "containerregistry:Registry", "registry").id
+    registry = one(rendering, "resources:Resource", "registry").id
     prefix = f"/subscriptions/{SUBSCRIPTION_ID}/providers/Microsoft.Authorization/roleDefinitions/"
     assert [(a.inputs["roleDefinitionId"], a.inputs["scope"]) for a in grants] == [
         (prefix + ROLES["AcrPush"], registry)
@@ -439,9 +455,8 @@ def test_training_subnet_keeps_default_outbound_only_for_nodes_with_public_ips(r
 GLOBAL_NAMES = {
     ("storage:StorageAccount", "data"): "accountName",
     ("storage:StorageAccount", "outputs"): "accountName",
-    ("containerregistry:Registry", "registry"): "registryName",
-    ("keyvault:Vault", "key-vault"): "vaultName",
-}
+    ("resources:Resource", "registry"): "resourceName",
+}  # the Key Vault's name ends in the deployment id instead (tests/infra/test_redeploy.py)
 
 
 def global_names(rendering) -> dict:
@@ -496,7 +511,7 @@ def test_private_endpoints_and_dns_zones(rendering, cfg):
         "workspace-pe": (one(rendering, "machinelearningservices:Workspace", "workspace").id,
                          "amlworkspace"),
         "keyvault-pe": (one(rendering, "keyvault:Vault", "key-vault").id, "vault"),
-        "registry-pe": (one(rendering, "containerregistry:Registry", "registry").id, "registry"),
+        "registry-pe": (one(rendering, "resources:Resource", "registry").id, "registry"),
         "data-blob-pe": (one(rendering, "storage:StorageAccount", "data").id, "blob"),
         "outputs-blob-pe": (one(rendering, "storage:StorageAccount", "outputs").id, "blob"),
         "outputs-file-pe": (one(rendering, "storage:StorageAccount", "outputs").id, "file"),

@@ -12,7 +12,7 @@ from pulumi_azure_native import storage
 from infra.catalogue import VM_SIZES, get_vm_size
 from infra.config import read_stack_file
 from infra.mocks import AzureMocks
-from infra.naming import derive_names, rule_violation, stable_suffix
+from infra.naming import derive_names, rule_violation, stable_suffix, with_deployment
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -71,7 +71,13 @@ def test_suffix_is_stable_and_differs_between_stacks_subscriptions_and_groups():
     assert len({sfx(), sfx(stack="prod"), sfx(sub=SUB_B), sfx(rg="other-rg")}) == 4
     names = derive_names("azdl", "dev", "azdldev", "gpu-cluster", SUB_A)
     assert names.data_account == f"azdldevdata{sfx()}" and len(names.data_account) == 17
-    assert names.key_vault == f"azdldev-kv-{sfx()}" and names.registry == f"azdldevacr{sfx()}"
+    assert names.registry == f"azdldevacr{sfx()}"
+    # Key Vault and workspace end in the deployment id instead (soft-deleted names)
+    deployed = with_deployment(names, "0a1b2c")
+    assert (deployed.key_vault, deployed.workspace) == ("azdldev-kv-0a1b2c", "azdldev-mlw-0a1b2c")
+    assert deployed.data_account == names.data_account
+    with pytest.raises(ValueError, match="6 hex digits"):
+        with_deployment(names, "xyz")
     pinned = derive_names("azdl", "dev", "azdldev", "gpu-cluster", SUB_B, "team42")
     assert (pinned.data_account, pinned.outputs_account) == (
         "azdldevdatateam42",

@@ -39,8 +39,9 @@ def test_shipped_stacks_keep_every_deploy_order_rule(shipped_plans, stack):
 
 
 @pytest.mark.slow
-def test_the_rules_bite_on_prod_every_no_public_ip_compute_and_every_push(shipped_plans):
-    """Not vacuous: in prod both computes and both images have a private path to wait for."""
+def test_the_rules_bite_on_prod_every_no_public_ip_compute(shipped_plans):
+    """Not vacuous: in prod both computes have a private path to wait for. (Images are built
+    by ACR Tasks, outside the VNet: nothing of theirs waits for the registry's endpoint.)"""
     graph = do.graph_from_manifest(shipped_plans["prod"])
     computes = graph.of_type(do.COMPUTE)
     assert {c.name for c in computes} == {"compute", "image-build"}
@@ -55,15 +56,6 @@ def test_the_rules_bite_on_prod_every_no_public_ip_compute_and_every_push(shippe
     for c in computes:
         assert do.value(c.props, "properties", "properties", "enableNodePublicIp") is False
         assert {n.id for n in path.resources} <= graph.before(c)
-    [registry] = graph.of_type(do.REGISTRY)
-    registry_path = do.private_path(graph, registry, "registry")
-    assert [n.name for n in registry_path.resources] == [
-        "registry-pe", "registry-dns", "privatelink.azurecr.io-link"
-    ]  # fmt: skip
-    images = graph.of_type(do.DOCKER_BUILD_IMAGE)
-    assert {i.name for i in images} == {"tensorflow", "pytorch"}
-    for image in images:
-        assert {n.id for n in registry_path.resources} <= graph.before(image)
 
 
 @pytest.mark.slow
@@ -77,14 +69,19 @@ def test_waves_order_prod_as_docs_deploy_md_states(shipped_plans):
                 wave[(graph.nodes[d].type.rsplit(":", 1)[-1], graph.nodes[d].name)]
                 for d in graph.direct(node) if d in graph.nodes and graph.nodes[d].custom
             )), node.name  # fmt: skip
-    assert {n.type.rsplit(":", 1)[-1] for n in found[0]} == {"ResourceGroup"}
+    # the groups, and the deployment id the soft-deleted names end in (infra/naming.py)
+    assert {n.type.rsplit(":", 1)[-1] for n in found[0]} == {"ResourceGroup", "RandomId"}
     last_dns = max(v for (t, _), v in wave.items() if t == "PrivateDnsZoneGroup")
-    for key in [("Compute", "compute"), ("Compute", "image-build"), ("Image", "tensorflow")]:
+    for key in [("Compute", "compute"), ("Compute", "image-build")]:
         assert wave[key] > last_dns and wave[key] > wave[("Workspace", "workspace")], key
-    assert wave[("EnvironmentVersion", "pytorch-environment-version")] > wave[("Image", "pytorch")]
+    assert (
+        wave[("EnvironmentVersion", "pytorch-environment-version")]
+        > wave[("TaskRun", "pytorch-build")]
+        > wave[("Resource", "registry")]
+    )
 
 
-# What a no-public-IP compute and an image push each wait for in prod; removing one of these
+# What a no-public-IP compute waits for in prod; removing one of these
 # edges leaves nothing else that leads there (the endpoint itself stays reachable through its
 # DNS zone group, see the next test).
 EDGES = [
@@ -95,17 +92,11 @@ EDGES = [
      ("privatedns:VirtualNetworkLink", "privatelink.api.azureml.ms-link")),
     (("machinelearningservices:Compute", "image-build"),
      ("privatedns:VirtualNetworkLink", "privatelink.notebooks.azure.net-link")),
-] + [
-    (("docker-build:index:Image", name), ("network:PrivateDnsZoneGroup", "registry-dns"))
-    for name in ("tensorflow", "pytorch")
-] + [
-    (("docker-build:index:Image", "pytorch"),
-     ("privatedns:VirtualNetworkLink", "privatelink.azurecr.io-link")),
 ]  # fmt: skip
 
 
 def _type(short: str) -> str:
-    return short if short.startswith("docker-build:") else AZ + short
+    return AZ + short
 
 
 @pytest.mark.slow
@@ -244,39 +235,6 @@ def test_zones_outside_the_stack_need_no_link_in_it():
     zone_id += "privatelink.api.azureml.ms"
     group["inputs"]["privateDnsZoneConfigs"] = [{"privateDnsZoneId": zone_id}]
     assert violations(doc) == []
-
-
-def registry_plan(public_network_access: str, image_deps: list[str]) -> dict:
-    acr = resource(AZ + "containerregistry:Registry", "acr",
-                   {"publicNetworkAccess": public_network_access})  # fmt: skip
-    pe = resource(AZ + "network:PrivateEndpoint", "acr-pe",
-                  {"privateLinkServiceConnections": [{"groupIds": ["registry"]}]},
-                  dependsOn=[acr["key"]])  # fmt: skip
-    zone = resource(AZ + "privatedns:PrivateZone", "acr-zone",
-                    {"privateZoneName": "privatelink.azurecr.io"})  # fmt: skip
-    group = resource(AZ + "network:PrivateDnsZoneGroup", "acr-dns", {},
-                     dependsOn=[pe["key"], zone["key"]])  # fmt: skip
-    link = resource(AZ + "privatedns:VirtualNetworkLink", "acr-link", {},
-                    dependsOn=[zone["key"]])  # fmt: skip
-    image = resource("docker-build:index:Image", "img", {"push": True},
-                     dependsOn=[acr["key"], *image_deps])  # fmt: skip
-    return plan(acr, pe, zone, group, link, image)
-
-
-def test_a_push_to_a_private_registry_waits_for_its_endpoint_zone_group_and_link():
-    dns, link = (
-        AZ + "network:PrivateDnsZoneGroup::acr-dns",
-        AZ + "privatedns:VirtualNetworkLink::acr-link",
-    )
-    assert violations(registry_plan("Disabled", [dns, link])) == []
-    [v] = violations(registry_plan("Disabled", [dns]))
-    assert v.resource == "docker-build:index:Image::img"
-    assert "Image 'img' pushes to Registry 'acr', which has public network access disabled" in (
-        v.message
-    )
-    assert "VirtualNetworkLink 'acr-link'" in v.message
-    assert "container-registry-private-link" in v.message
-    assert violations(registry_plan("Enabled", [])) == []  # public registry: nothing to wait for
 
 
 def test_microsofts_secure_quickstart_order_passes_and_ours_before_the_fix_fails():

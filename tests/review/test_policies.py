@@ -96,7 +96,7 @@ def stack_violations(
 
 
 def test_every_policy_has_severity_remediation_and_all_but_one_are_mandatory():
-    assert len(POLICY) == 16
+    assert len(POLICY) == 20
     for policy in rules.POLICIES:
         assert policy.severity is not None, policy.name
         assert policy.remediation_steps and "\n" not in policy.remediation_steps, policy.name
@@ -492,7 +492,7 @@ def test_policy_command_exit_codes_and_pack_config(tmp_path, capsys):
     good.write_text(manifest.dumps(plan(storage(), compute())))
     bad.write_text(manifest.dumps(plan(storage(minimumTlsVersion="TLS1_1"))))
     assert main(["policy", str(good)]) == 0
-    assert "stack dev: all 16 policies pass" in capsys.readouterr().out
+    assert "stack dev: all 20 policies pass" in capsys.readouterr().out
     assert main(["policy", str(good), str(bad)]) == 1
     out = capsys.readouterr().out
     assert "storage-minimum-tls-1-2" in out and "minimumTlsVersion is TLS1_1" in out
