@@ -1,7 +1,6 @@
 """Stack outputs as `pulumi stack output --json` prints them, for a few cluster sizes."""
 
 import json
-import re
 from types import SimpleNamespace
 
 import pytest
@@ -97,9 +96,3 @@ def ml_client(mocker):
         )
     ]
     return client_class
-
-
-def unguarded(command: str) -> str:
-    """A job's command without the training.guard prefix of its training step (tested in
-    tests/jobs/test_safeguards.py), to compare the steps themselves."""
-    return re.sub(r"python -m training\.guard .*? -- ", "", command)

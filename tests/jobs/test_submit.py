@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from azure.ai.ml import MpiDistribution
-from conftest import unguarded
+from job_commands import unguarded
 
 from azdl.cli import main
 from azdl.errors import AzdlError

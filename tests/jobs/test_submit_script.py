@@ -9,7 +9,7 @@ import pytest
 import yaml
 from azure.ai.ml import MpiDistribution, load_job
 from azure.ai.ml.exceptions import ValidationException
-from conftest import unguarded
+from job_commands import unguarded
 from marshmallow.exceptions import ValidationError
 
 from azdl.cli import main
