@@ -34,15 +34,10 @@ DOCUMENTED_ROLE_IDS = {
     "Virtual Machine User Login": "fb879df8-f326-4884-b1cf-06f3ad86be52",
 }
 
-# Outbound a compute cluster in a locked-down VNet needs, as (service tag, protocol, ports),
-# from https://learn.microsoft.com/azure/machine-learning/how-to-secure-training-vnet ("Compute
-# instance/cluster ... with no public IP": AzureMachineLearning TCP 443/8787/18881 + UDP 5831,
-# BatchNodeManagement.<region> ANY 443, Storage.<region> TCP 443; "Limitations": port 445 to
-# the default storage) and the outbound table of
-# https://learn.microsoft.com/azure/machine-learning/how-to-access-azureml-behind-firewall
-# (AzureActiveDirectory 80/443, AzureResourceManager 443, AzureFrontDoor.FirstParty and
-# MicrosoftContainerRegistry.<region> 443 for Microsoft's images, AzureContainerRegistry.<region>
-# 443, AzureMonitor 443, AzureKeyVault.<region> 443).
+# Outbound a compute cluster in a locked-down VNet needs, as (service tag, protocol, ports), per
+# rule: Azure ML's documented list (transcribed with its pages' dates in
+# tests/infra/documented_outbound.py and held against infra/network.py by
+# tests/infra/test_outbound_documented.py), grouped as the NSG's rules group it.
 DOCUMENTED_OUTBOUND = {
     ("AzureMachineLearning", "Tcp", ("443", "8787", "18881")),
     ("AzureMachineLearning", "Udp", ("5831",)),
@@ -50,6 +45,7 @@ DOCUMENTED_OUTBOUND = {
     ("Storage.{region}", "Tcp", ("443", "445")),
     ("AzureActiveDirectory", "Tcp", ("80", "443")),
     ("AzureResourceManager", "Tcp", ("443",)),
+    ("AzureFrontDoor.FrontEnd", "Tcp", ("443",)),
     ("AzureFrontDoor.FirstParty", "Tcp", ("443",)),
     ("MicrosoftContainerRegistry.{region}", "Tcp", ("443",)),
     ("AzureContainerRegistry.{region}", "Tcp", ("443",)),
