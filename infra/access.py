@@ -222,6 +222,10 @@ class JumpHost(pulumi.ComponentResource):
                     ),
                 ),
                 security_profile=compute.SecurityProfileArgs(
+                    # Encrypts the temp disk and caches on the host too; the subscription must
+                    # register the Microsoft.Compute/EncryptionAtHost feature (docs/deploy.md;
+                    # learn.microsoft.com/azure/virtual-machines/disk-encryption).
+                    encryption_at_host=True,
                     security_type="TrustedLaunch",
                     uefi_settings=compute.UefiSettingsArgs(
                         secure_boot_enabled=True, v_tpm_enabled=True

@@ -39,6 +39,16 @@ OUTBOUND_MODES = ("restricted", "open")
 # forbids public endpoints); strict = public access and shared keys off, which Azure ML
 # documents as preview and not for production (how-to-disable-local-auth-storage).
 WORKSPACE_STORAGE_MODES = ("firewall", "private", "strict")
+# storage.outputsRedundancy: the outputs account's replication (sku Standard_<value>). Prod
+# takes a zone-redundant one (ZRS, GZRS): checkpoints survive a zone outage
+# (learn.microsoft.com/azure/storage/common/storage-redundancy).
+OUTPUTS_REDUNDANCY = ("LRS", "ZRS", "GZRS")
+ZONE_REDUNDANT = ("ZRS", "GZRS")
+# network.dnsZoneGroups: stack = each private endpoint gets a DNS zone group from the stack;
+# policy = none: a landing zone's Azure Policy (DeployIfNotExists) registers the endpoints in
+# its central zones, as the Azure Verified Modules' private_endpoints_manage_dns_zone_group =
+# false leaves it (AVM issue Azure/terraform-azurerm-avm-res-keyvault-vault#32).
+DNS_ZONE_GROUP_MODES = ("stack", "policy")
 PRINCIPAL_TYPES = ("User", "Group")  # what an operator's Entra object id names
 BASTION_SKUS = ("Basic", "Standard")  # Standard: native-client (az network bastion ssh) tunnels
 # Sub-resource (private-endpoint group id) -> the private DNS zones its endpoint registers in
@@ -119,6 +129,11 @@ class NetworkConfig:
     private_dns_zone_ids: Mapping[str, str] = dataclass_field(default_factory=dict)
     # VNets (e.g. a peered hub) linked to the zones the stack creates, besides its own
     dns_zone_vnet_links: tuple[str, ...] = ()
+    dns_zone_groups: str = "stack"  # one of DNS_ZONE_GROUP_MODES
+
+    @property
+    def zone_groups_by_policy(self) -> bool:
+        return self.dns_zone_groups == "policy"
 
     @property
     def private(self) -> bool:
@@ -154,6 +169,11 @@ class StorageConfig:
     data_protection: str  # one of DATA_PROTECTION
     outputs_protection: str  # one of DATA_PROTECTION: the outputs account (checkpoints, logs)
     workspace_storage: str = "firewall"  # one of WORKSPACE_STORAGE_MODES
+    outputs_redundancy: str = "LRS"  # one of OUTPUTS_REDUNDANCY
+
+    @property
+    def outputs_sku(self) -> str:
+        return f"Standard_{self.outputs_redundancy}"
 
 
 @dataclass(frozen=True)
@@ -455,6 +475,16 @@ CONFIG_KEYS: dict[str, Key] = {
             allowed="virtual network resource ids, each once",
         ),
         Key(
+            "network.dnsZoneGroups",
+            str,
+            "`stack`: each private endpoint gets a DNS zone group that registers it in the "
+            "stack's (or network.privateDnsZoneIds') zones. `policy`: no zone group, no zone, "
+            "no VNet link; a landing zone's Azure Policy registers the endpoints in its central "
+            "zones (docs/access.md). `policy` needs network.existing.",
+            default="stack",
+            allowed=DNS_ZONE_GROUP_MODES,
+        ),
+        Key(
             "storage",
             dict,
             "The storage accounts: premium blob for training data, standard "
@@ -512,6 +542,15 @@ CONFIG_KEYS: dict[str, Key] = {
             "access and shared keys (documented preview).",
             default="firewall",
             allowed=WORKSPACE_STORAGE_MODES,
+        ),
+        Key(
+            "storage.outputsRedundancy",
+            str,
+            "Replication of the outputs account (checkpoints, logs): `ZRS` and `GZRS` keep "
+            "copies in three availability zones (GZRS also in the paired region). Prod "
+            "requires ZRS or GZRS; pick GZRS, or a region with zones, where ZRS is not offered.",
+            default=Computed("ZRS in prod, LRS otherwise"),
+            allowed=OUTPUTS_REDUNDANCY,
         ),
         Key(
             "registry",
@@ -764,6 +803,7 @@ NETWORK_KEYS = (
     "existing",
     "privateDnsZoneIds",
     "dnsZoneVnetLinks",
+    "dnsZoneGroups",
 )
 ADDRESS_PLAN_KEYS = ("addressSpace", "trainingSubnet", "privateEndpointSubnet")
 
@@ -902,9 +942,28 @@ def _network(raw: Any, environment: str) -> NetworkConfig:
             "a prod stack must set restricted (Azure ML's outbound list, then deny all)",
         )
     zone_ids, links = _private_dns(s, mode == "privateEndpoints", existing and existing.vnet_id)
+    zone_groups = _one_of(
+        "network.dnsZoneGroups", s.get("dnsZoneGroups", str, "stack"), DNS_ZONE_GROUP_MODES
+    )
+    if zone_groups == "policy":
+        if existing is None:
+            raise _fail(
+                "network.dnsZoneGroups",
+                zone_groups,
+                "stack unless network.existing is set: Azure Policy registers endpoints in a "
+                "landing zone's central zones, which resolve only in the landing zone's VNets",
+            )
+        if zone_ids or links:
+            key = "network.privateDnsZoneIds" if zone_ids else "network.dnsZoneVnetLinks"
+            raise _fail(
+                key,
+                zone_ids or links,
+                "not set with network.dnsZoneGroups: policy (the stack then creates no zone "
+                "group, zone or VNet link; the landing zone's policy picks the zones)",
+            )
     return NetworkConfig(
         space, training, endpoints, mode, public, tuple(ranges), outbound, existing, zone_ids,
-        links,
+        links, zone_groups,
     )  # fmt: skip
 
 
@@ -913,7 +972,7 @@ def _storage(raw: Any, environment: str, private: bool) -> StorageConfig:
         "storage",
         raw,
         ("dataContainer", "outputsContainer", "nfsShareGiB", "dataProtection",
-         "outputsProtection", "workspaceStorage"),
+         "outputsProtection", "workspaceStorage", "outputsRedundancy"),
     )  # fmt: skip
     containers = {}
     for name, default in (("dataContainer", "training-data"), ("outputsContainer", "outputs")):
@@ -946,6 +1005,18 @@ def _storage(raw: Any, environment: str, private: bool) -> StorageConfig:
             "firewall or strict with network.mode serviceEndpoints (private disables the "
             "public endpoint, and only privateEndpoints gives the workspace another way in)",
         )
+    redundancy = _one_of(
+        "storage.outputsRedundancy",
+        s.get("outputsRedundancy", str, "ZRS" if environment == "prod" else "LRS"),
+        OUTPUTS_REDUNDANCY,
+    )
+    if environment == "prod" and redundancy not in ZONE_REDUNDANT:
+        raise _fail(
+            "storage.outputsRedundancy",
+            redundancy,
+            f"{' or '.join(ZONE_REDUNDANT)} in a prod stack (checkpoints and logs survive a zone "
+            "outage)",
+        )
     return StorageConfig(
         containers["dataContainer"],
         containers["outputsContainer"],
@@ -953,6 +1024,7 @@ def _storage(raw: Any, environment: str, private: bool) -> StorageConfig:
         protection,
         outputs,
         workspace_storage,
+        redundancy,
     )
 
 

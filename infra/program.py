@@ -11,6 +11,7 @@ import pulumi
 import pulumi.runtime.config as pulumi_runtime_config
 from pulumi_azure_native import authorization, resources
 
+from infra import diagnostics
 from infra.access import JumpHost, JumpHostArgs, OperatorAccess, OperatorAccessArgs
 from infra.cluster import Cluster, ClusterArgs
 from infra.config import (
@@ -107,6 +108,13 @@ def declare(cfg: StackConfig) -> dict[str, Any]:
             outputs_container=BlobContainer(
                 group.name, store.outputs_account.name, store.outputs_container.name
             ),
+        ),
+    )
+    diagnostics.Diagnostics(
+        "diagnostics",
+        diagnostics.DiagnosticsArgs(
+            workspace.log_analytics.id,
+            diagnostics.targets(workspace, registry.registry, store),
         ),
     )
     # Deploy order (rules in azdl/review/deploy_order.py, enforced by the policy pack): a

@@ -51,6 +51,12 @@ NSG_RULE = "azure-native:network:SecurityRule"
 ROLE_ASSIGNMENT = "azure-native:authorization:RoleAssignment"
 VM = "azure-native:compute:VirtualMachine"
 NIC = "azure-native:network:NetworkInterface"
+VAULT = "azure-native:keyvault:Vault"
+WORKSPACE = "azure-native:machinelearningservices:Workspace"
+DIAGNOSTIC_SETTING = "azure-native:monitor:DiagnosticSetting"
+BLOB_SERVICE = "azure-native:storage:BlobServiceProperties"
+# Zone-redundant storage SKUs (learn.microsoft.com/azure/storage/common/storage-redundancy).
+ZONE_REDUNDANT_SKUS = ("Standard_ZRS", "Standard_GZRS", "Standard_RAGZRS", "Premium_ZRS")
 
 REQUIRED_TAGS = ("environment", "project", "owner", "costCenter")
 GOOD_TLS = ("TLS1_2", "TLS1_3")
@@ -366,6 +372,117 @@ def _prod_data_protected(args: ResourceValidationArgs) -> Iterator[str]:
         yield f"data account '{args.name}' (prod) is not protected: `pulumi destroy` can delete it"
 
 
+def _prod_outputs_zone_redundant(args: ResourceValidationArgs) -> Iterator[str]:
+    """Prod general-purpose accounts (the outputs account: checkpoints, logs) keep copies in
+    three zones (storage-redundancy: ZRS, GZRS, RA-GZRS)."""
+    if args.resource_type != STORAGE or not is_prod(args.props):
+        return
+    if get(args.props, "kind") != "StorageV2":
+        return
+    sku = get(args.props, "sku", "name")
+    if sku is UNKNOWN or sku in ZONE_REDUNDANT_SKUS:
+        return
+    yield (
+        f"storage account '{args.name}' (prod): sku {sku or 'not set'} keeps all copies in one "
+        "availability zone"
+    )
+
+
+def _prod_registry_zone_redundancy(args: ResourceValidationArgs) -> Iterator[str]:
+    """A prod Premium registry states zoneRedundancy Enabled (container-registry/zone-redundancy:
+    a Premium option; the SDK's default is Disabled)."""
+    if args.resource_type != REGISTRY or not is_prod(args.props):
+        return
+    if get(args.props, "sku", "name") != "Premium":
+        return
+    zones = get(args.props, "zoneRedundancy")
+    if zones not in ("Enabled", UNKNOWN):
+        yield (
+            f"container registry '{args.name}' (prod): zoneRedundancy is "
+            f"{zones or 'not set (Disabled)'}"
+        )
+
+
+def _vm_encryption_at_host(args: ResourceValidationArgs) -> Iterator[str]:
+    """VMs encrypt their temp disk and disk caches on the host too (disk-encryption,
+    "Encryption at host")."""
+    if args.resource_type != VM:
+        return
+    enabled = get(args.props, "securityProfile", "encryptionAtHost")
+    if enabled is not True and enabled is not UNKNOWN:
+        yield (
+            f"virtual machine '{args.name}': securityProfile.encryptionAtHost is "
+            f"{'not set (false)' if enabled is None else enabled}"
+        )
+
+
+# ---- stack policies -----------------------------------------------------------------------
+
+# What each prod service must send to Log Analytics (infra/diagnostics.py has the categories).
+DIAGNOSED_TYPES = (VAULT, REGISTRY, WORKSPACE, STORAGE)
+
+
+def _needs_diagnostics(node: deploy_order.Node) -> bool:
+    if node.type not in DIAGNOSED_TYPES or not is_prod(node.props):
+        return False
+    # The NFS (FileStorage) account is a documented trade-off (docs/access.md).
+    return node.type != STORAGE or get(node.props, "kind") != "FileStorage"
+
+
+def _prod_diagnostics(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    """Every prod Key Vault, registry, ML workspace and blob storage account has a diagnostic
+    setting (one that takes the resource, or its blob service, as its resourceUri) sending its
+    logs to a Log Analytics workspace."""
+    graph = deploy_order.graph_from_policy_resources(args.resources)
+    for node in graph.nodes.values():
+        if not _needs_diagnostics(node):
+            continue
+        settings = graph.dependents(node, DIAGNOSTIC_SETTING)
+        if not any(get(s.props, "workspaceId") is not None for s in settings):
+            report_violation(
+                f"{deploy_order.label(node)} (prod) sends no resource logs to Log Analytics: no "
+                "diagnostic setting with a workspaceId takes it",
+                node.id,
+            )
+
+
+def _prod_outputs_recoverable(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    """Every prod general-purpose account (the outputs account) keeps deleted blobs (blob soft
+    delete) and either versions or deleted containers (versioning or container soft delete):
+    soft-delete-blob-overview, versioning-overview, soft-delete-container-overview."""
+    graph = deploy_order.graph_from_policy_resources(args.resources)
+    for node in graph.of_type(STORAGE):
+        if not is_prod(node.props) or get(node.props, "kind") != "StorageV2":
+            continue
+        services = graph.dependents(node, BLOB_SERVICE)
+        props = [s.props for s in services]
+        if any(
+            UNKNOWN
+            in (
+                get(p, "deleteRetentionPolicy", "enabled"),
+                get(p, "isVersioningEnabled"),
+                get(p, "containerDeleteRetentionPolicy", "enabled"),
+            )
+            for p in props
+        ):
+            continue  # fmt: skip
+        recoverable = any(
+            get(p, "deleteRetentionPolicy", "enabled") is True
+            and (
+                get(p, "isVersioningEnabled") is True
+                or get(p, "containerDeleteRetentionPolicy", "enabled") is True
+            )
+            for p in props
+        )
+        if not recoverable:
+            report_violation(
+                f"{deploy_order.label(node)} (prod): no blob service properties with blob soft "
+                "delete and versioning or container soft delete, so a deleted or overwritten "
+                "checkpoint is gone",
+                node.id,
+            )
+
+
 # ---- stack policy -------------------------------------------------------------------------
 
 
@@ -571,6 +688,48 @@ POLICIES = [
         Severity.HIGH,
         "set storage.dataProtection: protect in the prod stack",
         _prod_data_protected,
+    ),
+    _resource_policy(
+        "outputs-zone-redundant-in-prod",
+        "Prod general-purpose storage (checkpoints, logs) is zone-redundant.",
+        Severity.MEDIUM,
+        "set storage.outputsRedundancy: ZRS or GZRS (sku Standard_ZRS/Standard_GZRS)",
+        _prod_outputs_zone_redundant,
+    ),
+    _resource_policy(
+        "registry-zone-redundant-in-prod",
+        "A prod Premium registry states zone redundancy Enabled.",
+        Severity.MEDIUM,
+        "set zone_redundancy='Enabled' on the registry (infra/registry.py does in prod)",
+        _prod_registry_zone_redundancy,
+    ),
+    _resource_policy(
+        "vm-encryption-at-host",
+        "Virtual machines (the jump host) encrypt at host.",
+        Severity.MEDIUM,
+        "set security_profile.encryption_at_host=True and register the subscription feature "
+        "Microsoft.Compute/EncryptionAtHost",
+        _vm_encryption_at_host,
+    ),
+    StackValidationPolicy(
+        name="diagnostic-settings-in-prod",
+        description="Prod Key Vault, registry, ML workspace and blob storage send resource logs "
+        "to Log Analytics.",
+        validate=_prod_diagnostics,
+        enforcement_level=EnforcementLevel.MANDATORY,
+        severity=Severity.MEDIUM,
+        remediation_steps="add a monitor.DiagnosticSetting with workspace_id for the resource "
+        "(storage: its blobServices/default); infra/diagnostics.py declares them",
+    ),
+    StackValidationPolicy(
+        name="outputs-recoverable-in-prod",
+        description="Prod general-purpose storage keeps deleted blobs, and versions or deleted "
+        "containers.",
+        validate=_prod_outputs_recoverable,
+        enforcement_level=EnforcementLevel.MANDATORY,
+        severity=Severity.MEDIUM,
+        remediation_steps="add storage.BlobServiceProperties with delete_retention_policy and "
+        "is_versioning_enabled or container_delete_retention_policy (infra/storage.py)",
     ),
     StackValidationPolicy(
         name="gpu-spend-within-budget",
