@@ -47,7 +47,7 @@ ZONE_REDUNDANT = ("ZRS", "GZRS")
 # network.dnsZoneGroups: stack = each private endpoint gets a DNS zone group from the stack;
 # policy = none: a landing zone's Azure Policy (DeployIfNotExists) registers the endpoints in
 # its central zones, as the Azure Verified Modules' private_endpoints_manage_dns_zone_group =
-# false leaves it (AVM issue Azure/terraform-azurerm-avm-res-keyvault-vault#32).
+# false leaves it (Azure/terraform-azurerm-avm-res-machinelearningservices-workspace#124).
 DNS_ZONE_GROUP_MODES = ("stack", "policy")
 PRINCIPAL_TYPES = ("User", "Group")  # what an operator's Entra object id names
 BASTION_SKUS = ("Basic", "Standard")  # Standard: native-client (az network bastion ssh) tunnels

@@ -41,6 +41,7 @@ if str(REPO_ROOT) not in sys.path:  # Pulumi runs the pack with only this folder
 from azdl.review import deploy_order  # noqa: E402
 from azdl.review.prices import load_prices  # noqa: E402
 from infra.catalogue import VM_SIZES  # noqa: E402
+from infra.deployer import ASSIGNABLE_PRINCIPAL_TYPES, ASSIGNABLE_ROLES  # noqa: E402
 
 STORAGE = "azure-native:storage:StorageAccount"
 CONTAINER = "azure-native:storage:BlobContainer"
@@ -336,6 +337,28 @@ def _role_breadth(args: ResourceValidationArgs) -> Iterator[str]:
         yield (
             f"role assignment '{args.name}' is scoped above a resource group (a subscription, "
             f"management group or the tenant root: {scope})"
+        )
+
+
+def _deployer_can_assign(args: ResourceValidationArgs) -> Iterator[str]:
+    """The least-privilege deployer's condition (docs/deploy.md, infra/deployer.py) lets it
+    assign only the stack's roles to managed identities, users and groups: any other role or
+    principal type in the plan fails at deploy time with AuthorizationFailed."""
+    if args.resource_type != ROLE_ASSIGNMENT:
+        return
+    role_id = get(args.props, "roleDefinitionId")
+    if isinstance(role_id, str):
+        guid = role_id.rstrip("/").rsplit("/", 1)[-1].lower()
+        if guid not in ASSIGNABLE_ROLES.values():
+            yield (
+                f"role assignment '{args.name}' grants role {guid}, which the deployer's "
+                "role-assignment condition does not allow"
+            )
+    kind = get(args.props, "principalType")
+    if isinstance(kind, str) and kind not in ASSIGNABLE_PRINCIPAL_TYPES:
+        yield (
+            f"role assignment '{args.name}' is for a {kind}; the deployer's condition allows "
+            f"{', '.join(ASSIGNABLE_PRINCIPAL_TYPES)}"
         )
 
 
@@ -674,6 +697,15 @@ POLICIES = [
         "grant a data-plane role (AcrPull, Storage Blob Data Reader/Contributor) on the one "
         "resource that needs it",
         _role_breadth,
+    ),
+    _resource_policy(
+        "role-assignments-deployer-can-make",
+        "Role assignments use only the roles and principal types the least-privilege deployer's "
+        "condition allows.",
+        Severity.HIGH,
+        "take the role from infra/roles.py (which the condition in docs/deploy.md is generated "
+        "from) and set principalType to ServicePrincipal, User or Group",
+        _deployer_can_assign,
     ),
     _resource_policy(
         "required-tags",

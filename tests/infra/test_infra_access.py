@@ -310,7 +310,10 @@ def test_operators_get_exactly_the_roles_the_operator_commands_need(prod_with_ju
         expected |= {
             (object_id, kind, "Storage Blob Data Contributor", data_container),  # data stage
             (object_id, kind, "AzureML Data Scientist", workspace),  # submit, bench
-            (object_id, kind, "Storage Blob Data Reader", outputs),  # job logs
+            # the workspace's default storage, reached through identity-based datastores:
+            # code upload (submit --script), job logs, checkpoints (how-to-disable-local-auth-
+            # storage: Storage Blob Data Contributor for users of the default datastores)
+            (object_id, kind, "Storage Blob Data Contributor", outputs),
             (object_id, kind, "Virtual Machine User Login", vm),  # Entra SSH login
             (object_id, kind, "Reader", vm),  # Bastion's documented prerequisites
             (object_id, kind, "Reader", nic),
@@ -523,6 +526,28 @@ def test_the_docs_roles_table_is_what_the_program_grants():
 
     rows = {(role, guid) for role, guid, *_ in doc_table("roles-table")}
     assert rows == {(role, OPERATOR_ROLES[role]) for _, role, _ in OPERATOR_GRANTS}
+
+
+def test_the_docs_command_table_is_what_the_code_renders():
+    from infra.access import command_access_table
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "access.md").read_text()
+    block = text.split("<!-- command-access:", 1)[1].split("-->\n", 1)[1].split("\n\n", 1)[0]
+    assert block == command_access_table()
+
+
+def test_every_operator_command_is_covered_by_the_roles_granted():
+    """Each README command that calls Azure names grants the stack makes, and every grant is
+    needed by some command (no role without a command, no command without its role)."""
+    from infra.access import COMMAND_ACCESS, JUMP_HOST_GRANTS, OPERATOR_GRANTS
+
+    granted = {purpose for purpose, *_ in OPERATOR_GRANTS + JUMP_HOST_GRANTS}
+    needed = {purpose for _, purposes, *_ in COMMAND_ACCESS for purpose in purposes}
+    assert needed == granted
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    for command in ("azdl data stage", "azdl submit", "azdl bench", "fill-nfs"):
+        assert command in readme
+        assert any(command in c for c, *_ in COMMAND_ACCESS), command
 
 
 def test_the_docs_outbound_table_is_what_the_nsg_gets():

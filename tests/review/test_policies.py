@@ -25,6 +25,7 @@ PROD = dict(TAGS, environment="prod")
 
 VM = "azure-native:compute:VirtualMachine"
 REGISTRY = "azure-native:containerregistry:Registry"
+ROLE_ASSIGNMENT = "azure-native:authorization:RoleAssignment"
 NIC = "azure-native:network:NetworkInterface"
 LINUX_KEY_ONLY = {"linuxConfiguration": {"disablePasswordAuthentication": True}}
 AML_INBOUND = {
@@ -97,7 +98,7 @@ def stack_violations(
 
 
 def test_every_policy_has_severity_remediation_and_all_but_one_are_mandatory():
-    assert len(POLICY) == 21
+    assert len(POLICY) == 22
     for policy in rules.POLICIES:
         assert policy.severity is not None, policy.name
         assert policy.remediation_steps and "\n" not in policy.remediation_steps, policy.name
@@ -403,6 +404,37 @@ def test_every_policy_has_severity_remediation_and_all_but_one_are_mandatory():
             "StorageAccount 'data' lacks the tags owner, costCenter",
         ),
         (
+            "role-assignments-deployer-can-make",
+            resource(
+                ROLE_ASSIGNMENT,
+                "pull",
+                {
+                    "roleDefinitionId": "/subscriptions/s/providers/Microsoft.Authorization/"
+                    "roleDefinitions/7f951dda-4ed3-4680-a7ca-43fe172d538d",
+                    "principalType": "ServicePrincipal",
+                },
+            ),
+            resource(
+                ROLE_ASSIGNMENT,
+                "keys",
+                {
+                    # Storage Account Key Operator Service Role: not a role the stack assigns
+                    "roleDefinitionId": "/subscriptions/s/providers/Microsoft.Authorization/"
+                    "roleDefinitions/81a9662b-bebf-436f-a333-f67b29880f12",
+                    "principalType": "ServicePrincipal",
+                },
+            ),
+            "role assignment 'keys' grants role 81a9662b-bebf-436f-a333-f67b29880f12, which the "
+            "deployer's role-assignment condition does not allow",
+        ),
+        (
+            "role-assignments-deployer-can-make",
+            resource(ROLE_ASSIGNMENT, "op", {"principalType": "Group"}),
+            resource(ROLE_ASSIGNMENT, "op", {"principalType": "ForeignGroup"}),
+            "role assignment 'op' is for a ForeignGroup; the deployer's condition allows "
+            "ServicePrincipal, User, Group",
+        ),
+        (
             "outputs-zone-redundant-in-prod",
             storage("outputs", kind="StorageV2", sku={"name": "Standard_ZRS"}, tags=PROD),
             storage("outputs", kind="StorageV2", sku={"name": "Standard_LRS"}, tags=PROD),
@@ -525,7 +557,7 @@ def test_policy_command_exit_codes_and_pack_config(tmp_path, capsys):
     good.write_text(manifest.dumps(plan(storage(), compute())))
     bad.write_text(manifest.dumps(plan(storage(minimumTlsVersion="TLS1_1"))))
     assert main(["policy", str(good)]) == 0
-    assert "stack dev: all 21 policies pass" in capsys.readouterr().out
+    assert "stack dev: all 22 policies pass" in capsys.readouterr().out
     assert main(["policy", str(good), str(bad)]) == 1
     out = capsys.readouterr().out
     assert "storage-minimum-tls-1-2" in out and "minimumTlsVersion is TLS1_1" in out
