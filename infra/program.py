@@ -201,6 +201,9 @@ def declare(cfg: StackConfig) -> dict[str, Any]:
         "outputsAccountUrl": store.outputs_url,
         "outputsContainerName": store.outputs_container.name,
         "nfsMountTarget": store.nfs_mount_target,
+        # restricted | open; None with network.existing (the landing zone's NSG decides).
+        # `azdl submit --requirements` reads it to refuse installs from PyPI that would fail.
+        "trainingOutbound": None if cfg.network.existing else cfg.network.outbound,
         # What jobs name their data input and outputs by (azureml://datastores/<name>/paths/…)
         "dataDatastore": workspace.data_datastore.name,
         "outputsDatastore": workspace.outputs_datastore.name,

@@ -24,7 +24,7 @@ OUTPUT_KEYS = {
     "clusterIdentityClientId", "registryLoginServer", "dataAccountName", "dataAccountUrl",
     "dataContainerName", "dataContainerUrl", "outputsAccountName", "outputsAccountUrl",
     "outputsContainerName", "nfsMountTarget", "dataDatastore", "outputsDatastore", "images",
-    "environments",
+    "environments", "trainingOutbound",
 }  # fmt: skip
 
 
