@@ -11,7 +11,7 @@ test-fast: setup-operator  ## unit tests of the operator side only (seconds)
 	.venv/bin/python -m pytest -m "not slow and not training_env"
 
 docs: setup-operator  ## the docs site, strictly (broken links and missing pages fail): out/site/
-	NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict
+	scripts/build-docs.sh
 
 bench: setup  ## re-run every benchmark, rewriting benchmarks/results/ (QUICK=1: minutes, not an hour)
 	scripts/bench-all.sh

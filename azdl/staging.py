@@ -43,7 +43,7 @@ from rich.progress import (
 )
 
 from azdl.errors import AzdlError
-from training.dataprep.manifest import (
+from training.data.prepare.manifest import (
     MANIFEST_NAME,
     SHARD_FILE,
     ManifestError,

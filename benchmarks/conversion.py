@@ -3,7 +3,7 @@ worker process (the baseline, measured in the same run) and with one per core.
 
     .venv-train/bin/python benchmarks/conversion.py [--per-class 80] [--size 400]
 
-The sample set is written by `training.dataprep.sample` (real JPEGs, ImageNet-like sizes by
+The sample set is written by `training.data.prepare.sample` (real JPEGs, ImageNet-like sizes by
 default, 8 classes, plus a PNG named .JPEG and a CMYK JPEG that must be re-encoded). Each run
 converts train and validation into fresh shards; the time includes starting the workers.
 images/CPU-s (images per CPU-second of the process and its workers, TensorFlow start-up
@@ -21,8 +21,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from training.dataprep.convert import convert
-from training.dataprep.sample import generate
+from training.data.prepare.convert import convert
+from training.data.prepare.sample import generate
 
 
 def main() -> None:

@@ -4,8 +4,8 @@ on 1 core and on 2 cores. Target: ≥ 300 images/sec per core.
     .venv-train/bin/python benchmarks/p4_input_pipeline.py [--images 768] [--batches 40]
 
 Writes a sample dataset of real JPEGs (ImageNet-like sizes, 300-500 px sides, photo-like
-entropy) with `training.dataprep`, converts it to TFRecords, then times the training-core
-pipeline (`training.tf_pipeline.make_data`: read, parse, decode + random-resized-crop, flip,
+entropy) with `training.data.prepare`, converts it to TFRecords, then times the training-core
+pipeline (`training.tensorflow.pipeline.make_data`: read, parse, decode + random-resized-crop, flip,
 resize to 224, normalise, batch) in a child process pinned to N cores with
 `os.sched_setaffinity` (TensorFlow sizes its thread pools from that). The 1-core run is the
 baseline the 2-core figure is compared with. images/CPU-s (images per CPU-second the child
@@ -29,7 +29,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # for every TensorFlow proce
 def child(data_dir: str, cores: int, batch: int, batches: int, warmup: int) -> None:
     os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:cores])
     from training.options import build_parser
-    from training.tf_pipeline import make_data
+    from training.tensorflow.pipeline import make_data
 
     argv = [
         "--data-dir",
@@ -70,8 +70,8 @@ def main() -> None:
 
     from bench_results import Run
 
-    from training.dataprep.convert import convert
-    from training.dataprep.sample import generate
+    from training.data.prepare.convert import convert
+    from training.data.prepare.sample import generate
 
     run = Run()
 

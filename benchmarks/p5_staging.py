@@ -31,7 +31,7 @@ from rich.console import Console
 from azdl.azurite import running_azurite
 from azdl.envs import REPO_ROOT
 from azdl.staging import SINGLE_PUT_MAX, container_client, stage
-from training.dataprep.manifest import Manifest, ShardEntry, SplitSummary, file_digests
+from training.data.prepare.manifest import Manifest, ShardEntry, SplitSummary, file_digests
 
 
 def write_files(folder: Path, count: int, size: int) -> Manifest:

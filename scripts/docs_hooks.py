@@ -80,29 +80,18 @@ def _value(value) -> str:
 
 
 def config_reference() -> str:
-    from infra.config import CONFIG_KEYS, Computed, Required
+    from infra.config_schema import reference_rows
 
     rows, example = [], []
-    for key in CONFIG_KEYS.values():
-        if key.default is not None and isinstance(key.default, Required):
-            default = "**required**"
-        elif isinstance(key.default, Computed):
-            default = key.default.words
-        else:
-            default = f"`{json.dumps(key.default)}`"
-        allowed = (
-            ", ".join(f"`{a}`" for a in key.allowed) if isinstance(key.allowed, tuple)
-            else key.allowed
-        )  # fmt: skip
+    for key in reference_rows():
         depth = key.path.count(".")
         name = f"`azdl:{key.path}`" if depth == 0 else f"&nbsp;&nbsp;`{key.path}`"
-        rows.append(f"| {name} | {key.type.__name__} | {_cell(default)} | {_cell(allowed)} | "
+        rows.append(f"| {name} | {key.type} | {_cell(key.default)} | {_cell(key.allowed)} | "
                     f"{_cell(key.doc)} |")  # fmt: skip
-        value = key.example if key.example is not None else key.default
-        path = key.path.replace("[]", "[0]")  # a list item's keys: the first item
-        if key.type in (dict,) and depth == 0 and key.path not in ("tags",):
+        value, path = key.example, key.path.replace("[]", "[0]")  # a list item's: the first
+        if key.type == "dict" and depth == 0 and key.path != "tags":
             continue  # sections: their sub-keys get the lines
-        if isinstance(value, Required | Computed) or value is None:
+        if value is None:
             continue
         if isinstance(value, dict):
             for sub, item in value.items():

@@ -6,9 +6,9 @@ Defaults are ImageNet's ResNet50 recipe (224 px, 1000 classes, 90 epochs, step d
 
 import argparse
 
-from training import recipe
+from training import ENTRY_MODULES, recipe
+from training.data.synthetic import IMAGENET_TRAIN_IMAGES
 from training.schedule import DECAYS
-from training.synthetic import IMAGENET_TRAIN_IMAGES
 
 FRAMEWORKS = ("keras", "tf", "torch")
 MODELS = ("resnet50", "tiny")
@@ -47,7 +47,7 @@ def _fraction_below_one(text: str) -> float:
 
 class _CheckedParser(argparse.ArgumentParser):
     """Also checks combinations of options (`check_combinations`), for every caller: the
-    training scripts, training.torch_elastic and `azdl submit`'s check before submitting
+    training scripts, training.torch.elastic and `azdl submit`'s check before submitting
     (which adds --checkpoint-dir itself, so that one is checked when a script starts)."""
 
     def __init__(self, framework: str, **kwargs):
@@ -66,7 +66,7 @@ def build_parser(framework: str) -> argparse.ArgumentParser:
         raise ValueError(f"unknown framework {framework!r}; allowed: {', '.join(FRAMEWORKS)}")
     p = _CheckedParser(
         framework,
-        prog=f"python -m training.train_{framework}",
+        prog=f"python -m {ENTRY_MODULES[framework]}",
         description=f"Horovod data-parallel training ({framework}); run one process per worker "
         "(horovodrun or mpirun). Rank 0 prints the throughput lines at the end.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,

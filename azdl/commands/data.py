@@ -1,12 +1,14 @@
 """`azdl data sample|prepare|stage|copy|fill-nfs`: the data path from ImageNet folders to the nodes.
 
-`sample`, `prepare` and `copy` run in the training environment (TensorFlow writes the
-TFRecords); their options are defined once in the training modules and registered here too.
+`sample` and `prepare` run here, in the operator environment (the TFRecord writer needs no
+TensorFlow); `copy`, the node-side step, runs in the training environment. Their options are
+defined once in the training modules and registered here too.
 `stage` uploads to blob storage from the operator environment; `fill-nfs` submits the one-node
 job that copies the staged shards into the stack's NFS share.
 """
 
 import argparse
+import importlib
 import os
 import sys
 from pathlib import Path
@@ -20,24 +22,28 @@ from azdl.envs import run_training_module
 from azdl.errors import AzdlError
 from azdl.jobs.spec import build_fill_nfs_job
 from azdl.jobs.stack_outputs import load_outputs, read_outputs
-from training.copy_shards import COPY_OPTIONS
-from training.dataprep.options import PREPARE_OPTIONS, SAMPLE_OPTIONS, add_options, to_argv
+from training.data.copy_shards import COPY_OPTIONS
+from training.data.prepare.options import PREPARE_OPTIONS, SAMPLE_OPTIONS, add_options, to_argv
 
-TRAINING_SIDE = {
+# name: (module, options, summary, runs in the training environment)
+DATA_TOOLS = {
     "sample": (
-        "training.dataprep.sample",
+        "training.data.prepare.sample",
         SAMPLE_OPTIONS,
         "write a tiny ImageNet-layout dataset of real JPEG files (tests, demos)",
+        False,
     ),
     "prepare": (
-        "training.dataprep.convert",
+        "training.data.prepare.convert",
         PREPARE_OPTIONS,
         "convert ImageNet-layout folders to sharded TFRecords plus manifest.json",
+        False,
     ),
     "copy": (
-        "training.copy_shards",
+        "training.data.copy_shards",
         COPY_OPTIONS,
         "node-side step of the copy storage mode: copy this node's shards to local disk",
+        True,
     ),
 }
 
@@ -50,14 +56,14 @@ def register(subparsers) -> None:
         "storage (stage) → the nodes (mount, nfs, or copy to local disk).",
     )
     commands = p.add_subparsers(dest="data_command", metavar="DATA_COMMAND", required=True)
-    for name, (module, options, summary) in TRAINING_SIDE.items():
+    for name, (module, options, summary, training_side) in DATA_TOOLS.items():
+        where = " Runs in the training environment." if training_side else ""
         sub = commands.add_parser(
-            name,
-            help=summary,
-            description=f"{summary[0].upper()}{summary[1:]}. Runs in the training environment.",
+            name, help=summary, description=f"{summary[0].upper()}{summary[1:]}.{where}"
         )
         add_options(sub, options)
-        sub.set_defaults(func=_run_training_side, module=module, options=options)
+        run = _run_training_side if training_side else _run_here
+        sub.set_defaults(func=run, module=module, options=options)
 
     s = commands.add_parser(
         "stage",
@@ -122,6 +128,10 @@ def register(subparsers) -> None:
 
 def _run_training_side(args: argparse.Namespace) -> int:
     return run_training_module(args.module, to_argv(args, args.options))
+
+
+def _run_here(args: argparse.Namespace) -> int:
+    return importlib.import_module(args.module).main(to_argv(args, args.options))
 
 
 def _run_fill_nfs(args: argparse.Namespace) -> int:

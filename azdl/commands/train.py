@@ -20,12 +20,8 @@ from azdl.commands.options import add_script_args, positive_int, script_args
 from azdl.envs import REPO_ROOT, training_bin, training_env
 from azdl.errors import AzdlError
 from azdl.jobs import script as own_script
+from training import ENTRY_MODULES as FRAMEWORK_MODULES
 
-FRAMEWORK_MODULES = {
-    "keras": "training.train_keras",
-    "tf": "training.train_tf",
-    "torch": "training.train_torch",
-}
 # The demo: ResNet50 small enough for 2 CPU workers to run 20 steps in about a minute.
 DEMO_ARGS = [
     "--model", "resnet50", "--image-size", "64", "--num-classes", "10", "--batch-size", "16",

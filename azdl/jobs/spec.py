@@ -220,7 +220,7 @@ def copy_step(request: JobRequest) -> list[str]:
     """The node-side copy to local disk (--storage copy; it coordinates per node itself)."""
     if request.storage != "copy":
         return []
-    copy = ["python", "-m", "training.copy_shards", "--source", "${{inputs.data}}"]
+    copy = ["python", "-m", "training.data.copy_shards", "--source", "${{inputs.data}}"]
     return [shlex.join([*copy, "--dest", request.local_dir])]
 
 
@@ -384,7 +384,7 @@ def build_fill_nfs_job(
             "set storage.nfsShareGiB in the stack and deploy it"
         )
     dest = f"{NFS_MOUNT_POINT}/{data_path}".rstrip("/")
-    copy = ["python", "-m", "training.copy_shards", "--all", "--source", "${{inputs.data}}"]
+    copy = ["python", "-m", "training.data.copy_shards", "--all", "--source", "${{inputs.data}}"]
     return command(
         name=run_id,
         display_name=run_id,

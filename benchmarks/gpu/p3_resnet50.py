@@ -4,7 +4,7 @@
     python3 benchmarks/gpu/p3_resnet50.py --data real --data-dir DIR --decode gpu
     python3 benchmarks/gpu/p3_resnet50.py --device cpu --model tiny ... # a CPU smoke run (CI)
 
-Runs the flavour's own parts (training.train_torch: Data, Trainer.step; training.torch_data)
+Runs the flavour's own parts (training.torch.train: Data, Trainer.step; training.torch.data)
 for --warmup steps, then times --steps steps (a device sync at each end of the timed window),
 then profiles --profile-steps more with torch.profiler: the share of that wall time in which a
 GPU kernel was running (the union of the kernels' intervals, so overlapping streams are not
@@ -107,7 +107,7 @@ def training_args(args):
 
 def _classes(data_dir: str) -> int:
     """The classes of the data tool's label map (manifest.json), else ImageNet's 1000."""
-    from training.dataprep.manifest import load_manifest
+    from training.data.prepare.manifest import load_manifest
 
     manifest = Path(data_dir) / "manifest.json"
     if manifest.exists():
@@ -134,7 +134,7 @@ def kernel_share(profiler, wall_us: float) -> float:
 def run(args) -> dict:
     import torch
 
-    from training import train_torch
+    from training.torch import train as train_torch
 
     device = torch.device(args.device)
     if device.type == "cuda":

@@ -40,10 +40,10 @@ classes=16
 jpeg=$(mktemp -d)
 trap 'rm -rf "$jpeg"' EXIT
 # --size 440: sides of 330-550 px, on average about ImageNet's 500x375 pixels.
-PYTHONPATH=$root "$python" -m training.dataprep.sample "$jpeg/images" --classes $classes \
+PYTHONPATH=$root "$python" -m training.data.prepare.sample "$jpeg/images" --classes $classes \
     --train-per-class $((train_images / classes)) \
     --validation-per-class $((validation_images / classes)) --size 440
-PYTHONPATH=$root "$python" -m training.dataprep.convert --input "$jpeg/images" \
+PYTHONPATH=$root "$python" -m training.data.prepare.convert --input "$jpeg/images" \
     --output "$carry/data" --train-shards 16 --validation-shards 2
 du -sh "$carry"
 total=$(du -sb "$carry" | cut -f1)

@@ -23,13 +23,13 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # tiles.py beside this file
-# The manifest schema is the platform's own (training/dataprep/manifest.py, stdlib only): the
+# The manifest schema is the platform's own (training/data/prepare/manifest.py, stdlib only): the
 # example lives in the azdl repository, two folders below its root.
 sys.path.insert(1, str(Path(__file__).resolve().parents[2]))
 
 import tiles
 
-from training.dataprep.manifest import Manifest, ShardEntry, SplitSummary, file_digests
+from training.data.prepare.manifest import Manifest, ShardEntry, SplitSummary, file_digests
 
 FORMAT = "azdl.segmentation-tiles/v1"
 SUFFIXES = (".png", ".tif", ".tiff", ".npy")

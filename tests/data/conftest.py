@@ -10,7 +10,7 @@ import pytest
 from azure.storage.blob import BlobServiceClient
 
 from azdl.azurite import running_azurite
-from training.dataprep.manifest import Manifest, ShardEntry, SplitSummary, file_digests
+from training.data.prepare.manifest import Manifest, ShardEntry, SplitSummary, file_digests
 
 
 @pytest.fixture(scope="session")

@@ -11,8 +11,8 @@ from azdl.cli import main
 from azdl.commands import data
 from azdl.errors import AzdlError
 from azdl.jobs import stack_outputs
-from training.copy_shards import COPY_OPTIONS
-from training.dataprep.options import PREPARE_OPTIONS, SAMPLE_OPTIONS, add_options, to_argv
+from training.data.copy_shards import COPY_OPTIONS
+from training.data.prepare.options import PREPARE_OPTIONS, SAMPLE_OPTIONS, add_options, to_argv
 
 
 @pytest.mark.parametrize(
@@ -45,14 +45,60 @@ def test_options_survive_the_hand_over_to_the_training_environment(options, argv
     assert parser.parse_args(to_argv(parsed, options)) == parsed
 
 
-def test_prepare_runs_the_converter_in_the_training_environment(monkeypatch):
+def test_sample_and_prepare_run_in_the_operator_environment(tmp_path, capsys):
+    """No TensorFlow, PyTorch or Horovod here: the sample and its shards are written by the
+    operator environment itself, with shard counts that fit the sample, and read back."""
+    import importlib.util
+
+    from training.data.reader import image_record, read_file
+    from training.data.shards import list_shards
+
+    for package in ("tensorflow", "torch", "horovod"):
+        assert importlib.util.find_spec(package) is None, f"{package} in the operator environment"
+    assert main(["data", "sample", str(tmp_path / "jpeg")]) == 0
+    assert (
+        main(
+            [
+                "data",
+                "prepare",
+                "--input",
+                str(tmp_path / "jpeg"),
+                "--output",
+                str(tmp_path / "tfr"),
+            ]
+        )
+        == 0
+    )
+    printed = capsys.readouterr().out
+    assert (
+        "train: 48 images in 48 shards" in printed
+        and "validation: 12 images in 12 shards" in printed
+    )
+    labels = [
+        image_record(b).label for s in list_shards(tmp_path / "tfr", "train") for b in read_file(s)
+    ]
+    assert sorted(labels) == sorted(list(range(4)) * 12)
+
+
+def test_prepare_says_which_shard_counts_fit_the_images(tmp_path, capsys):
+    assert main(["data", "sample", str(tmp_path / "jpeg")]) == 0
+    argv = ["data", "prepare", "--input", str(tmp_path / "jpeg"), "--output", str(tmp_path / "o")]
+    assert main([*argv, "--train-shards", "1024"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        "--train-shards 1024 is not possible with 48 train images; allowed: 1 to 48, "
+        "or leave --train-shards out" in err
+    )
+    assert not (tmp_path / "o").exists()
+
+
+def test_copy_runs_in_the_training_environment(monkeypatch):
     calls = []
     monkeypatch.setattr(data, "run_training_module", lambda m, a: calls.append((m, a)) or 0)
-    assert main(["data", "prepare", "--input", "in", "--output", "out", "--skip-bad"]) == 0
+    assert main(["data", "copy", "--source", "in", "--dest", "out"]) == 0
     module, argv = calls[0]
-    assert module == "training.dataprep.convert"
-    assert argv[:4] == ["--input", "in", "--output", "out"] and "--skip-bad" in argv
-    assert "--overwrite" not in argv
+    assert module == "training.data.copy_shards"
+    assert argv[:4] == ["--source", "in", "--dest", "out"]
 
 
 def test_stage_needs_a_manifest(tmp_path, monkeypatch, capsys):
@@ -138,7 +184,7 @@ def test_stage_refuses_a_negative_sample(tmp_path, capsys):
 
 
 def test_stage_lists_shards_missing_locally_before_any_upload(tmp_path, monkeypatch, capsys):
-    from training.dataprep.manifest import Manifest, ShardEntry, SplitSummary
+    from training.data.prepare.manifest import Manifest, ShardEntry, SplitSummary
 
     shard = ShardEntry("train-00000-of-00001", "train", 1, 10, "0" * 32, "0" * 64)
     Manifest({"n1": 0}, {"train": SplitSummary(1, 1, {"n1": 1})}, [shard]).write(tmp_path)

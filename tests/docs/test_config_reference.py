@@ -1,14 +1,15 @@
-"""The configuration reference is generated from infra/config.py's CONFIG_KEYS, and the
-validation checks itself against that table, so a key cannot be validated without appearing in
-the reference (or appear with the wrong type, default or choices)."""
+"""The configuration reference is generated from the models the validation is made of
+(infra/config.py), so a setting cannot be validated without appearing in the reference, nor
+appear there with another default or other choices than the validation applies."""
 
 import copy
-import dataclasses
+from typing import Annotated
 
 import pytest
+from pydantic import ValidationError
 
 from infra import config
-from infra.config import CONFIG_KEYS, load_stack_file
+from infra.config_schema import reference_rows
 from tests.infra.test_infra_config import VALID
 
 
@@ -16,48 +17,73 @@ def load(values=VALID):
     return config.load_config(copy.deepcopy(values), stack="dev")
 
 
-def test_the_shipped_stacks_and_the_minimal_config_agree_with_the_table():
+def model_keys(model, prefix=""):
+    """Every stack key the validation accepts, walking the models themselves."""
+    for field in model.model_fields.values():
+        yield prefix + field.alias
+        for kind in (field.annotation, *getattr(field.annotation, "__args__", ())):
+            if isinstance(kind, type) and issubclass(kind, config._Section):
+                sep = "[]." if getattr(field.annotation, "__origin__", None) is tuple else "."
+                yield from model_keys(kind, prefix + field.alias + sep)
+
+
+def test_the_shipped_stacks_and_the_minimal_config_load():
     load()
     for name in ("dev", "prod"):
-        load_stack_file(f"stacks/Pulumi.{name}.yaml")
+        config.load_stack_file(f"stacks/Pulumi.{name}.yaml")
+
+
+def test_every_key_the_validation_accepts_is_in_the_reference():
+    keys = list(model_keys(config.StackConfig))
+    assert "access.jumpHost.sshPublicKey" in keys and "operators[].objectId" in keys
+    assert [row.path for row in reference_rows()] == keys
 
 
 @pytest.mark.parametrize(
-    ("key", "change", "named"),
+    ("path", "shown", "applied"),
     [
-        ("cluster.idleSecondsBeforeScaleDown", {"default": 301}, "default 301"),
-        ("cluster.maxNodes", {"type": float}, "declares float"),
-        ("storage.dataProtection", {"allowed": ("protect", "none")}, "allows"),
-        ("cluster.nodePublicIp", None, "does not declare"),
-        ("images", None, "CONFIG_KEYS' top-level"),
+        ("cluster.idleSecondsBeforeScaleDown", "`300`",
+         lambda c: c.cluster.idle_seconds_before_scale_down == 300),
+        ("storage.dataProtection", '`"protect"`', lambda c: c.storage.data_protection == "protect"),
+        ("storage.outputsProtection", "protect in prod, none otherwise",
+         lambda c: c.storage.outputs_protection == "none"),
+        ("registry.sku", '`"Standard"`', lambda c: c.registry_sku == "Standard"),
+        ("imageBuildVmSize", '`"Standard_D4s_v3"`',
+         lambda c: c.image_build_vm_size.name == "Standard_D4s_v3"),
     ],
-)
-def test_a_declaration_that_differs_from_the_validation_fails_every_load(
-    monkeypatch, key, change, named
-):
-    keys = dict(CONFIG_KEYS)
-    if change is None:
-        del keys[key]
-    else:
-        keys[key] = dataclasses.replace(keys[key], **change)
-    monkeypatch.setattr(config, "CONFIG_KEYS", keys)
-    with pytest.raises(LookupError, match=named):
-        load()
+)  # fmt: skip
+def test_a_default_in_the_reference_is_the_one_the_validation_applies(path, shown, applied):
+    row = next(row for row in reference_rows() if row.path == path)
+    assert row.default == shown
+    assert applied(load())
 
 
-def test_a_declared_key_the_validation_does_not_accept_fails(monkeypatch):
-    keys = dict(CONFIG_KEYS)
-    keys["cluster.gpuDriver"] = config.Key("cluster.gpuDriver", str, "not validated", default="")
-    monkeypatch.setattr(config, "CONFIG_KEYS", keys)
-    with pytest.raises(LookupError, match="gpuDriver"):
-        load()
+def test_the_choices_in_the_reference_are_the_validations():
+    row = next(row for row in reference_rows() if row.path == "storage.dataProtection")
+    assert row.allowed == "`protect`, `retain`, `none`"
+    with pytest.raises(config.ConfigError, match="allowed: protect, retain, none"):
+        load({**VALID, "azdl:storage": {"dataProtection": "keep"}})
 
 
-def test_list_items_are_declared_once_for_every_index(monkeypatch):
-    keys = dict(CONFIG_KEYS)
-    keys["operators[].objectId"] = config.Key("operators[].objectId", str, "an item's key")
-    keys.pop("operators[].name", None)  # declared in the real table: undeclare it here
-    monkeypatch.setattr(config, "CONFIG_KEYS", keys)
-    assert config._declared("operators[3].objectId") is keys["operators[].objectId"]
-    with pytest.raises(LookupError, match=r"azdl:operators\[\]\.name"):
-        config._declared("operators[3].name")
+def test_a_setting_declared_once_reaches_the_validation_the_schema_and_the_reference():
+    """What docs/configuration.md ("Adding a setting") tells an engineer to write, and no more."""
+
+    class Storage(config.StorageSettings):
+        soft_delete_days: Annotated[config.Int, config.rule(lambda d: d >= 1, "at least 1")] = (
+            config.setting("Days deleted blobs are kept.", 7, allowed="1 or more")
+        )
+
+    class Stack(config.StackConfig):
+        storage: Storage = config.setting(Storage.__doc__, {})
+
+    schema = Stack.model_json_schema(by_alias=True)
+    row = {row.path: row for row in reference_rows(schema)}["storage.softDeleteDays"]
+    assert (row.type, row.default, row.allowed) == ("int", "`7`", "1 or more")
+    own = {k.removeprefix("azdl:"): v for k, v in copy.deepcopy(VALID).items()}
+    context = {"stack": "dev", "environment": "dev"}
+    assert Stack.model_validate(own, context=context).storage.soft_delete_days == 7
+    own["storage"] = {"softDeleteDays": 0}
+    with pytest.raises(ValidationError) as info:
+        Stack.model_validate(own, context=context)
+    message = str(config._config_error(info.value))
+    assert message == "azdl:storage.softDeleteDays = 0 is invalid: at least 1"

@@ -4,6 +4,7 @@ or a stale generated section fails), and what it generates is what the code says
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,19 +18,54 @@ import docs_hooks  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory, shipped_plans) -> Path:
-    """`mkdocs build --strict` of the whole site, the stacks rendered once for the session."""
-    plans = tmp_path_factory.mktemp("plans")
+def plans(tmp_path_factory, shipped_plans) -> Path:
+    """The shipped stacks' plans, rendered once for the session, where the docs hooks read them."""
+    folder = tmp_path_factory.mktemp("plans")
     for stack, doc in shipped_plans.items():
-        (plans / f"{stack}.json").write_text(json.dumps(doc))
+        (folder / f"{stack}.json").write_text(json.dumps(doc))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory, plans) -> Path:
+    """The whole site, built as `make docs` builds it."""
     out = tmp_path_factory.mktemp("site")
-    env = os.environ | {"AZDL_DOCS_PLANS": str(plans), "NO_MKDOCS_2_WARNING": "1"}
-    result = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(out)],
+    result = build_docs(["-d", str(out)], plans)
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert "WARNING" not in result.stderr, result.stderr[-4000:]
+    return out
+
+
+def build_docs(args: list[str], plans: Path) -> subprocess.CompletedProcess:
+    """The build `make docs` runs (scripts/build-docs.sh, no quiet flag: with `-q` mkdocs drops
+    its warnings and strict mode never aborts), with the stacks' plans rendered once."""
+    env = os.environ | {"AZDL_DOCS_PLANS": str(plans)}
+    return subprocess.run(
+        [str(ROOT / "scripts" / "build-docs.sh"), *args],
         cwd=ROOT, env=env, capture_output=True, text=True,
     )  # fmt: skip
-    assert result.returncode == 0, result.stderr[-4000:]
-    return out
+
+
+def test_make_docs_runs_the_same_build():
+    make = (ROOT / "Makefile").read_text()
+    assert re.search(r"^docs:.*\n\tscripts/build-docs\.sh$", make, re.M), "make docs"
+    assert " -q" not in (ROOT / "scripts" / "build-docs.sh").read_text()
+
+
+def test_a_broken_link_fails_the_build(tmp_path, plans):
+    """A planted broken link in a copy of the docs: the same build must abort and name it."""
+    docs = tmp_path / "docs"
+    shutil.copytree(ROOT / "docs", docs)
+    with (docs / "index.md").open("a") as page_file:
+        page_file.write("\nSee [the missing page](no-such-page.md).\n")
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text())
+    config |= {"docs_dir": str(docs), "site_dir": str(tmp_path / "site")}
+    config["hooks"] = [str(ROOT / h) for h in config["hooks"]]
+    (tmp_path / "mkdocs.yml").write_text(yaml.safe_dump(config))
+    result = build_docs(["-f", str(tmp_path / "mkdocs.yml")], plans)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output[-2000:]
+    assert "'no-such-page.md'" in output and "Aborted with 1 warnings in strict mode" in output
 
 
 def page(site: Path, name: str) -> str:
@@ -53,10 +89,12 @@ def test_every_azdl_command_has_its_section_in_the_cli_reference(site):
 
 
 def test_every_config_key_is_in_the_reference(site):
-    from infra.config import CONFIG_KEYS
+    from infra.config_schema import reference_rows
 
     html = page(site, "configuration")
-    for key in CONFIG_KEYS:
+    keys = [row.path for row in reference_rows()]
+    assert len(keys) == 51 and "cluster.maxNodes" in keys and "operators[].objectId" in keys
+    for key in keys:
         assert f"<code>{key if '.' in key else 'azdl:' + key}</code>" in html, key
 
 

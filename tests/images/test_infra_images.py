@@ -165,7 +165,7 @@ def test_same_content_gives_the_same_tag_and_any_change_a_new_one(tree):
     assert images.content_hash("tensorflow") == first
     for leftover in (
         "training/__pycache__/x.cpython-311.pyc",
-        "training/dataprep/__pycache__/convert.cpython-311.pyc",
+        "training/data/prepare/__pycache__/convert.cpython-311.pyc",
         "training/.pytest_cache/v/cache/lastfailed",
         "training/options.py~",
         "images/tensorflow/.ruff_cache/0.17/123",

@@ -19,7 +19,7 @@ def test_fill_job_copies_everything_from_the_blob_mount_into_the_share(ml_client
     job = submitted(ml_client)
     assert job.name == "f1"
     assert job.command == (
-        "python -m training.copy_shards --all --source '${{inputs.data}}' "
+        "python -m training.data.copy_shards --all --source '${{inputs.data}}' "
         f"--dest {NFS_MOUNT_POINT}/in1k"
     )
     assert job.inputs["data"].path == "azureml://datastores/azdl_training_data/paths/in1k/"

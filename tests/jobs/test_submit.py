@@ -54,7 +54,9 @@ def test_infiniband_job_has_one_process_per_gpu_and_keeps_infiniband_on(
     assert env["NCCL_IB_DISABLE"] == "0"
     assert env["NCCL_IB_PCI_RELAXED_ORDERING"] == "1"
     assert env["NCCL_SOCKET_IFNAME"] == "eth0"
-    assert job.command.startswith("python -m training.train_keras --epochs 3 --batch-size 256 ")
+    assert job.command.startswith(
+        "python -m training.tensorflow.train_keras --epochs 3 --batch-size 256 "
+    )
     assert "--precision fp16" in job.command
     assert "--data-dir '${{inputs.data}}'" in job.command
     assert "--checkpoint-dir '${{outputs.checkpoints}}'" in job.command
@@ -70,7 +72,7 @@ def test_gpu_size_without_infiniband_disables_the_ib_probe(outputs):
     assert job.environment.endswith("/environments/azdl-pytorch/versions/def")
     assert job.inputs == {}
     assert "--data-dir" not in job.command
-    assert job.command.startswith("python -m training.train_torch ")
+    assert job.command.startswith("python -m training.torch.train ")
     assert " --threads 24 " in job.command  # NC96ads_A100_v4: 96 vCPUs, 4 GPUs
 
 
@@ -142,8 +144,12 @@ def test_nfs_needs_a_share_and_mounts_it_through_docker(ml_client, outputs_file,
 def test_copy_mode_copies_each_nodes_shards_to_local_disk_before_training(outputs):
     job = build_job(outputs(), JobRequest("keras", 2, "copy", "run-3", local_dir="/mnt/nvme/d"))
     copy, train = job.command.split(" && ")
-    assert copy == "python -m training.copy_shards --source '${{inputs.data}}' --dest /mnt/nvme/d"
-    assert train.startswith("python -m training.train_keras --threads 12 --data-dir /mnt/nvme/d ")
+    assert (
+        copy == "python -m training.data.copy_shards --source '${{inputs.data}}' --dest /mnt/nvme/d"
+    )
+    assert train.startswith(
+        "python -m training.tensorflow.train_keras --threads 12 --data-dir /mnt/nvme/d "
+    )
     assert job.inputs["data"].mode == "ro_mount"
     # no --data-path: the whole data container
     assert job.inputs["data"].path == "azureml://datastores/azdl_training_data/paths/"

@@ -160,7 +160,7 @@ def test_requirements_install_once_per_node_from_the_wheel_folder_only(outputs, 
     )
     job = build_job(outputs(), JobRequest("torch", 1, "copy", "r", ("--x",), script=script))
     steps = job.command.split(" && ")
-    assert steps[1].startswith("python -m training.copy_shards")  # data first, as built-ins
+    assert steps[1].startswith("python -m training.data.copy_shards")  # data first, as built-ins
     assert "--no-index --find-links wheels -r requirements.txt" in steps[2]
     assert 'if [ "${OMPI_COMM_WORLD_LOCAL_RANK' in steps[2]  # local rank 0 installs
     assert steps[-1] == "python train.py --x"
@@ -204,7 +204,7 @@ def test_built_in_jobs_export_too_and_round_trip_every_setting(
     assert main(argv) == 0
     job = load_exported(out)
     assert job.code is None
-    assert "python -m training.train_keras --epochs 5 " in job.command
+    assert "python -m training.tensorflow.train_keras --epochs 5 " in job.command
     assert job.distribution.process_count_per_instance == 8
     assert job.resources.instance_count == 2 and job.resources.shm_size == "16g"
     assert job.environment_variables["NCCL_IB_PCI_RELAXED_ORDERING"] == "1"

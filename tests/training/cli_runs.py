@@ -2,9 +2,9 @@
 
     horovodrun --gloo -np 2 -H localhost:2 python tests/training/cli_runs.py torch '[[...], [...]]'
 
-Each argument list goes through the flavour's `main(argv)`, the entry point of
-`python -m training.train_<framework>`, one after the other in the same workers, so a test that
-needs several short runs pays the process start and framework imports once. Rank 0 prints
+Each argument list goes through the `main(argv)` of the flavour's entry module
+(`training.ENTRY_MODULES`), one after the other in the same workers, so a test that needs
+several short runs pays the process start and framework imports once. Rank 0 prints
 `=== run <i> ===` before each; the exit code is the first non-zero one.
 """
 
@@ -13,10 +13,12 @@ import json
 import os
 import sys
 
+from training import ENTRY_MODULES
+
 
 def main() -> int:
     framework, runs = sys.argv[1], json.loads(sys.argv[2])
-    script = importlib.import_module(f"training.train_{framework}")
+    script = importlib.import_module(ENTRY_MODULES[framework])
     for index, argv in enumerate(runs):
         # Rank 0 only; HOROVOD_RANK is set by horovodrun before the script starts.
         if os.environ.get("HOROVOD_RANK", "0") == "0":

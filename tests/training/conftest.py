@@ -46,11 +46,11 @@ def launch(framework, workers, args, launcher="gloo", timeout=240) -> Run:
 
 
 def write_tiny_tfrecords(directory, train_shards=2, validation_shards=2, per_shard=24, classes=4):
-    """JPEG shards in THE schema (training.records): each class a flat colour plus noise."""
+    """JPEG shards in THE schema (training.data.records): each class a flat colour plus noise."""
     import numpy as np
     import tensorflow as tf
 
-    from training import records
+    from training.data import records
 
     rng = np.random.default_rng(0)
     colours = rng.integers(0, 256, size=(classes, 3))

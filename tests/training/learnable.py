@@ -6,7 +6,7 @@ and aspect, and grain; none of that depends on the class, so colour, brightness 
 energy tell nothing: only oriented filters separate the classes. Every class is its own mirror
 image (the training flip keeps its label), and stays itself under crops of 8-100 % area at
 aspect 3/4-4/3. Written as JPEG files in ImageNet layout, then sharded by the project's own
-converter (training/dataprep/convert.py), so the test reads what `azdl data prepare` writes.
+converter (training/data/prepare/convert.py), so the test reads what `azdl data prepare` writes.
 """
 
 import numpy as np

@@ -17,7 +17,8 @@ pytestmark = pytest.mark.slow
 
 HARNESS = """
 import contextlib, io, json, sys
-from training import train_keras, train_tf
+from training.tensorflow import train_keras
+from training.tensorflow import train_loop as train_tf
 results = {}
 for name, (framework, argv) in json.loads(sys.argv[1]).items():
     err = io.StringIO()

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from azdl.envs import REPO_ROOT, training_env
-from training import copy_shards
-from training.copy_shards import (
+from training.data import copy_shards
+from training.data.copy_shards import (
     Launch,
     job_from_env,
     launch_from_env,
@@ -22,9 +22,9 @@ from training.copy_shards import (
     run_copy_all,
     run_node_copy,
 )
-from training.dataprep.manifest import Manifest, ShardEntry, SplitSummary, file_digests
+from training.data.prepare.manifest import Manifest, ShardEntry, SplitSummary, file_digests
+from training.data.shards import list_shards, shards_for_rank
 from training.errors import TrainingError
-from training.shards import list_shards, shards_for_rank
 
 QUIET = lambda _: None  # noqa: E731
 
@@ -89,7 +89,7 @@ def test_local_rank_zero_copies_while_the_other_waits(tmp_path):
     cmd = [
         sys.executable,
         "-m",
-        "training.copy_shards",
+        "training.data.copy_shards",
         "--source",
         str(mount),
         "--dest",
@@ -372,7 +372,7 @@ def test_copy_all_needs_a_manifest_and_room(tmp_path, monkeypatch):
 
 def test_copy_all_command_line(tmp_path):
     mount, share = _mount(tmp_path / "blob", train=3, validation=1), tmp_path / "nfs"
-    cmd = [sys.executable, "-m", "training.copy_shards", "--all"]
+    cmd = [sys.executable, "-m", "training.data.copy_shards", "--all"]
     cmd += ["--source", str(mount), "--dest", str(share)]
     env = training_env()
     for name in [*copy_shards.JOB_ID_ENV, "OMPI_COMM_WORLD_RANK", "HOROVOD_RANK", "PMI_RANK"]:

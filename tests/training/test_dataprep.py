@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from training.dataprep import convert as conv
-from training.dataprep.manifest import file_digests, load_manifest
-from training.dataprep.sample import LABELS_FILE, generate
+from training.data.prepare import convert as conv
+from training.data.prepare.manifest import file_digests, load_manifest
+from training.data.prepare.sample import LABELS_FILE, generate
 from training.errors import TrainingError
 
 SHARDS = {"train": 3, "validation": 2}
@@ -18,7 +18,7 @@ SHARDS = {"train": 3, "validation": 2}
 def _records(path: Path) -> list[dict]:
     import tensorflow as tf
 
-    from training.records import parse_example
+    from training.data.records import parse_example
 
     out = []
     for serialized in tf.data.TFRecordDataset(str(path)):
@@ -207,7 +207,7 @@ def test_reencode_option_and_progress_lines_without_a_terminal(tmp_path, capsys,
     originals = {p.name: p.read_bytes() for p in (source / "train").rglob("*.JPEG")}
     import tensorflow as tf
 
-    from training.records import parse_example
+    from training.data.records import parse_example
 
     records = [parse_example(r) for r in tf.data.TFRecordDataset(str(out / "train-00000-of-00001"))]
     assert len(records) == 12

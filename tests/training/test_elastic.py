@@ -1,5 +1,5 @@
 """Horovod elastic training: min 1, max 2 workers; killing one does not stop the run, in every
-flavour (PyTorch: training.torch_elastic; Keras and the TF loop: `--elastic`).
+flavour (PyTorch: training.torch.elastic; Keras and the TF loop: `--elastic`).
 
 The host-discovery script names this machine twice, as `localhost` and as `127.0.0.1`, one slot
 each. Horovod's elastic driver blacklists the *host* of a failed worker; with a single
@@ -23,9 +23,9 @@ pytestmark = pytest.mark.slow
 
 EPOCHS, STEPS = 6, 40
 ENTRY = {
-    "torch": ["training.torch_elastic"],
-    "keras": ["training.train_keras", "--elastic"],
-    "tf": ["training.train_tf", "--elastic"],
+    "torch": ["training.torch.elastic"],
+    "keras": ["training.tensorflow.train_keras", "--elastic"],
+    "tf": ["training.tensorflow.train_loop", "--elastic"],
 }
 
 

@@ -29,7 +29,7 @@ def test_mpi_command_is_plain_mpirun_with_the_environment_exported():
     assert cmd[cmd.index("-np") + 1] == "2"
     assert cmd[cmd.index("PYTHONPATH") - 1] == "-x"
     assert cmd[cmd.index("HOROVOD_CYCLE_TIME") - 1] == "-x"
-    assert cmd[-4:] == ["-m", "training.train_tf", "--epochs", "1"]
+    assert cmd[-4:] == ["-m", "training.tensorflow.train_loop", "--epochs", "1"]
 
 
 def test_local_workers_get_a_cpu_friendly_horovod_cycle_time_unless_one_is_set(monkeypatch):

@@ -216,8 +216,8 @@ def landcover(tmp_path_factory):
 
 
 def test_prepared_tiles_are_platform_shards_with_a_manifest_the_stager_accepts(landcover):
-    from training.dataprep.manifest import file_md5, load_manifest
-    from training.shards import list_shards
+    from training.data.prepare.manifest import file_md5, load_manifest
+    from training.data.shards import list_shards
 
     manifest = load_manifest(landcover)  # the loader `azdl data stage` and the copy step use
     assert manifest.splits["train"].num_examples == 32  # 8 scenes x 4 tiles of 64 px

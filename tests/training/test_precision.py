@@ -2,7 +2,7 @@
 
 Keras' loss-scale optimizer around Horovod's accumulating optimizer would update the scale (and
 count its good steps) after every micro-batch, mixing scales within one accumulated step. In
-training.keras_loss_scale it sits inside Horovod's optimizer, so its good-step counter counts
+training.tensorflow.loss_scale it sits inside Horovod's optimizer, so its good-step counter counts
 optimizer steps, and both workers take the same decisions (identical weights). fp16 in the
 other flavours and without accumulation: tests/training/test_resume.py; bf16 in every flavour:
 test_tf_training.py::test_every_speed_option_together and

@@ -27,7 +27,7 @@ import pytest
 from conftest import Run
 
 from azdl.envs import REPO_ROOT, training_bin, training_env
-from training import synthetic
+from training.data import synthetic
 
 pytestmark = pytest.mark.slow
 
@@ -150,14 +150,14 @@ def _tiny_logits(framework, weights_dir, images):
     if framework == "torch":
         import torch
 
-        from training.torch_models import build_model
+        from training.torch.models import build_model
 
         model = build_model("tiny", 4)
         with np.load(weights_dir / "rank-0.npz") as npz:
             model.load_state_dict({k: torch.from_numpy(npz[k]) for k in npz.files})
         with torch.no_grad():
             return model(torch.from_numpy(images).permute(0, 3, 1, 2)).numpy()
-    from training import tf_models
+    from training.tensorflow import models as tf_models
 
     model = tf_models.build_model("tiny", 32, 4)
     with np.load(weights_dir / "rank-0.npz") as npz:
@@ -168,7 +168,7 @@ def _tiny_logits(framework, weights_dir, images):
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_label_smoothing_changes_the_loss_as_the_formula_says(results, framework):
     run, weights_dir = results[framework]["smoothed"]
-    # Both workers' batches of the synthetic global batch (training.synthetic); lr 0, so the
+    # Both workers' batches of the synthetic global batch (training.data.synthetic); lr 0, so the
     # dumped weights are the ones the logged loss was computed with.
     images, labels = synthetic.samples(0, 16, 32, 4, seed=0)
     logits = _tiny_logits(framework, weights_dir, images).astype(np.float64)

@@ -13,12 +13,14 @@ import math
 
 import numpy as np
 import pytest
+import tensorflow as tf  # the training environment has both: a broken install must fail, not skip
+import torch  # the training environment has both: a broken install must fail, not skip
 
-torch = pytest.importorskip("torch")
-tf = pytest.importorskip("tensorflow")
-
-from training import tf_models, tf_pipeline, tf_recipe, torch_recipe  # noqa: E402
-from training.torch_resnet import resnet50  # noqa: E402
+from training.tensorflow import models as tf_models
+from training.tensorflow import pipeline as tf_pipeline
+from training.tensorflow import recipe as tf_recipe
+from training.torch import recipe as torch_recipe
+from training.torch.resnet import resnet50
 
 TORCHVISION_RESNET50_PARAMS = 25_557_032
 

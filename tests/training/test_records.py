@@ -1,10 +1,9 @@
 """The TFRecord schema: what the writer serializes, the reader parses back unchanged."""
 
 import pytest
+import tensorflow as tf  # the training environment has both: a broken install must fail, not skip
 
-tf = pytest.importorskip("tensorflow")
-
-from training import records  # noqa: E402
+from training.data import records
 
 
 def test_serialize_then_parse_round_trips_every_feature():
@@ -22,3 +21,174 @@ def test_serialize_then_parse_round_trips_every_feature():
 def test_negative_labels_are_refused_by_the_writer():
     with pytest.raises(ValueError, match="0-based"):
         records.serialize_example(b"x", -1, 1, 1, "a.jpg")
+
+
+# --- the writer without TensorFlow, held against TensorFlow's own parser and tf.data ----------
+# Truth written by others: protobuf's parser (tf.train.Example.FromString, the generated class of
+# tensorflow/core/example/example.proto) and tf.data's TFRecord reader, which verifies both CRCs.
+
+
+def _varint(value: int) -> bytes:
+    out, value = bytearray(), value & (1 << 64) - 1
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    return bytes(out + bytes([value]))
+
+
+def _len_field(number: int, payload: bytes) -> bytes:
+    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
+def _entry(key: str, *feature_payloads: bytes) -> bytes:
+    return _len_field(
+        1, _len_field(1, key.encode()) + b"".join(_len_field(2, f) for f in feature_payloads)
+    )
+
+
+def _example(*entries: bytes) -> bytes:
+    return _len_field(1, b"".join(entries))
+
+
+def _as_lists(example: tf.train.Example) -> dict[str, list]:
+    out = {}
+    for key, feature in example.features.feature.items():
+        kind = feature.WhichOneof("kind")
+        out[key] = list(getattr(feature, kind).value) if kind else []
+    return out
+
+
+@pytest.mark.parametrize(
+    "label,height,width,name",
+    [
+        (0, 0, 0, ""),
+        (7, 375, 500, "n01440764_10026.JPEG"),
+        (999, 2**31, 1, "ü.jpeg"),
+        (2**62, 1, 1, "x"),
+    ],
+)
+def test_the_writers_examples_are_what_tensorflow_builds(label, height, width, name):
+    jpeg = bytes(range(256)) * 3
+    ours = tf.train.Example.FromString(records.serialize_example(jpeg, label, height, width, name))
+    feature = tf.train.Feature
+    theirs = tf.train.Example(
+        features=tf.train.Features(
+            feature={
+                "image/encoded": feature(bytes_list=tf.train.BytesList(value=[jpeg])),
+                "image/class/label": feature(int64_list=tf.train.Int64List(value=[label])),
+                "image/height": feature(int64_list=tf.train.Int64List(value=[height])),
+                "image/width": feature(int64_list=tf.train.Int64List(value=[width])),
+                "image/format": feature(bytes_list=tf.train.BytesList(value=[b"JPEG"])),
+                "image/filename": feature(bytes_list=tf.train.BytesList(value=[name.encode()])),
+            }
+        )
+    )
+    assert ours == theirs
+
+
+def test_tf_data_reads_the_writers_files_and_checks_their_checksums(tmp_path):
+    blobs = [records.serialize_example(b"j" * n, n, n, n, f"{n}.jpg") for n in (1, 200, 70000)]
+    path = tmp_path / "train-00000-of-00001"
+    with records.RecordWriter(str(path)) as writer:
+        for blob in blobs:
+            writer.write(blob)
+    assert [r.numpy() for r in tf.data.TFRecordDataset(str(path))] == blobs
+    damaged = bytearray(path.read_bytes())
+    damaged[20] ^= 0xFF  # a byte of the first record's data: only its checksum can tell
+    path.write_bytes(bytes(damaged))
+    with pytest.raises(tf.errors.DataLossError):
+        list(tf.data.TFRecordDataset(str(path)))
+
+
+def _int64s(*values, packed=True) -> bytes:
+    if packed:
+        return _len_field(3, _len_field(1, b"".join(map(_varint, values))))
+    return _len_field(3, b"".join(_varint(1 << 3) + _varint(v) for v in values))
+
+
+def _bytes(*values) -> bytes:
+    return _len_field(1, b"".join(_len_field(1, v) for v in values))
+
+
+@pytest.mark.parametrize(
+    "blob",
+    [
+        # one list split across two occurrences of the same kind inside one Feature
+        _example(_entry("b", _bytes(b"a") + _bytes(b"b", b"c"))),
+        # packed and unpacked int64 occurrences, concatenated
+        _example(_entry("i", _int64s(1, -2) + _int64s(3, packed=False))),
+        # a Feature whose value field occurs twice: the two messages merge
+        _example(_entry("i", _int64s(4), _int64s(5))),
+        # another kind after the first: the oneof keeps the last
+        _example(_entry("k", _bytes(b"gone") + _int64s(9))),
+        # a key repeated in the map: the last entry replaces the first
+        _example(_entry("k", _int64s(1)), _entry("k", _bytes(b"last"))),
+        # two `features` fields: their maps merge
+        _example(_entry("a", _int64s(1))) + _example(_entry("b", _bytes(b"x"))),
+    ],
+    ids=[
+        "split-list",
+        "packed-and-unpacked",
+        "value-twice",
+        "kind-switch",
+        "key-twice",
+        "features-twice",
+    ],
+)
+def test_split_and_repeated_fields_read_as_protobuf_reads_them(blob):
+    from training.data.reader import parse_example as read_example
+
+    assert read_example(blob) == _as_lists(tf.train.Example.FromString(blob))
+
+
+@pytest.mark.parametrize(
+    "blob,message",
+    [
+        (_example(_entry("k", _int64s(1)))[:-1] + b"\xff", r"truncated varint at byte \d+"),
+        (b"\x0b\x08\x01", r"group 1 at byte 0 has no end"),
+        (b"\x0c", r"end of group 1 at byte 0 without its start"),
+        (b"\x0e", r"unsupported protobuf wire type 6 at byte 0"),
+        (b"\x0a\x10abc", r"field 1 at byte 0 runs past the end of its message"),
+        (
+            _example(_entry("f", _len_field(2, _len_field(1, b"\x00" * 5)))),
+            r"packed floats of 5 bytes",
+        ),
+        (b"\x0a\x02" + b"\x0a\x80", r"truncated varint at byte 3"),
+    ],
+    ids=[
+        "truncated-varint",
+        "unterminated-group",
+        "lone-group-end",
+        "reserved-wire-type",
+        "past-the-end",
+        "odd-floats",
+        "cut-length",
+    ],
+)
+def test_malformed_examples_raise_a_clear_error(blob, message):
+    from google.protobuf.message import DecodeError
+
+    from training.data.reader import ExampleError, image_record
+
+    with pytest.raises(DecodeError):  # protobuf agrees that the bytes are malformed
+        tf.train.Example.FromString(blob)
+    with pytest.raises(ExampleError, match=message):
+        image_record(blob)
+
+
+def test_groups_of_unknown_fields_are_skipped_as_protobuf_skips_them():
+    from training.data.reader import parse_example as read_example
+
+    group = b"\x7b\x08\x05\x7c"  # field 15: start group, a varint field inside, end group
+    blob = group + _example(_entry("k", _int64s(7))) + group
+    assert read_example(blob) == _as_lists(tf.train.Example.FromString(blob)) == {"k": [7]}
+
+
+def test_a_record_with_the_wrong_value_types_names_the_feature():
+    from training.data.reader import ExampleError, image_record
+
+    blob = _example(_entry("image/encoded", _int64s(1)), _entry("image/class/label", _int64s(3)))
+    with pytest.raises(
+        ExampleError, match="'image/encoded' holds int values, the schema says bytes"
+    ):
+        image_record(blob)

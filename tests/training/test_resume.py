@@ -21,6 +21,7 @@ from conftest import TINY, launch
 
 from azdl.commands.train import launch_command
 from azdl.envs import REPO_ROOT, training_env
+from training import ENTRY_MODULES
 from training.throughput import parse_throughput_lines
 
 pytestmark = pytest.mark.slow
@@ -31,7 +32,8 @@ EPOCHS, STEPS, EVERY = 4, 25, 10  # mid-epoch checkpoints at steps 10 and 20 (5,
 def _worker(job: psutil.Process, rank: int) -> psutil.Process | None:
     for child in job.children(recursive=True):
         try:
-            if "training.train_" in " ".join(child.cmdline()) and (
+            cmdline = " ".join(child.cmdline())
+            if any(m in cmdline for m in ENTRY_MODULES.values()) and (
                 child.environ().get("HOROVOD_RANK") == str(rank)
             ):
                 return child

@@ -15,8 +15,8 @@ from collections import Counter
 import pytest
 from conftest import TINY, write_tiny_tfrecords
 
-from training import record_count
-from training.shards import list_shards
+from training.data import count as record_count
+from training.data.shards import list_shards
 
 pytestmark = pytest.mark.training_env
 
@@ -86,7 +86,7 @@ def test_every_shard_is_read_once_per_job_and_every_worker_gets_the_total(shards
 
 
 def test_a_manifest_is_read_instead_of_the_shards(shards, tmp_path):
-    from training.dataprep.manifest import Manifest, SplitSummary
+    from training.data.prepare.manifest import Manifest, SplitSummary
 
     _, files = shards
     summary = SplitSummary(num_examples=1234, num_shards=4, class_counts={})
@@ -101,7 +101,8 @@ def _never(path):
 def _labels(root, start, batches=6):
     """Rank 0 of 2's first training labels from a stream that starts at `start`. One shard per
     rank: the interleave has one file, so the order is the shuffle's alone (deterministic)."""
-    from training import options, tf_pipeline
+    from training import options
+    from training.tensorflow import pipeline as tf_pipeline
 
     args = options.parse_args("tf", ["--data-dir", str(root), "--batch-size", "4", *TINY])
     data = tf_pipeline.make_data(args, 0, 2, 1, start)
@@ -118,7 +119,7 @@ def test_a_resumed_stream_does_not_replay_the_first_epochs_order(tmp_path):
 
 
 def test_shuffle_seeds_differ_by_rank_and_position_and_stay_put():
-    from training.data_order import shuffle_seed
+    from training.data.order import shuffle_seed
 
     seeds = {shuffle_seed(0, r, e, s) for r in range(4) for e in range(50) for s in (0, 7)}
     assert len(seeds) == 4 * 50 * 2 and all(0 <= x < 2**63 for x in seeds)

@@ -6,7 +6,8 @@ import json
 import numpy as np
 import pytest
 
-from training import checkpoints, options, schedule, shards, synthetic, throughput
+from training import checkpoints, options, schedule, throughput
+from training.data import shards, synthetic
 from training.errors import TrainingError
 
 

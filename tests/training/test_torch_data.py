@@ -2,21 +2,22 @@
 the shards `azdl data prepare` writes (TensorFlow is the truth here; the reader never imports it).
 """
 
+import os
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+import tensorflow as tf  # the training environment has both: a broken install must fail, not skip
+import torch
 
-tf = pytest.importorskip("tensorflow")
-
-import torch  # noqa: E402
-
-from training import records, tf_pipeline, torch_data  # noqa: E402
-from training.errors import TrainingError  # noqa: E402
-from training.options import parse_args  # noqa: E402
-from training.record_reader import image_record, parse_example, read_file  # noqa: E402
-from training.shards import list_shards  # noqa: E402
+from training.data import records
+from training.data.reader import image_record, parse_example, read_file
+from training.data.shards import list_shards
+from training.errors import TrainingError
+from training.options import parse_args
+from training.tensorflow import pipeline as tf_pipeline
+from training.torch import data as torch_data
 
 SIZE = 48
 
@@ -25,8 +26,8 @@ SIZE = 48
 def prepared(tmp_path_factory):
     """A sample set converted by the data tool: 3 train shards, 2 validation shards (its shard
     writer runs in this process rather than in a spawned pool, to save TensorFlow's start-up)."""
-    from training.dataprep import convert
-    from training.dataprep.sample import generate
+    from training.data.prepare import convert
+    from training.data.prepare.sample import generate
 
     root = tmp_path_factory.mktemp("prepared")
     generate(root / "jpeg", classes=3, train_per_class=6, validation_per_class=3, size=72)
@@ -246,11 +247,12 @@ def test_shards_without_a_manifest_are_counted_once_per_job_from_their_headers(
     tmp_path, monkeypatch
 ):
     """TF-slim shards have no manifest: the torch flavour counts records from their headers, each
-    worker only its own train shards, and shares the counts (training.record_count), so no
+    worker only its own train shards, and shares the counts (training.data.count), so no
     worker reads another's shards to count them."""
     from conftest import write_tiny_tfrecords
 
-    from training import record_count, schedule
+    from training import schedule
+    from training.data import count as record_count
 
     root = write_tiny_tfrecords(tmp_path, train_shards=4, validation_shards=0, per_shard=5)
     files = list_shards(root, "train")
@@ -339,3 +341,96 @@ def test_the_gpu_decode_path_matches_the_cpu_path(prepared, monkeypatch):
             assert gx.is_contiguous(memory_format=torch.channels_last)
             assert (gx - x).abs().mean() < 0.05  # normalised units
     assert calls and calls[0] == (4, "RGB", torch.device("cpu"))
+
+
+def _jpeg(height: int, width: int, seed: int = 0) -> bytes:
+    import io
+
+    from PIL import Image
+
+    pixels = np.random.default_rng(seed).integers(0, 255, (height, width, 3), dtype=np.uint8)
+    out = io.BytesIO()
+    Image.fromarray(pixels).save(out, "JPEG", quality=90)
+    return out.getvalue()
+
+
+def test_cpu_decode_asks_libjpeg_only_for_the_scales_faster_than_full_size(monkeypatch):
+    """Every decode is full size or ½, ¼, ⅛ (libjpeg rounds a scaled side up), never the
+    5/8-7/8 scales that decode slower than full size; and never smaller than the crop needs."""
+    import simplejpeg
+
+    jpeg, full = _jpeg(900, 1200), (900, 1200)  # large enough for ½ and ¼ scales
+    shapes, real = [], simplejpeg.decode_jpeg
+
+    def recording(*args, **kwargs):
+        out = real(*args, **kwargs)
+        shapes.append(out.shape[:2])
+        return out
+
+    monkeypatch.setattr(torch_data.simplejpeg, "decode_jpeg", recording)
+    fast = {(-(-900 // f), -(-1200 // f)) for f in (1, 2, 4, 8)}
+    rng = np.random.default_rng(0)
+    for window in torch_data.random_windows([900] * 200, [1200] * 200, rng):
+        _, _, height, width = window
+        torch_data.decode_crop_resize(jpeg, window, full, 224, False)
+        decoded = shapes[-1]
+        assert decoded in fast, decoded
+        enough = decoded[0] * height >= 224 * 900 and decoded[1] * width >= 224 * 1200
+        assert decoded == full or enough, (decoded, window)  # a small crop: full size is all
+    assert {s for s in shapes} - {full}, "some crops should decode at a reduced scale"
+    # The old way (any n/8 scale) picks the slow scales for some of the same windows.
+    shapes.clear()
+    for window in torch_data.random_windows([900] * 200, [1200] * 200, np.random.default_rng(0)):
+        torch_data.decode_crop_resize(jpeg, window, full, 224, False, factors=None)
+    assert set(shapes) - fast, "the baseline should use scales like 5/8"
+
+
+def test_open_shards_stay_bounded_at_imagenet_scale(tmp_path):
+    """1,024 shards of two records each, read by one dataset under a 1,024-descriptor limit
+    (the usual default): the open descriptors never exceed MAX_OPEN_SHARDS more than before."""
+    import resource
+
+    jpeg = _jpeg(40, 40)
+    for i in range(1024):
+        with records.RecordWriter(str(tmp_path / f"train-{i:05d}-of-01024")) as writer:
+            for j in range(2):
+                writer.write(records.serialize_example(jpeg, (i + j) % 3, 40, 40, f"{i}-{j}.jpg"))
+    split = torch_data.index_split(list_shards(tmp_path, "train"))
+    dataset = torch_data.RecordBatches(split, 256, 16, 3, train=True, seed=0, rank=0, decode="cpu")
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard))
+    try:
+        before = len(os.listdir("/proc/self/fd"))
+        most = before
+        for k in range(12):  # 3,072 records: every shard read, most of them more than once
+            assert dataset[k]["images"].shape == (256, 16, 16, 3)
+            most = max(most, len(os.listdir("/proc/self/fd")))
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert most - before <= torch_data.MAX_OPEN_SHARDS
+    assert len(dataset._fds) == torch_data.MAX_OPEN_SHARDS
+
+
+@pytest.mark.parametrize("size", [32, 150])  # down- and upscaling
+def test_the_batched_gpu_augmentation_is_pytorchs_antialiased_resize_per_image(size, monkeypatch):
+    """crop_resize_flip (one padded batch, two batched matrix products) against PyTorch's own
+    kernel image by image: F.interpolate(bilinear, antialias=True) of the crop, then the flip.
+    Also in chunks (a tiny RESIZE_CHUNK_BYTES), which must change nothing."""
+    import torch.nn.functional as F
+
+    g = torch.Generator().manual_seed(0)
+    sizes = [(60, 90), (48, 48), (120, 70), (33, 200), (75, 75)]
+    images = [torch.randint(0, 256, (3, h, w), dtype=torch.uint8, generator=g) for h, w in sizes]
+    heights, widths = zip(*sizes, strict=True)
+    windows = torch.from_numpy(torch_data.random_windows(heights, widths, np.random.default_rng(1)))
+    flips = torch.tensor([True, False, True, False, True])
+    out = torch_data.crop_resize_flip(images, windows, flips, size)
+    for image, (top, left, h, w), flip, got in zip(
+        images, windows.tolist(), flips, out, strict=True
+    ):
+        crop = image[None, :, top : top + h, left : left + w].float()
+        want = F.interpolate(crop, size=(size, size), mode="bilinear", antialias=True)[0]
+        want = want.flip(-1) if flip else want
+        assert (got - want).abs().max() < 2e-3  # of 255
+    monkeypatch.setattr(torch_data, "RESIZE_CHUNK_BYTES", 1)
+    assert torch.equal(torch_data.crop_resize_flip(images, windows, flips, size), out)

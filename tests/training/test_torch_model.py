@@ -1,11 +1,10 @@
 """The plain-PyTorch ResNet50 v1.5 and the channels-last path (one process, seconds)."""
 
 import pytest
+import torch  # the training environment has both: a broken install must fail, not skip
 
-torch = pytest.importorskip("torch")
-
-from training.torch_models import build_model  # noqa: E402
-from training.torch_resnet import Bottleneck, resnet50  # noqa: E402
+from training.torch.models import build_model
+from training.torch.resnet import Bottleneck, resnet50
 
 
 def test_resnet50_has_torchvisions_parameter_count_and_v1_5_strides():

@@ -89,7 +89,7 @@ def test_all_ranks_hold_identical_weights(synthetic):
 def test_two_workers_equal_one_worker_with_double_batch_or_accumulation(synthetic):
     import torch
 
-    from training.torch_models import build_model
+    from training.torch.models import build_model
 
     root, _ = synthetic
     torch.manual_seed(0)  # the scripts' default --seed: the weights every run starts from
@@ -222,7 +222,7 @@ def test_resume_after_a_worker_is_killed(tmp_path):
         if len(printed) == 2 or time.monotonic() > deadline:
             break
     assert len(printed) == 2, "the first run never finished 2 epochs"
-    (victim,) = worker_pids("training.train_torch", str(ckpt), "HOROVOD_RANK=1")
+    (victim,) = worker_pids("training.torch.train", str(ckpt), "HOROVOD_RANK=1")
     os.kill(victim, signal.SIGKILL)
     rest = first.communicate(timeout=60)[0]
     assert first.returncode != 0  # the job stopped: a static Horovod job can't lose a worker
@@ -255,7 +255,7 @@ def test_resume_after_a_worker_is_killed(tmp_path):
 
 def test_bad_input_ends_in_a_clear_error_and_exit_code_2(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "training.train_torch", *TINY, "--data-dir", str(tmp_path / "no")],
+        [sys.executable, "-m", "training.torch.train", *TINY, "--data-dir", str(tmp_path / "no")],
         cwd=REPO_ROOT,
         env=training_env({"TF_CPP_MIN_LOG_LEVEL": "2"}),
         capture_output=True,
@@ -276,7 +276,7 @@ def test_bad_input_ends_in_a_clear_error_and_exit_code_2(tmp_path):
     ],
 )
 def test_bad_options_are_refused(argv, message, capsys):
-    from training.train_torch import main
+    from training.torch.train import main
 
     with pytest.raises(SystemExit) as exit_info:
         main(argv)
@@ -293,7 +293,7 @@ def _data(argv, rank=0, size=1):
     import torch
 
     from training.options import parse_args
-    from training.train_torch import Data
+    from training.torch.train import Data
 
     args = parse_args("torch", [*TINY, "--batch-size", "4", *map(str, argv)])
     return Data(args, rank, size, 1, torch.device("cpu"))
@@ -358,7 +358,7 @@ def test_each_worker_takes_a_gpu_it_can_see(monkeypatch):
     set per worker, every worker sees one GPU, its device 0."""
     import torch
 
-    from training.train_torch import worker_device
+    from training.torch.train import worker_device
 
     chosen = []
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)

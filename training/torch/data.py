@@ -16,6 +16,7 @@ Augmentation follows the ImageNet recipe (torchvision's RandomResizedCrop: area 
 the same spec as the TF flavours' pipeline.
 """
 
+import collections
 import contextlib
 import io
 import math
@@ -23,6 +24,7 @@ import multiprocessing
 import os
 import queue
 import threading
+import warnings
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -31,9 +33,9 @@ import torch
 import torch.nn.functional as F
 from PIL import Image
 
-from training import shards
+from training.data import shards
+from training.data.reader import RecordRef, image_record, index_file, read_record
 from training.errors import TrainingError
-from training.record_reader import RecordRef, image_record, index_file, read_record
 
 MEAN = (0.485, 0.456, 0.406)  # ImageNet channel statistics of [0, 1] pixels (as tf_pipeline)
 STD = (0.229, 0.224, 0.225)
@@ -96,25 +98,59 @@ def center_windows(heights, widths, image_size: int) -> np.ndarray:
 # --- CPU decode -------------------------------------------------------------------------------
 
 
+# libjpeg-turbo decodes at n/8 of the full size for n = 1..16, but only ½, ¼ and ⅛ are faster
+# than a full decode (median ms per 100-130 kB JPEG, measured here: full 1.03, 7/8 1.75,
+# 6/8 1.45, 5/8 1.30, 1/2 0.93): the other scales resample in the IDCT. The CPU path asks only
+# for these factors; benchmarks/torch_input_pipeline.py measures the choice against any scale.
+FAST_DCT_FACTORS = (8, 4, 2)
+# Shard files a dataset keeps open at once, per process. A training batch's records come from a
+# permutation of all the rank's records, so one batch of 256 can touch 256 shards: past the
+# limit the least recently read is closed, and a reopen costs microseconds against the
+# milliseconds of a JPEG decode, while 1,024 open shards would reach the usual per-process
+# limit of 1,024 descriptors.
+MAX_OPEN_SHARDS = 128
+
+
+def dct_factor(full: tuple[int, int], need: tuple[int, int], factors=FAST_DCT_FACTORS) -> int:
+    """The largest of `factors` (else 1) at which a full × full JPEG decodes to at least `need`
+    pixels (libjpeg rounds a scaled side up)."""
+    for factor in factors:
+        if all(-(-side // factor) >= want for side, want in zip(full, need, strict=True)):
+            return factor
+    return 1
+
+
+def decode_scale(window, full: tuple[int, int], size: int, factors=FAST_DCT_FACTORS) -> dict:
+    """simplejpeg's scaling arguments for decoding `window` of a full-size JPEG to `size`."""
+    _, _, height, width = (int(v) for v in window)
+    need = (math.ceil(full[0] * size / height), math.ceil(full[1] * size / width))
+    if factors is None:
+        return {"min_height": need[0], "min_width": need[1]}
+    factor = dct_factor(full, need, factors)
+    if factor == 1:
+        return {}  # full size
+    return {
+        "min_height": -(-full[0] // factor),
+        "min_width": -(-full[1] // factor),
+        "min_factor": factor,  # or libjpeg may take a smaller, slower n/8 scale
+    }
+
+
 def decode_crop_resize(
-    jpeg: bytes, window, full: tuple[int, int], size: int, flip: bool
+    jpeg: bytes, window, full: tuple[int, int], size: int, flip: bool, factors=FAST_DCT_FACTORS
 ) -> torch.Tensor:
     """One JPEG → its window resized to size × size (bilinear, antialiased), uint8 HWC.
 
     Decoded by libjpeg-turbo through simplejpeg, with the fast integer IDCT (tf.image's default
-    too) and, when the window is 2, 4 or 8 times larger than the output, at that fraction of
-    the size (DCT scaling: far less work); JPEGs it refuses (CMYK, …) go through Pillow. The
-    resize is torch's uint8 antialiased bilinear kernel (vectorised for channels-last)."""
+    too) and, when the window is at least 2, 4 or 8 times larger than the output, at ½, ¼ or ⅛
+    of the size (DCT scaling: far less work; `factors=None` lets libjpeg pick any n/8 scale, the
+    slower old way the benchmark compares with). JPEGs it refuses (CMYK, …) go through Pillow.
+    The resize is torch's uint8 antialiased bilinear kernel (vectorised for channels-last)."""
     top, left, height, width = (int(v) for v in window)
     full_h, full_w = full
+    scale = decode_scale(window, full, size, factors)
     try:
-        pixels = simplejpeg.decode_jpeg(
-            jpeg,
-            colorspace="RGB",
-            fastdct=True,
-            min_height=math.ceil(full_h * size / height),
-            min_width=math.ceil(full_w * size / width),
-        )
+        pixels = simplejpeg.decode_jpeg(jpeg, colorspace="RGB", fastdct=True, **scale)
     except ValueError:
         with Image.open(io.BytesIO(jpeg)) as img:
             pixels = np.array(img.convert("RGB"))
@@ -192,11 +228,16 @@ class RecordBatches(torch.utils.data.Dataset):
         self.split, self.batch, self.size, self.num_classes = split, batch, image_size, num_classes
         self.train, self.seed, self.rank, self.decode = train, seed, rank, decode
         self.label_offset = label_offset
-        self._fds: dict[int, int] = {}
+        self.dct_factors = FAST_DCT_FACTORS  # None: any n/8 scale (the benchmark's baseline)
+        self._fds: collections.OrderedDict[int, int] = collections.OrderedDict()
         self._perm: tuple[int, np.ndarray] | None = None
 
     def __getstate__(self):  # file descriptors stay with the process that opened them
-        return {**self.__dict__, "_fds": {}, "_perm": None}
+        return {**self.__dict__, "_fds": collections.OrderedDict(), "_perm": None}
+
+    def __del__(self):
+        for fd in getattr(self, "_fds", {}).values():
+            os.close(fd)
 
     def __len__(self) -> int:
         """Validation batches (the last one partial); training batches are endless."""
@@ -217,15 +258,28 @@ class RecordBatches(torch.utils.data.Dataset):
             out[at] = self._perm[1][q[at] % n]
         return out
 
+    def _fd(self, file: int) -> int:
+        """An open descriptor of shard `file`: at most MAX_OPEN_SHARDS stay open per process,
+        the least recently read closed first (a worker of a 1,024-shard rank would otherwise
+        hold 1,024 descriptors, the usual per-process limit)."""
+        if file in self._fds:
+            self._fds.move_to_end(file)
+            return self._fds[file]
+        if len(self._fds) >= MAX_OPEN_SHARDS:
+            os.close(self._fds.popitem(last=False)[1])
+        self._fds[file] = os.open(self.split.files[file], os.O_RDONLY)
+        return self._fds[file]
+
     def _record(self, position: int):
         ref = self.split.ref(position)
         path = self.split.files[ref.file]
-        if ref.file not in self._fds:
-            self._fds[ref.file] = os.open(path, os.O_RDONLY)
         try:
-            record = image_record(read_record(path, self._fds[ref.file], ref, position))
+            record = image_record(read_record(path, self._fd(ref.file), ref, position))
         except ValueError as exc:
-            raise TrainingError(f"unreadable record in TFRecord file {path!r}: {exc}") from None
+            where = f"record {position} (data at byte {ref.offset})"
+            raise TrainingError(
+                f"unreadable record in TFRecord file {path!r}, {where}: {exc}"
+            ) from None
         label = record.label - self.label_offset
         if not 0 <= label < self.num_classes:
             raise TrainingError(
@@ -271,7 +325,9 @@ class RecordBatches(torch.utils.data.Dataset):
         for i, (record, window, flip, hw) in enumerate(
             zip(records, windows, flips, dims, strict=True)
         ):
-            images[i] = decode_crop_resize(record.jpeg, window, hw, self.size, bool(flip))
+            images[i] = decode_crop_resize(
+                record.jpeg, window, hw, self.size, bool(flip), self.dct_factors
+            )
         return {"images": images, "labels": labels}
 
 
@@ -304,22 +360,68 @@ class Finisher:
         return images.mul_(self.scale).add_(self.bias), labels
 
     def gpu_decode(self, item: dict) -> torch.Tensor:
-        """nvJPEG batched decode (torchvision ≥ 0.19 takes a list), then crop, resize (bilinear,
-        antialiased, as on the CPU) and flip each image on the GPU; float32 NCHW in [0, 255]."""
+        """nvJPEG batched decode (torchvision ≥ 0.19 takes a list), then crop, resize and flip
+        the whole batch at once (`crop_resize_flip`); float32 NCHW in [0, 255]."""
         from torchvision.io import ImageReadMode, decode_jpeg
 
-        chunks = list(torch.split(item["jpeg"], item["lengths"].tolist()))
+        chunks = list(torch.split(item["jpeg"], item["lengths"].tolist()))  # host tensors
         decoded = decode_jpeg(chunks, mode=ImageReadMode.RGB, device=self.device)
-        out = torch.empty((len(chunks), 3, self.size, self.size), device=self.device)
-        windows, flips = item["windows"].tolist(), item["flips"].tolist()
-        for i, (image, window, flip) in enumerate(zip(decoded, windows, flips, strict=True)):
-            top, left, height, width = window
-            crop = image[None, :, top : top + height, left : left + width].float()
-            resized = F.interpolate(
-                crop, size=(self.size, self.size), mode="bilinear", antialias=True
-            )[0]
-            out[i] = resized.flip(-1) if flip else resized
-        return out
+        windows = item["windows"].to(self.device, non_blocking=True)
+        flips = item["flips"].to(self.device, non_blocking=True)
+        return crop_resize_flip(decoded, windows, flips, self.size)
+
+
+# Bytes of float pixels one crop_resize_flip pass may hold: larger batches go in chunks.
+RESIZE_CHUNK_BYTES = 1 << 30
+
+
+def _resize_weights(start, length, size: int, extent: int, device) -> torch.Tensor:
+    """[N, size, extent] weights of PyTorch's antialiased bilinear resize (PIL's triangle filter,
+    aten/src/ATen/native/UpSample.h `_upsample_bilinear2d_aa`) of each image's window
+    [start, start + length) to `size` pixels, zero outside the window."""
+    scale = (length.float() / size)[:, None, None]
+    support = scale.clamp(min=1.0)
+    center = (
+        start.float()[:, None, None]
+        + (torch.arange(size, device=device)[None, :, None] + 0.5) * scale
+    )
+    x = torch.arange(extent, device=device)[None, None, :]
+    weights = (1 - ((x + 0.5 - center) / support).abs()).clamp(min=0)
+    inside = (x >= start[:, None, None]) & (x < (start + length)[:, None, None])
+    weights = weights * inside
+    return weights / weights.sum(-1, keepdim=True)
+
+
+def crop_resize_flip(
+    images: list[torch.Tensor], windows: torch.Tensor, flips: torch.Tensor, size: int
+) -> torch.Tensor:
+    """CHW uint8 images of any sizes → [N, 3, size, size] float32: each image's window (top,
+    left, height, width) resized with antialiased bilinear weights, mirrored where `flips`.
+
+    Batched, with no per-image kernels: the images are padded into one tensor (a nested tensor's
+    `to_padded_tensor`), and the resize is two batched matrix products with per-image weight
+    matrices (a flip reverses the column weights), so a batch costs a handful of launches
+    whatever its size, instead of a crop, resize, flip and copy per image."""
+    out = []
+    heights = max(image.shape[1] for image in images)
+    widths = max(image.shape[2] for image in images)
+    per_image = 3 * heights * widths * 4
+    step = max(1, RESIZE_CHUNK_BYTES // per_image)
+    for first in range(0, len(images), step):  # one pass unless the batch is very large
+        chunk = images[first : first + step]
+        with warnings.catch_warnings():
+            # Only the notice that the strided nested-tensor API is a prototype (the jagged
+            # layout it recommends has one ragged dimension; images have two).
+            warnings.filterwarnings("ignore", "The PyTorch API of nested tensors", UserWarning)
+            nested = torch.nested.nested_tensor(chunk)
+        padded = nested.to_padded_tensor(0, (len(chunk), 3, heights, widths))
+        top, left, height, width = windows[first : first + step].unbind(1)
+        rows = _resize_weights(top, height, size, heights, padded.device)
+        columns = _resize_weights(left, width, size, widths, padded.device)
+        mirror = flips[first : first + step][:, None, None]
+        columns = torch.where(mirror, columns.flip(1), columns)
+        out.append(rows[:, None] @ padded.float() @ columns.transpose(1, 2)[:, None])
+    return torch.cat(out) if len(out) > 1 else out[0]
 
 
 _END = object()
@@ -385,7 +487,7 @@ def worker_context():
     examples/pytorch/pytorch_imagenet_resnet50.py)."""
     if "forkserver" in multiprocessing.get_all_start_methods():
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["training.torch_data"])
+        context.set_forkserver_preload(["training.torch.data"])
         return context
     return None
 
@@ -435,7 +537,7 @@ class TFRecordData:
         gather=None,
     ):
         """`gather`: horovod.torch's allgather_object, so that shards without a manifest are
-        counted once per job (training.record_count); None: this process counts them all."""
+        counted once per job (training.data.count); None: this process counts them all."""
         self.args, self.rank, self.workers, self.prefetch = args, rank, workers, prefetch
         all_train = shards.list_shards(args.data_dir, "train")
         train_files = shards.shards_for_rank(all_train, rank, size)
@@ -513,7 +615,8 @@ class _Count:
 def _steps(args, all_train: list[str], rank: int, size: int, gather, threads: int) -> int:
     """Optimizer steps per epoch: the examples from the data manifest when there is one, else
     counted from the record headers, each worker its own shards, shared with `gather`."""
-    from training import record_count, schedule
+    from training import schedule
+    from training.data import count as record_count
 
     examples = record_count.count_examples(args.data_dir, all_train, rank, size, gather, threads)
     return schedule.steps_per_epoch(examples, args.batch_size, size, args.grad_accum)

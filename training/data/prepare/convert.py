@@ -1,4 +1,4 @@
-"""ImageNet-layout folders to sharded TFRecords in the schema of `training.records`.
+"""ImageNet-layout folders to sharded TFRecords in the schema of `training.data.records`.
 
     azdl data prepare --input IMAGENET --output SHARDS [--train-shards 1024 ...]
 
@@ -28,7 +28,7 @@ from pathlib import Path
 from PIL import Image
 from rich.progress import MofNCompleteColumn, Progress, TimeRemainingColumn
 
-from training.dataprep.manifest import (
+from training.data.prepare.manifest import (
     MANIFEST_NAME,
     SHARD_FILE,
     Manifest,
@@ -36,11 +36,11 @@ from training.dataprep.manifest import (
     SplitSummary,
     file_digests,
 )
-from training.dataprep.options import PREPARE_OPTIONS, add_options
-from training.dataprep.sample import LABELS_FILE
+from training.data.prepare.options import DEFAULT_SHARDS, PREPARE_OPTIONS, add_options
+from training.data.prepare.sample import LABELS_FILE
+from training.data.records import RecordWriter, serialize_example
+from training.data.shards import SPLITS, shard_name
 from training.errors import TrainingError
-from training.records import serialize_example
-from training.shards import SPLITS, shard_name
 
 IMAGE_SUFFIXES = {".jpeg", ".jpg", ".png"}
 LOG_EVERY_S = 10.0  # progress lines when stdout is not a terminal (job logs, CI)
@@ -213,13 +213,11 @@ def write_shard(task: ShardTask) -> dict:
 
     In a conversion's worker, every image done is counted on the parent's progress queue.
     """
-    import tensorflow as tf
-
     name = shard_name(task.split, task.index, task.total)
     path = Path(task.folder) / name
     counts: Counter[str] = Counter()
     reencoded, bad = [], []
-    with tf.io.TFRecordWriter(str(path)) as writer:
+    with RecordWriter(str(path)) as writer:
         for image_path, wnid in task.images:
             try:
                 data, height, width, reason = encode_image(image_path, task.encoding)
@@ -252,7 +250,7 @@ def convert(
     source: Path,
     output: Path,
     splits: list[str],
-    shards: dict[str, int],
+    shards: dict[str, int | None],
     encoding: Encoding = Encoding(),
     labels_file: Path | None = None,
     workers: int | None = None,
@@ -260,7 +258,10 @@ def convert(
     overwrite: bool = False,
     seed: int = 0,
 ) -> Manifest:
-    """Convert `source` into shards and `manifest.json` in `output`; return the manifest."""
+    """Convert `source` into shards and `manifest.json` in `output`; return the manifest.
+
+    A split's shard count of None takes the default (`DEFAULT_SHARDS`), or one shard per image
+    when the split has fewer images than that."""
     unknown = [s for s in splits if s not in SPLITS]
     if unknown or not splits:
         raise TrainingError(f"unknown split(s) {unknown or splits}; allowed: {', '.join(SPLITS)}")
@@ -275,10 +276,13 @@ def convert(
     rng = random.Random(seed)
     for split in splits:
         items, total = images[split], shards[split]
+        if total is None:
+            total = max(1, min(DEFAULT_SHARDS[split], len(items)))
         if not 1 <= total <= len(items):
+            leave_out = "" if shards[split] is None else f", or leave --{split}-shards out"
             raise TrainingError(
                 f"--{split}-shards {total} is not possible with {len(items)} {split} images; "
-                f"allowed: 1 to {len(items)}"
+                f"allowed: 1 to {len(items)}{leave_out}"
             )
         rng.shuffle(items)  # mix the classes across shards
         tasks_per_split[split] = [
@@ -317,7 +321,7 @@ def convert(
     for split in splits:
         counts = sum((r["counts"] for r in results if r["entry"].split == split), Counter())
         summaries[split] = SplitSummary(
-            sum(counts.values()), shards[split], dict(sorted(counts.items()))
+            sum(counts.values()), len(tasks_per_split[split]), dict(sorted(counts.items()))
         )
     manifest = Manifest(
         label_map=label_map,
@@ -327,7 +331,7 @@ def convert(
         skipped=sorted((x for r in results for x in r["bad"]), key=lambda x: x["path"]),
         options=dict(
             source=str(source),
-            shards={split: shards[split] for split in splits},
+            shards={split: len(tasks_per_split[split]) for split in splits},
             reencode=encoding.reencode,
             quality=encoding.quality,
             resize=encoding.resize,
@@ -378,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="azdl data prepare",
         description="Convert an ImageNet-layout folder into sharded TFRecords (the schema of "
-        "training/records.py) plus manifest.json, using every core.",
+        "training/data/records.py) plus manifest.json, using every core.",
     )
     add_options(p, PREPARE_OPTIONS)
     args = p.parse_args(argv)
@@ -389,7 +393,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.workers is not None and args.workers < 1:
         p.error(f"--workers must be at least 1, got {args.workers}")
     splits = [s.strip() for s in args.splits.split(",") if s.strip()]
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # the workers inherit it: no TF banners
     start = time.perf_counter()
     try:
         manifest = convert(

@@ -1,9 +1,9 @@
 """Horovod elastic training with PyTorch: workers may leave (or join) while the run goes on.
 
     horovodrun -np 2 --min-np 1 --max-np 2 --host-discovery-script ./hosts.sh \\
-        python -m training.torch_elastic --model tiny --image-size 32 ...
+        python -m training.torch.elastic --model tiny --image-size 32 ...
 
-Same model, optimizer, data and step as `training.train_torch`. `hvd.elastic.TorchState` holds
+Same model, optimizer, data and step as `training.torch.train`. `hvd.elastic.TorchState` holds
 the model, the optimizer and the position (epoch, step); `state.commit()` copies them to host
 memory every `--commit-every` steps. When a worker dies, the survivors' next collective raises
 `HorovodInternalError`; `@hvd.elastic.run` rolls them back to the last commit, re-forms the ring
@@ -21,12 +21,12 @@ import torch
 
 from training import checkpoints, common, options
 from training.throughput import ThroughputMeter
-from training.train_torch import FRAMEWORK, Data, Trainer, set_threads, worker_device
+from training.torch.train import FRAMEWORK, Data, Trainer, set_threads, worker_device
 
 
 def build_parser():
     parser = options.build_parser(FRAMEWORK)
-    parser.prog = "python -m training.torch_elastic"
+    parser.prog = "python -m training.torch.elastic"
     parser.add_argument(
         "--commit-every",
         type=options._at_least(1),

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from training.data.reader import index_file
 from training.errors import TrainingError
-from training.record_reader import index_file
 
 _COUNTS: dict[str, int] = {}  # shard path → records, for the life of this process
 
@@ -44,7 +44,7 @@ def count_examples(
     known = _COUNTS if cache is None else cache
     manifest = Path(data_dir) / "manifest.json"
     if manifest.exists():
-        from training.dataprep.manifest import load_manifest
+        from training.data.prepare.manifest import load_manifest
 
         return load_manifest(manifest).splits["train"].num_examples
     own = files[rank::size] if gather is not None else files

@@ -1,6 +1,6 @@
 """A tiny ImageNet-layout dataset of real JPEG files, for tests, demos and benchmarks.
 
-    python -m training.dataprep.sample OUT [--classes 4] [--train-per-class 12] ...
+    python -m training.data.prepare.sample OUT [--classes 4] [--train-per-class 12] ...
 
 Writes `OUT/train/<wnid>/<wnid>_<i>.JPEG` and validation images either flat with a labels
 file (`OUT/validation/*.JPEG` + `OUT/validation_labels.txt`, as ImageNet ships them) or in
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
-from training.dataprep.options import SAMPLE_OPTIONS, add_options
+from training.data.prepare.options import SAMPLE_OPTIONS, add_options
 
 LABELS_FILE = "validation_labels.txt"  # the converter looks for it by this name
 

@@ -19,7 +19,10 @@ from dataclasses import dataclass
 import numpy as np
 import tensorflow as tf
 
-from training import data_order, record_count, records, schedule, shards, synthetic
+from training import schedule
+from training.data import count as record_count
+from training.data import order as data_order
+from training.data import records, shards, synthetic
 from training.errors import TrainingError
 
 AUTOTUNE = tf.data.AUTOTUNE
@@ -52,9 +55,9 @@ def make_data(args, rank: int, size: int, threads: int, start=(0, 0), gather=Non
 
     `threads`: the thread pool that reads and decodes TFRecords (this worker's share of cores).
     `start`: (epochs done, steps done in the epoch) the stream begins at; it seeds the shuffles
-    (training.data_order), so a resumed run draws a fresh order instead of the first epoch's.
+    (training.data.order), so a resumed run draws a fresh order instead of the first epoch's.
     `gather`: the flavour's `hvd.allgather_object`, to count unlabelled shards once per job
-    (training.record_count); None: this process counts them all.
+    (training.data.count); None: this process counts them all.
     """
     if args.data_dir is None:
         return _synthetic(args, rank, size)
@@ -159,7 +162,7 @@ def augmentation_seed(seed: int, rank: int, start: tuple[int, int] = (0, 0)) -> 
     """The seed of rank `rank`'s augmentation stream: its own for every (--seed, rank) pair, so
     workers draw different crops and flips (one shared seed made every rank draw the same), and
     for every `start` (epochs, steps done), so a resumed run draws fresh crops as it draws a
-    fresh order (training.data_order)."""
+    fresh order (training.data.order)."""
     entropy = [seed, rank, *start]
     return int(np.random.SeedSequence(entropy).generate_state(1, np.uint64)[0]) >> 1
 

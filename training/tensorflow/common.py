@@ -85,7 +85,8 @@ def print_recipe(args, model, peak: float, workers: int) -> None:
     """Rank 0: training.recipe's summary line for this Keras model."""
     import horovod.tensorflow as hvd
 
-    from training import recipe, tf_recipe
+    from training import recipe
+    from training.tensorflow import recipe as tf_recipe
 
     if hvd.rank() != 0:
         return
@@ -120,7 +121,7 @@ def restore_and_broadcast(
     import horovod.tensorflow as hvd
     import tensorflow as tf
 
-    from training.tf_elastic import state_variables
+    from training.tensorflow.elastic import state_variables
 
     optimizer.build(model.trainable_variables)
     progress = None

@@ -1,11 +1,11 @@
 """Node-side copy steps (stdlib only).
 
-    python -m training.copy_shards --source /mnt/data --dest /mnt/nvme/data
-    python -m training.copy_shards --all --source /mnt/data --dest /mnt/azdl-nfs/imagenet
+    python -m training.data.copy_shards --source /mnt/data --dest /mnt/nvme/data
+    python -m training.data.copy_shards --all --source /mnt/data --dest /mnt/azdl-nfs/imagenet
 
 Without `--all` (the `copy` storage mode): run once per worker under the job's MPI launch,
 before training. Local rank 0 of each node copies the shards that this node's ranks will read
-(by global rank, as `training.shards` and the training input pipeline assign them) from the
+(by global rank, as `training.data.shards` and the training input pipeline assign them) from the
 mounted container or share to local disk, after checking there is room; the node's other
 ranks wait for it. Training then reads `--dest` unchanged: every other shard appears there as
 a symbolic link to the mount, so `--dest` lists the whole dataset, each worker's global-rank
@@ -33,16 +33,16 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from training.dataprep.manifest import (
+from training.data.prepare.manifest import (
     MANIFEST_NAME,
     SHARD_FILE,
     ManifestError,
     file_md5,
     load_manifest,
 )
-from training.dataprep.options import Option, add_options
+from training.data.prepare.options import Option, add_options
+from training.data.shards import SPLITS, list_shards, shards_for_rank
 from training.errors import TrainingError
-from training.shards import SPLITS, list_shards, shards_for_rank
 
 DONE_MARKER = ".azdl-copy-done.json"
 FAILED_MARKER = ".azdl-copy-failed"

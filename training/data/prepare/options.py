@@ -10,6 +10,10 @@ from pathlib import Path
 
 Option = tuple[str, dict]
 
+# Shards per split when --train-shards / --validation-shards are left out: ImageNet's usual
+# split (about 1,250 train and 390 validation images, 100-140 MB, per shard).
+DEFAULT_SHARDS = {"train": 1024, "validation": 128}
+
 SAMPLE_OPTIONS: list[Option] = [
     ("output", dict(type=Path, help="folder to create (must not hold train/ or validation/)")),
     ("--classes", dict(type=int, default=4, help="number of classes (default 4)")),
@@ -57,8 +61,14 @@ PREPARE_OPTIONS: list[Option] = [
             help="comma-separated splits to convert (default train,validation)",
         ),
     ),
-    ("--train-shards", dict(type=int, default=1024, help="train shards (default 1024)")),
-    ("--validation-shards", dict(type=int, default=128, help="validation shards (default 128)")),
+    (
+        "--train-shards",
+        dict(type=int, help="train shards (default 1024, or one per image when there are fewer)"),
+    ),
+    (
+        "--validation-shards",
+        dict(type=int, help="validation shards (default 128, or one per image when fewer)"),
+    ),
     (
         "--reencode",
         dict(

@@ -1,0 +1,246 @@
+"""ResNet50 with Keras `model.fit` and Horovod: one process per worker.
+
+    horovodrun --gloo -np 2 -H localhost:2 python -m training.tensorflow.train_keras \
+        --image-size 64 ...
+
+Horovod pieces: `hvd.DistributedOptimizer` (allreduce-averaged gradients, optional fp16
+compression and gradient accumulation) and `MetricAverageCallback` (the epoch's training loss
+and accuracy averaged over workers). The rest is this module's, so that Keras agrees with the
+other flavours: the learning rate is set before every optimizer step from training.schedule
+(Horovod's warm-up and schedule callbacks compare the whole-number epoch with a fractional
+warm-up end and run one step ahead), validation accuracy is summed over workers (a worker
+without a validation shard takes part with nothing), and rank 0's weights are broadcast before
+the first step (common.restore_and_broadcast). Rank 0 alone checkpoints (every epoch, and
+every `--checkpoint-every-steps` steps), writes TensorBoard logs and prints the throughput lines.
+A relaunch resumes at the last checkpoint's epoch and step: `Fit` runs the rest of that epoch,
+then the remaining ones. `--elastic`: Horovod elastic training (training.tensorflow.elastic).
+"""
+
+import sys
+from collections.abc import Callable
+
+import horovod.tensorflow.keras as hvd
+import tensorflow as tf
+from horovod.tensorflow import allgather_object
+
+from training import checkpoints, options, schedule
+from training.tensorflow import common, elastic, loss_scale, models, pipeline, recipe
+from training.throughput import ThroughputMeter
+
+FRAMEWORK = "keras"
+
+
+class StepTimer(tf.keras.callbacks.Callback):
+    """Times optimizer steps (`grad_accum` Keras batches each) for the throughput meter."""
+
+    def __init__(self, meter: ThroughputMeter, grad_accum: int):
+        super().__init__()
+        self.meter, self.grad_accum = meter, grad_accum
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if batch % self.grad_accum == 0:
+            self.meter.begin()
+
+    def on_train_batch_end(self, batch, logs=None):
+        if (batch + 1) % self.grad_accum == 0:
+            self.meter.end()
+
+
+class ScheduledLearningRate(tf.keras.callbacks.Callback):
+    """Sets the rate before every optimizer step to `lr_at(epoch + steps done / steps per
+    epoch)` from the run's position, like the TF and PyTorch loops; logs the epoch's last rate
+    as `lr`."""
+
+    def __init__(
+        self, lr_at: Callable[[float], float], steps_per_epoch: int, grad_accum: int, state
+    ):
+        super().__init__()
+        self.lr_at, self.steps, self.grad_accum = lr_at, steps_per_epoch, grad_accum
+        self.state, self.lr = state, None
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if batch % self.grad_accum == 0:  # the first micro-batch of an optimizer step
+            self.lr = self.lr_at(self.state.epoch + self.state.step / self.steps)
+            self.model.optimizer.learning_rate.assign(self.lr)
+
+    def on_epoch_end(self, epoch, logs=None):
+        logs["lr"] = self.lr
+
+
+class PooledValidation(tf.keras.callbacks.Callback):
+    """`val_loss`, `val_accuracy` and `val_top5` at every epoch's end over all workers'
+    validation batches together.
+
+    Instead of Keras' `validation_data`: that evaluates each worker's data on its own (the
+    metric average would weigh workers equally) and can't run on a worker with no batches.
+    """
+
+    def __init__(self, dataset: tf.data.Dataset, loss_fn):
+        super().__init__()
+        self.dataset, self.loss_fn = dataset, loss_fn
+
+    def set_model(self, model):
+        super().set_model(model)
+        self.evaluate = common.pooled_validation(model, self.loss_fn)
+
+    def on_epoch_end(self, epoch, logs=None):
+        logs.update(self.evaluate(self.dataset))
+
+
+class TrackPosition(tf.keras.callbacks.Callback):
+    """Moves the run's position (a `elastic.Position` or the elastic state) on after every
+    optimizer step (`grad_accum` Keras batches) and epoch; rank 0 checkpoints at every epoch's
+    end and every `--checkpoint-every-steps` steps; the elastic state commits every
+    `--commit-every` steps and at every epoch's end. Must come after the other callbacks."""
+
+    def __init__(self, args, state, steps_per_epoch: int):
+        super().__init__()
+        self.args, self.state, self.steps = args, state, steps_per_epoch
+        self.last = None
+
+    def on_train_batch_end(self, batch, logs=None):
+        if (batch + 1) % self.args.grad_accum:
+            return
+        state = self.state
+        state.step += 1
+        state.global_step += 1
+        # At an epoch's last step the epoch-end checkpoint follows instead.
+        if checkpoints.due(state.global_step, self.args.checkpoint_every_steps) and (
+            state.step < self.steps
+        ):
+            self.save(state.epoch, state.step)
+        if state.step % self.args.commit_every == 0:
+            state.commit()
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self.args.elastic and hvd.rank() == 0:
+            print(f"epoch {epoch + 1}/{self.args.epochs} - workers: {hvd.size()}", flush=True)
+        self.save(self.state.epoch + 1, 0)
+        self.state.next_epoch()
+        self.state.commit()
+
+    def save(self, epoch: int, step: int) -> None:
+        if hvd.rank() == 0 and self.args.checkpoint_dir:
+            model = self.model
+            global_step = self.state.global_step
+            self.last = common.save_checkpoint(
+                self.args, FRAMEWORK, model, model.optimizer, epoch, global_step, step, self.steps
+            )
+
+
+def train(args) -> None:
+    common.setup(args)
+    if args.xla:
+        common.enable_xla_autoclustering()
+    size = hvd.size()
+
+    peak = schedule.peak_lr(args.base_lr, args.base_batch, args.batch_size * args.grad_accum, size)
+    optimizer = tf.keras.optimizers.SGD(learning_rate=peak, momentum=args.momentum)
+    if args.precision == "fp16":
+        # Inside Horovod's optimizer: one loss scale per accumulated step, checked on the
+        # averaged gradients, so every worker skips or applies alike (loss_scale).
+        optimizer = loss_scale.loss_scale_optimizer(optimizer)
+    optimizer = hvd.DistributedOptimizer(
+        optimizer,
+        compression=common.compression(args),
+        backward_passes_per_step=args.grad_accum,
+        average_aggregated_gradients=True,
+    )
+    model = models.build_model(args.model, args.image_size, args.num_classes)
+    recipe.add_weight_decay(model, args.weight_decay)
+    common.print_recipe(args, model, peak, size)
+    loss_fn = recipe.loss(args.label_smoothing)
+    model.compile(
+        optimizer=optimizer,
+        loss=loss_fn,  # on fp32 logits, also under mixed precision (training.recipe)
+        metrics=["accuracy"],
+        # Horovod's allreduce has no XLA kernel on CPU, so the whole train step can't be
+        # compiled; --xla turns on auto-clustering instead.
+        jit_compile=False,
+    )
+    progress = common.restore_and_broadcast(
+        args, FRAMEWORK, model, optimizer, broadcast=not args.elastic
+    )
+    fit = Fit(args, model, loss_fn)
+    position = elastic.Position.at(progress)
+    if args.elastic:
+        state = elastic.model_state(model, optimizer, position)
+        elastic.run(fit, state)
+    else:
+        fit(position)
+    common.dump_weights(args, model, hvd.rank())
+    checkpoint = fit.track.last if fit.track else None
+    common.report(args, FRAMEWORK, fit.meter, fit.source, hvd.size(), hvd.rank(), checkpoint)
+
+
+class Fit:
+    """`model.fit` from a position: the rest of a checkpoint's (or elastic commit's) epoch
+    first, then the remaining epochs, each on a data stream that starts there."""
+
+    def __init__(self, args, model, loss_fn):
+        self.args, self.model, self.loss_fn = args, model, loss_fn
+        self.track = None
+
+    def __call__(self, state) -> None:
+        args, rank, size = self.args, hvd.rank(), hvd.size()
+        threads = common.worker_threads(args, hvd.local_size())
+
+        def data_from(epoch, step):
+            return pipeline.make_data(args, rank, size, threads, (epoch, step), allgather_object)
+
+        data = data_from(state.epoch, state.step)
+        self.source, steps = data.source, data.steps_per_epoch
+        state.align(steps)
+        peak = schedule.peak_lr(
+            args.base_lr, args.base_batch, args.batch_size * args.grad_accum, size
+        )
+        self.meter = ThroughputMeter(
+            args.batch_size * args.grad_accum * size, args.timing_warmup_steps
+        )
+        earlier = self.track  # before an elastic reset: its last checkpoint still counts
+        self.track = TrackPosition(args, state, steps)
+        self.track.last = earlier.last if earlier else None
+        validation = None
+        if data.validation is not None:
+            validation = PooledValidation(data.validation, self.loss_fn)
+        callbacks = [
+            # Averages the epoch's training metrics over all workers; must come before the
+            # callbacks that read them.
+            hvd.callbacks.MetricAverageCallback(),
+            ScheduledLearningRate(schedule.from_options(args, peak), steps, args.grad_accum, state),
+            StepTimer(self.meter, args.grad_accum),
+            *([validation] if validation else []),
+        ]
+        if rank == 0 and args.log_dir:
+            callbacks.append(tf.keras.callbacks.TensorBoard(args.log_dir, update_freq="epoch"))
+        callbacks.append(self.track)
+        with pipeline.explained_data_errors(data.files):
+            if state.step and state.epoch < args.epochs:  # the rest of a started epoch
+                self.model.fit(
+                    data.train,
+                    steps_per_epoch=(steps - state.step) * args.grad_accum,
+                    epochs=state.epoch + 1,
+                    initial_epoch=state.epoch,
+                    callbacks=callbacks,
+                    verbose=2 if rank == 0 else 0,
+                )
+                data = data_from(state.epoch, 0)  # a fresh stream: the next fit starts over
+                if validation:
+                    validation.dataset = data.validation
+            if state.epoch < args.epochs:
+                self.model.fit(
+                    data.train,
+                    steps_per_epoch=steps * args.grad_accum,
+                    epochs=args.epochs,
+                    initial_epoch=state.epoch,
+                    callbacks=callbacks,
+                    verbose=2 if rank == 0 else 0,
+                )
+
+
+def main(argv=None) -> int:
+    return common.run_main(train, options.parse_args(FRAMEWORK, argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

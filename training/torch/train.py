@@ -1,0 +1,388 @@
+"""PyTorch + Horovod: synchronous data-parallel ResNet50 training, one process per worker.
+
+    horovodrun --gloo -np 2 -H localhost:2 python -m training.torch.train --image-size 64 ...
+    mpirun -np 2 python -m training.torch.train ...
+
+The loop follows Horovod's own `pytorch_imagenet_resnet50.py`: `hvd.DistributedOptimizer`
+averages the gradients (fp16-compressed with `--fp16-allreduce`; `--grad-accum` micro-batches
+per step via `backward_passes_per_step`), rank 0's parameters and optimizer state are broadcast
+before the first step, and only rank 0 writes checkpoints, TensorBoard logs and the throughput
+lines. Data: the shared synthetic source, or TFRecord shards read without TensorFlow
+(training.torch.data: worker processes decode on the CPU, or nvJPEG on the GPU; batches are
+prefetched onto the device ahead of the step). On a GPU cuDNN picks its fastest kernels
+(`cudnn.benchmark`, as Horovod's and NVIDIA's ResNet50 examples set it); `--compile` hands the
+model to torch.compile.
+"""
+
+import contextlib
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from training import checkpoints, common, recipe, schedule
+from training.data import synthetic
+from training.options import parse_args
+from training.throughput import ThroughputMeter
+from training.torch import recipe as torch_recipe
+from training.torch.models import build_model
+
+FRAMEWORK = "torch"
+AUTOCAST_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
+
+Batch = tuple[torch.Tensor, torch.Tensor]
+
+
+def worker_device(local_rank: int) -> torch.device:
+    """This worker's GPU (one per worker, by local rank) when there are GPUs, else the CPU.
+
+    Modulo the GPUs this process sees: a launcher that sets CUDA_VISIBLE_DEVICES per worker
+    leaves each of them just one, device 0. Fixed input shapes: cuDNN benchmarks its algorithms
+    once per shape and keeps the fastest.
+    """
+    if torch.cuda.is_available():
+        index = local_rank % torch.cuda.device_count()
+        torch.cuda.set_device(index)
+        torch.backends.cudnn.benchmark = True
+        return torch.device("cuda", index)
+    return torch.device("cpu")
+
+
+def to_torch(images: np.ndarray, labels: np.ndarray, channels_last: bool, device) -> Batch:
+    """NHWC float images → an NCHW tensor on `device`. NHWC memory *is* channels-last, so on
+    the CPU that is a view."""
+    x = torch.from_numpy(images).to(device)
+    x = x.permute(0, 3, 1, 2).contiguous(
+        memory_format=torch.channels_last if channels_last else torch.contiguous_format
+    )
+    y = torch.from_numpy(labels.astype(np.int64, copy=False))
+    return x, y.to(device)
+
+
+def synthetic_batches(args, rank: int, size: int, device) -> Iterator[Batch]:
+    """This rank's micro-batches of the shared synthetic global batch, forever.
+
+    One step's global batch is `batch × grad_accum × workers` images; rank r takes its slice and
+    cuts it into `grad_accum` micro-batches, so 1 worker × 2b and 2 workers × b (and 1 worker ×
+    b × 2 micro-batches) all see the same images in a step.
+    """
+    images, labels = synthetic.rank_batch(
+        args.batch_size * args.grad_accum, rank, size, args.image_size, args.num_classes, args.seed
+    )
+    b = args.batch_size
+    micro = [
+        to_torch(images[i : i + b], labels[i : i + b], args.channels_last, device)
+        for i in range(0, len(labels), b)
+    ]
+    while True:
+        yield from micro
+
+
+def set_threads(args, local_size: int) -> None:
+    """`--threads`, or this node's cores shared out among its workers (torch's own default,
+    every core per process, oversubscribes them: 2 workers on 2 cores ran 10× slower)."""
+    torch.set_num_threads(common.worker_threads(args, local_size))
+
+
+class Trainer:
+    """One worker's model, optimizer and step; `hvd` is horovod.torch, already initialised."""
+
+    def __init__(self, args, hvd, device: torch.device):
+        self.args, self.hvd, self.device = args, hvd, device
+        torch.manual_seed(args.seed)
+        # --channels-last puts the images, hence every activation, in NHWC. The weights stay
+        # NCHW: Horovod 0.28.1 refuses to allreduce or broadcast tensors that are not
+        # contiguous in NCHW order (horovod/horovod#3491, open), and gradients follow their
+        # parameter's layout; cuDNN converts each weight to its input's layout as it runs.
+        self.model = build_model(args.model, args.num_classes).to(device)
+        # torch.compile compiles on the first step; the optimizer and Horovod's gradient hooks
+        # see the same parameters either way.
+        self.forward = torch.compile(self.model) if getattr(args, "compile", False) else self.model
+        self.rescale(hvd.size())
+        groups = torch_recipe.param_groups(self.model, args.weight_decay)
+        sgd = torch.optim.SGD(groups, lr=self.peak_lr, momentum=args.momentum)
+        self.optimizer = hvd.DistributedOptimizer(
+            sgd,
+            named_parameters=self.model.named_parameters(),
+            compression=hvd.Compression.fp16 if args.fp16_allreduce else hvd.Compression.none,
+            backward_passes_per_step=args.grad_accum,
+        )
+        self.autocast_dtype = AUTOCAST_DTYPES.get(args.precision)
+        # fp16 needs loss scaling against underflow; bf16 has fp32's range and doesn't.
+        self.scaler = torch.amp.GradScaler(device.type, enabled=args.precision == "fp16")
+
+    def rescale(self, workers: int) -> None:
+        """The peak rate for `workers` workers (again after an elastic reset)."""
+        a = self.args
+        self.peak_lr = schedule.peak_lr(
+            a.base_lr, a.base_batch, a.batch_size * a.grad_accum, workers
+        )
+
+    def set_lr(self, epoch: float) -> float:
+        lr = schedule.from_options(self.args, self.peak_lr)(epoch)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        return lr
+
+    def autocast(self):
+        if self.autocast_dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(self.device.type, dtype=self.autocast_dtype)
+
+    def step(self, batches: Iterator[Batch]) -> tuple[float, float]:
+        """One synchronous optimizer step over `grad_accum` micro-batches: (loss, accuracy)."""
+        self.model.train()
+        self.optimizer.zero_grad()
+        totals = torch.zeros(2, device=self.device)  # loss, correct predictions
+        seen = 0
+        for _ in range(self.args.grad_accum):
+            images, labels = next(batches)
+            with self.autocast():
+                logits = self.forward(images)
+                loss = torch_recipe.loss(logits, labels, self.args.label_smoothing)
+                loss = loss / self.args.grad_accum
+            # Gradients of the micro-batches add up; dividing the loss makes them a mean.
+            self.scaler.scale(loss).backward()
+            totals += torch.stack([loss.detach(), (logits.argmax(1) == labels).sum()])
+            seen += len(labels)
+        if self.scaler.is_enabled():
+            self.optimizer.synchronize()  # allreduce first, then unscale and check for inf
+            with self.optimizer.skip_synchronize():
+                self.scaler.step(self.optimizer)
+            self.scaler.update()
+        else:
+            self.optimizer.step()
+        loss, correct = totals.tolist()  # waits for the step: the throughput timing needs it
+        return loss, correct / seen
+
+    def recipe_line(self, workers: int) -> str:
+        decayed = {id(p) for p in self.optimizer.param_groups[0]["params"]}
+        tensors = [(tuple(p.shape), id(p) in decayed) for p in self.model.parameters()]
+        batch = self.args.batch_size * self.args.grad_accum * workers
+        return recipe.summary_line(self.args, tensors, self.peak_lr, batch)
+
+    @torch.no_grad()
+    def evaluate(self, batches: Iterator[Batch]) -> dict[str, float]:
+        """Validation loss (the training loss without weight decay), top-1 and top-5 accuracy
+        over this worker's `batches`, pooled over all workers (sums and counts added)."""
+        self.model.eval()
+        totals = torch.zeros(4, dtype=torch.float64)  # loss sum, top-1 hits, top-5 hits, seen
+        for images, labels in batches:
+            with self.autocast():
+                logits = self.model(images).float()
+            loss = F.cross_entropy(
+                logits, labels, label_smoothing=self.args.label_smoothing, reduction="sum"
+            )
+            top5 = logits.topk(min(5, logits.shape[1]), dim=1).indices
+            hits = (top5 == labels[:, None]).sum(0)  # per rank of the prediction
+            totals += torch.stack([loss, hits[0], hits.sum(), torch.tensor(len(labels))]).cpu()
+        loss, top1, top5, seen = self.hvd.allreduce(totals, op=self.hvd.Sum).tolist()
+        seen = max(seen, 1.0)
+        return {"val_loss": loss / seen, "val_accuracy": top1 / seen, "val_top5": top5 / seen}
+
+    def save(self, ckpt_dir: Path, epoch, global_step, step=0, steps_per_epoch=0) -> Path:
+        """Rank 0 only: model + optimizer + loss-scaler payload, then progress.json pointing at
+        it. `step`: optimizer steps done in epoch `epoch` of `steps_per_epoch` (mid-epoch)."""
+        ckpt_dir.mkdir(parents=True, exist_ok=True)
+        name = checkpoints.payload_name(epoch, step)
+        tmp = ckpt_dir / f"{name}.pt.tmp"
+        payload = {
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            # fp16: the loss scale and its growth counter; a resume with the initial scale
+            # would skip steps until it has backed off again.
+            "scaler": self.scaler.state_dict(),
+            "epoch": epoch,
+            "step": step,
+            "global_step": global_step,
+        }
+        torch.save(payload, tmp)
+        tmp.replace(ckpt_dir / f"{name}.pt")
+        progress = checkpoints.Progress(
+            epoch, global_step, name, FRAMEWORK, self.args.model, step, steps_per_epoch
+        )
+        checkpoints.write_progress(ckpt_dir, progress, self.args.keep_checkpoints)
+        return ckpt_dir / f"{name}.pt"
+
+    def restore_and_broadcast(self, ckpt_dir: str | None) -> checkpoints.Progress | None:
+        """Rank 0 loads the last checkpoint (if any); everything is broadcast from rank 0.
+
+        Returns the checkpoint's progress (epochs and steps done), or None: a fresh start.
+        """
+        hvd = self.hvd
+        progress = checkpoints.read_progress(ckpt_dir) if hvd.rank() == 0 else None
+        progress = hvd.broadcast_object(progress, root_rank=0, name="progress")
+        scaler_state = None
+        if progress is not None:
+            checkpoints.check_compatible(progress, FRAMEWORK, self.args.model, ckpt_dir)
+            if hvd.rank() == 0:
+                path = Path(ckpt_dir) / f"{progress.checkpoint}.pt"
+                payload = torch.load(path, map_location=self.device)
+                self.model.load_state_dict(payload["model"])
+                self.optimizer.load_state_dict(payload["optimizer"])
+                scaler_state = payload.get("scaler")  # absent from older checkpoints
+                print(f"resuming from {path} at {checkpoints.describe(progress)}", flush=True)
+        if progress is not None:
+            # Horovod first steps a stateless optimizer once with zero gradients to create its
+            # state (horovod/torch/functions.py); with weight decay that step shrinks the
+            # weights. So: only when resuming, and before the parameters, which overwrite it.
+            hvd.broadcast_optimizer_state(self.optimizer, root_rank=0)
+        hvd.broadcast_parameters(self.model.state_dict(), root_rank=0)
+        scaler_state = hvd.broadcast_object(scaler_state, root_rank=0, name="scaler")
+        if scaler_state and self.scaler.is_enabled():
+            self.scaler.load_state_dict(scaler_state)
+        return progress
+
+    def dump_weights(self, directory: str) -> Path:
+        path = Path(directory) / f"rank-{self.hvd.rank()}.npz"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        state = {k: v.detach().float().cpu().numpy() for k, v in self.model.state_dict().items()}
+        np.savez(path, **state)
+        return path
+
+
+class Data:
+    """Where a worker's batches come from: the synthetic source, or TFRecord shards
+    (training.torch.data). `steps_per_epoch` counts optimizer steps
+    (training.schedule.steps_per_epoch); `train` yields micro-batches forever, from
+    `start_at(n)`'s micro-batch when called before the first one (a resumed run)."""
+
+    def __init__(self, args, rank, size, local_size, device: torch.device, gather=None):
+        """`gather`: horovod.torch's allgather_object, to count unlabelled shards once per job
+        (training.data.count); every worker must then build its Data."""
+        self.args, self.device = args, device
+        self._first, self._train = 0, None
+        if args.data_dir is None:
+            self.source = "synthetic"
+            self.steps_per_epoch = args.steps_per_epoch or schedule.steps_per_epoch(
+                args.synthetic_length, args.batch_size, size, args.grad_accum
+            )
+            self._train = synthetic_batches(args, rank, size, device)
+            self._records = None
+            return
+        from training.torch import data as torch_data
+
+        workers = args.data_workers
+        if workers is None:  # this worker's share of the node's cores decodes
+            workers = common.worker_threads(args, local_size)
+        self._records = torch_data.TFRecordData(args, rank, size, device, workers, gather=gather)
+        self.source = "tfrecord"
+        self.steps_per_epoch = self._records.steps_per_epoch
+
+    def start_at(self, micro_batch: int) -> None:
+        self._first = micro_batch
+
+    @property
+    def train(self) -> Iterator[Batch]:
+        if self._train is None:
+            self._train = self._records.train_batches(self._first)
+        return self._train
+
+    def validation(self) -> Iterator[Batch] | None:
+        """A fresh pass over this worker's validation batches, or None: no validation."""
+        if self._records is not None:
+            return self._records.validation_batches()
+        if not self.args.val_steps:
+            return None
+        # Synthetic data has no held-out split: like the TF flavours, score the training batch.
+        return (next(self.train) for _ in range(self.args.val_steps))
+
+
+def train(args) -> None:
+    import horovod.torch as hvd
+
+    if args.horovod_timeline:  # read by hvd.init(); rank 0 writes it
+        os.environ["HOROVOD_TIMELINE"] = str(Path(args.horovod_timeline).resolve())
+    hvd.init()
+    set_threads(args, hvd.local_size())
+    rank, size = hvd.rank(), hvd.size()
+    device = worker_device(hvd.local_rank())
+    trainer = Trainer(args, hvd, device)
+    progress = trainer.restore_and_broadcast(args.checkpoint_dir)
+    start_epoch, start_step = (progress.epoch, progress.step) if progress else (0, 0)
+    global_step = progress.global_step if progress else 0
+    data = Data(args, rank, size, hvd.local_size(), device, hvd.allgather_object)
+    data.start_at(global_step * args.grad_accum)  # resumed: the data goes on where it stopped
+    if rank == 0:
+        print(trainer.recipe_line(size), flush=True)
+
+    writer = None
+    if rank == 0 and args.log_dir:
+        from torch.utils.tensorboard import SummaryWriter
+
+        writer = SummaryWriter(args.log_dir)
+    meter = ThroughputMeter(args.batch_size * args.grad_accum * size, args.timing_warmup_steps)
+    steps = data.steps_per_epoch
+    if progress:  # the same fraction of the epoch if the number of workers changed
+        start_step = checkpoints.rescale_step(start_step, progress.steps_per_epoch, steps)
+    checkpoint = None
+    for epoch in range(start_epoch, args.epochs):
+        first = start_step if epoch == start_epoch else 0  # a resumed epoch's steps done
+        losses = torch.zeros(2, dtype=torch.float64)  # loss sum, accuracy sum
+        with progress_bar(rank == 0, f"epoch {epoch + 1}/{args.epochs}", steps) as advance:
+            advance(float("nan"), first)
+            for step in range(first, steps):
+                lr = trainer.set_lr(epoch + step / steps)
+                meter.begin()
+                loss, accuracy = trainer.step(data.train)
+                meter.end()
+                global_step += 1
+                losses += torch.tensor([loss, accuracy], dtype=torch.float64)
+                advance(loss)
+                due = checkpoints.due(global_step, args.checkpoint_every_steps)
+                if rank == 0 and due and step + 1 < steps:  # else the epoch-end one follows
+                    ckpt_dir = Path(args.checkpoint_dir)
+                    checkpoint = trainer.save(ckpt_dir, epoch, global_step, step + 1, steps)
+        ran = steps - first
+        loss, accuracy = (hvd.allreduce(losses / ran, name=f"epoch-metrics-{epoch}")).tolist()
+        line = f"epoch {epoch + 1}/{args.epochs} - loss: {loss:.4f} - accuracy: {accuracy:.4f}"
+        metrics = {"loss": loss, "accuracy": accuracy, "lr": lr}
+        validation = data.validation()
+        if validation is not None:
+            scores = trainer.evaluate(validation)
+            metrics.update(scores)
+            line += "".join(f" - {name}: {value:.4f}" for name, value in scores.items())
+        if rank == 0:
+            print(f"{line} - lr: {lr:.5g}", flush=True)
+            if writer:
+                for name, value in metrics.items():
+                    writer.add_scalar(name, value, epoch + 1)
+                writer.flush()
+            if args.checkpoint_dir:
+                checkpoint = trainer.save(Path(args.checkpoint_dir), epoch + 1, global_step)
+
+    if args.dump_weights:
+        trainer.dump_weights(args.dump_weights)
+    common.report(args, FRAMEWORK, meter, data.source, size, rank, checkpoint)
+
+
+@contextlib.contextmanager
+def progress_bar(visible: bool, description: str, total: int):
+    """A rich progress bar on rank 0 (with the last loss); yields `advance(loss, steps=1)`."""
+    if not visible:
+        yield lambda loss, steps=1: None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    columns = (
+        "{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        "loss {task.fields[loss]:.4f}",
+    )
+    with Progress(*columns, transient=False) as bar:
+        task = bar.add_task(description, total=total, loss=float("nan"))
+        yield lambda loss, steps=1: bar.update(task, advance=steps, loss=loss)
+
+
+def main(argv=None) -> int:
+    return common.run_main(train, parse_args(FRAMEWORK, argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
