@@ -10,12 +10,12 @@ import argparse
 import sys
 from importlib.metadata import PackageNotFoundError, version
 
-from azdl.commands import bench, data, plan, policy, submit, train
+from azdl.commands import bench, cluster, data, estimate, jobs, plan, policy, submit, train
 from azdl.commands import diff as diff_command
 from azdl.errors import AzdlError
 from infra.config import ConfigError
 
-COMMANDS = [train, data, plan, diff_command, policy, submit, bench]
+COMMANDS = [train, data, plan, diff_command, policy, submit, bench, estimate, jobs, cluster]
 
 
 def package_version() -> str:

@@ -216,6 +216,97 @@ def cli_commands() -> list[str]:
     return [prog for prog, _ in _parsers(build_parser())]
 
 
+# The estimate the docs show: the prod stack, a 12-hour deadline, and every `azdl bench` results
+# file kept in benchmarks/results (bench-*.json, copied there from a cluster run's results.json).
+ESTIMATE_ARGS = ("-s", "prod", "--deadline", "12h")
+BENCH_RESULTS = "bench-*.json"
+
+
+@cache
+def estimate_prod() -> tuple[dict, bytes, list[str]]:
+    """(the JSON document, the PNG plot, the results files used) of ESTIMATE_ARGS."""
+    import contextlib
+    import tempfile
+
+    from azdl.cli import main
+
+    benches = sorted((ROOT / "benchmarks" / "results").glob(BENCH_RESULTS))
+    args = [*ESTIMATE_ARGS, *(a for b in benches for a in ("--bench", str(b.relative_to(ROOT))))]
+    with tempfile.TemporaryDirectory() as tmp:
+        plot = Path(tmp) / "estimate.png"
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            code = main(["estimate", *args, "--json", "--plot", str(plot)])
+        if code != 0:
+            raise PluginError(f"azdl estimate {' '.join(args)} exited {code}")
+        return json.loads(printed.getvalue()), plot.read_bytes(), [str(b.relative_to(ROOT))
+                                                                    for b in benches]  # fmt: skip
+
+
+def estimate_example() -> str:
+    doc, _, benches = estimate_prod()
+    rec = doc["recommendation"]
+    used = (
+        ", ".join(f"`{b}`" for b in benches)
+        if benches
+        else f"none yet (no `benchmarks/results/{BENCH_RESULTS}`)"
+    )
+    lines = [
+        f"`azdl estimate {' '.join(ESTIMATE_ARGS)}`; `azdl bench` results files used: {used}.",
+        "",
+        "| | size | nodes | priority | images/s | hours | USD | "
+        f"within {doc['deadlineHours']:g} h | cores | throughput |",
+        "| --- | --- | ---: | --- | ---: | ---: | ---: | --- | ---: | --- |",
+    ]
+    shown = [o for o in doc["options"] if not o["excluded"]]
+    for o in sorted(shown, key=lambda o: o["hours"]):
+        key = (o["vmSize"], o["nodes"], o["priority"])
+        chosen = rec is not None and key == (rec["vmSize"], rec["nodes"], rec["priority"])
+        mark = "→" if chosen else ("*" if o["frontier"] else "")
+        lines.append(
+            f"| {mark} | {o['vmSize']} | {o['nodes']} | {o['priority']} | "
+            f"{o['imagesPerSec']:,.0f} | {o['hours']:.2f} | {o['costUsd']:,.0f} | "
+            f"{'yes' if o['hours'] <= doc['deadlineHours'] else 'no'} | {o['coresNeeded']} | "
+            f"{_cell(o['throughputSummary'])} |"
+        )
+    if rec:
+        lines += ["", f"Recommendation: {rec['nodes']} × {rec['vmSize']} ({rec['priority']}), "
+                  f"{rec['hours']:.2f} h, {rec['costUsd']:,.0f} USD (estimate)."]  # fmt: skip
+    lines += ["", "Sources, as the command prints them:", ""]
+    lines += [f"- {_cell(line)}" for line in doc["sources"]]
+    lines += ["", "![Cost against time of the prod options](estimate/prod.png)"]
+    return "\n".join(lines)
+
+
+def published_rates() -> str:
+    from azdl.estimate.throughput import read_published
+
+    lines = [
+        "| VM size | GPUs | images/s | precision | batch/GPU | system | source |",
+        "| --- | ---: | ---: | --- | ---: | --- | --- |",
+    ]
+    for size, rows in read_published().items():
+        for r in rows:
+            lines.append(
+                f"| {size} | {r['gpus']} | {r['images_per_sec']:,} | {r['precision']} | "
+                f"{r['batch_per_gpu']} | {_cell(r['system'])} | {_cell(r['source'])} |"
+            )
+    return "\n".join(lines)
+
+
+def nccl_baselines() -> str:
+    from infra.nccl_baselines import NCCL_BASELINES
+
+    lines = ["| VM size | scope | bus bandwidth (GB/s) | source |", "| --- | --- | ---: | --- |"]
+    for name, base in NCCL_BASELINES.items():
+        for scope, level in (("single node", base.single_node), ("multi-node", base.multi_node)):
+            if level is not None:
+                lines.append(
+                    f"| {name} | {scope} | {level.expected_gbps:g} | {_cell(level.source)} |"
+                )
+    return "\n".join(lines)
+
+
 GENERATORS = {
     "config-reference": config_reference,
     "stack-outputs": stack_outputs,
@@ -226,16 +317,21 @@ GENERATORS = {
     "cost-tables": cost_tables,
     "policies": policies_table,
     "cli-reference": cli_reference,
+    "estimate-example": estimate_example,
+    "published-rates": published_rates,
+    "nccl-baselines": nccl_baselines,
 }
 
 
 def on_files(files, config):
     """The benchmark charts (benchmarks/results/*.png) become docs files `results/<name>.png`, so
-    pages link them like any image and a missing chart is a broken link."""
+    pages link them like any image and a missing chart is a broken link; the estimate's plot is
+    drawn now, from the same run as its table (`estimate/prod.png`)."""
     from mkdocs.structure.files import File
 
     for chart in sorted((ROOT / "benchmarks" / "results").glob("*.png")):
         files.append(File.generated(config, f"results/{chart.name}", abs_src_path=str(chart)))
+    files.append(File.generated(config, "estimate/prod.png", content=estimate_prod()[1]))
     return files
 
 

@@ -6,7 +6,9 @@ The API is public and needs no Azure account
 (https://learn.microsoft.com/rest/api/cost-management/retail-prices/azure-retail-prices). For
 every size in infra/vm_sizes.yaml (and the jump host's) it takes the pay-as-you-go Linux price
 (type Consumption; not Spot, not Low Priority, not Windows), writes it to the region's
-`vmHourly`, dates the region today and drops `vmHourly` from the region's `standIn`. Sizes the
+`vmHourly` and the Linux Low Priority price to `vmHourlyLowPriority` (what `azdl estimate`
+prices low-priority nodes with), dates the region today and drops `vmHourly` from the region's
+`standIn`. Sizes the
 API has no price for in that region go to `vmUnpriced` with that reason. Other sections are kept.
 Needs internet access (the machine this project was written on has none, so the shipped file
 was not refreshed this way).
@@ -45,6 +47,19 @@ def linux_pay_as_you_go(items: list[dict]) -> float | None:
     return min(prices) if prices else None
 
 
+def linux_low_priority(items: list[dict]) -> float | None:
+    """The hourly Linux Low Priority price among one size's price items, if any."""
+    prices = [
+        item["retailPrice"]
+        for item in items
+        if item.get("type") == "Consumption"
+        and item.get("unitOfMeasure") == "1 Hour"
+        and "Windows" not in item.get("productName", "")
+        and "Low Priority" in item.get("skuName", "")
+    ]
+    return min(prices) if prices else None
+
+
 def query(region: str, size: str) -> list[dict]:
     flt = (
         f"serviceName eq 'Virtual Machines' and armRegionName eq '{region}' "
@@ -61,15 +76,20 @@ def query(region: str, size: str) -> list[dict]:
 
 def refresh(doc: dict, region: str, fetch=query) -> dict:
     block = doc["regions"].setdefault(region, {})
-    hourly, unpriced = {}, {}
+    hourly, unpriced, low = {}, {}, {}
     for size in sorted(set(VM_SIZES) | set(EXTRA_SIZES)):
-        price = linux_pay_as_you_go(fetch(region, size))
+        items = fetch(region, size)
+        price = linux_pay_as_you_go(items)
+        low_priority = linux_low_priority(items)
+        if low_priority is not None:
+            low[size] = low_priority
         if price is None:
             unpriced[size] = f"the Retail Prices API lists no Linux pay-as-you-go price in {region}"
         else:
             hourly[size] = price
     block["date"] = time.strftime("%Y-%m-%d")
     block["vmHourly"], block["vmUnpriced"] = hourly, unpriced
+    block["vmHourlyLowPriority"] = low
     stand_in = block.get("standIn")
     if stand_in:
         stand_in["sections"] = [

@@ -21,6 +21,7 @@ from azdl.commands.submit import new_run_id
 from azdl.commands.train import FRAMEWORK_MODULES, launch_command, local_env
 from azdl.envs import REPO_ROOT
 from azdl.errors import AzdlError
+from azdl.jobs import quota
 from azdl.jobs.report import Run, write_report
 from azdl.jobs.spec import JobRequest, build_job, processes_per_node, validate
 from azdl.jobs.stack_outputs import load_outputs
@@ -198,10 +199,12 @@ def run_cluster(args: argparse.Namespace, out: Path) -> list[Run]:
     unit = ("GPUs", "GPU") if size.gpus else ("processes", "process")
     console = Console(stderr=True)
     client = ml_client(outputs)
+    quota.check(client, outputs, max(nodes))  # the sizes run one after another
     runs: list[Run] = []
     for request in requests:
         runs.append(cluster_run(client, outputs, request, args, console))
-        write_report(runs, out, title_of(runs, where), *unit)  # kept if the bench is stopped
+        # kept if the bench is stopped
+        write_report(runs, out, title_of(runs, where), *unit, vm_size=size.name)
     return runs
 
 

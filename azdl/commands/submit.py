@@ -13,6 +13,7 @@ import re
 import secrets
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from azdl.commands.options import (
@@ -23,7 +24,7 @@ from azdl.commands.options import (
 )
 from azdl.commands.train import FRAMEWORK_MODULES
 from azdl.errors import AzdlError
-from azdl.jobs import export
+from azdl.jobs import export, health, quota, retry
 from azdl.jobs import script as own_script
 from azdl.jobs.spec import DEFAULT_LOCAL_DIR, STORAGE_MODES, JobRequest, OwnScript, build_job
 from azdl.jobs.stack_outputs import load_outputs
@@ -121,8 +122,36 @@ def register(subparsers) -> None:
         "studio or pipelines) and stop: nothing is submitted",
     )
     p.add_argument("--wait", action="store_true", help="stream the job's logs until it ends")
+    add_safeguard_options(p)
     add_script_args(p)
     p.set_defaults(func=run)
+
+
+def add_safeguard_options(p: argparse.ArgumentParser) -> None:
+    """The options of what guards a job's GPU hours (docs/jobs.md, "When a job goes wrong")."""
+    p.add_argument(
+        "--health-check",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="run the pre-flight health gate on the job's nodes before training (GPU count and "
+        "ECC, NCCL all-reduce bandwidth against the size's published baseline); default: on "
+        "for multi-node jobs on InfiniBand sizes",
+    )
+    p.add_argument(
+        "--max-retries",
+        type=non_negative_int,
+        default=0,
+        metavar="N",
+        help="follow the job and resubmit it from its last checkpoint, at most N times, when it "
+        "fails for a transient reason (pre-empted or failed node, NCCL/InfiniBand error, failed "
+        "health gate); not when the script itself fails (default 0: no retry)",
+    )
+
+
+def non_negative_int(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number of 0 or more")
+    return int(text)
 
 
 def shm_size(text: str) -> str:
@@ -186,6 +215,7 @@ def run(args: argparse.Namespace) -> int:
         nccl_debug=args.nccl_debug,
         script=script,
         resume_from=args.resume_from,
+        health_check=health.wanted(outputs, args.nodes, args.health_check),
     )
     job = build_job(outputs, request)
     if args.export is not None:
@@ -193,7 +223,35 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote {path}: submit it with `az ml job create -f {path}` (or azdl submit)")
         if not args.dry_run:
             return 0
-    return send(outputs, job, dry_run=args.dry_run, wait=args.wait)
+    if request.health_check:
+        print(f"# health gate before training: {health.levels_text(outputs.vm_size.name)}")
+    if args.dry_run or not args.max_retries:
+        return send(outputs, job, dry_run=args.dry_run, wait=args.wait)
+    return retry.follow(ml_client_checked(outputs, args.nodes), retry_builder(outputs, request),
+                        args.max_retries)  # fmt: skip
+
+
+def retry_builder(outputs, request: JobRequest):
+    """Attempt n of the job: the first as asked; later ones named <name>-retryN, resuming from
+    the first attempt's checkpoints (or the --resume-from job's, when one was given)."""
+
+    def build(number: int, first: str | None):
+        if number == 1:
+            return build_job(outputs, request)
+        again = replace(request, run_id=f"{request.run_id}-retry{number - 1}",
+                        resume_from=request.resume_from or first)  # fmt: skip
+        return build_job(outputs, again)
+
+    return build
+
+
+def ml_client_checked(outputs, nodes: int):
+    """The workspace client, once the job's cores are known to be free (azdl.jobs.quota)."""
+    from azdl.jobs.workspace import ml_client
+
+    client = ml_client(outputs)
+    quota.check(client, outputs, nodes)
+    return client
 
 
 def send(outputs, job, *, dry_run: bool, wait: bool) -> int:
@@ -207,9 +265,7 @@ def send(outputs, job, *, dry_run: bool, wait: bool) -> int:
         print(export.job_yaml(job, Path.cwd()), end="")
         return 0
 
-    from azdl.jobs.workspace import ml_client
-
-    client = ml_client(outputs)
+    client = ml_client_checked(outputs, job.resources.instance_count or 1)
     created = client.jobs.create_or_update(job)
     print(f"submitted {created.name}: {created.studio_url}")
     if not wait:

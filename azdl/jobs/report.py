@@ -137,12 +137,18 @@ def plot(rows: list[dict], title: str, unit: str, path: Path) -> None:
 
 
 def write_report(
-    runs: list[Run], out_dir: Path, title: str, unit: str, unit_singular: str
+    runs: list[Run],
+    out_dir: Path,
+    title: str,
+    unit: str,
+    unit_singular: str,
+    vm_size: str | None = None,
 ) -> dict[str, Path]:
     """results.json, results.md and scaling.png in `out_dir`; returns their paths.
 
     `unit` names the workers in the plural ("GPUs", "processes"), `unit_singular` in the
-    singular ("GPU", "process")."""
+    singular ("GPU", "process"). `vm_size` is the cluster's size (None for local runs): with it
+    the results feed `azdl estimate --bench`."""
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = with_efficiency(runs)
     paths = {
@@ -156,6 +162,7 @@ def write_report(
     document = {
         "schema": SCHEMA,
         "title": heading,
+        "vm_size": vm_size,
         "unit": unit,
         "baseline": {"nodes": base.nodes, "workers": base.workers, "job": base.job}
         if base

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from azdl.commands.train import FRAMEWORK_MODULES
 from azdl.errors import AzdlError
-from azdl.jobs import code_folder
+from azdl.jobs import code_folder, health
 from azdl.jobs import script as own_script
 from azdl.jobs.stack_outputs import StackOutputs
 
@@ -67,6 +67,7 @@ class JobRequest:
     nccl_debug: str = "WARN"
     script: OwnScript | None = None  # a user's own script instead of the framework's built-in
     resume_from: str | None = None  # an earlier job (same experiment) whose checkpoints to use
+    health_check: bool = False  # the pre-flight gate (azdl.jobs.health) before training
 
 
 def processes_per_node(outputs: StackOutputs) -> int:
@@ -313,6 +314,7 @@ def build_job(outputs: StackOutputs, request: JobRequest):
         path = datastore_uri(outputs["dataDatastore"], request.data_path)
         inputs["data"] = Input(type="uri_folder", path=path, mode="ro_mount")
     names = ("checkpoints", "logs") + (("outputs",) if request.script else ())
+    names += (health.OUTPUT,) if request.health_check else ()
     # --resume-from: checkpoints go to (and resume from) the earlier job's folder.
     folder_of = {"checkpoints": request.resume_from or request.run_id}
     job_outputs = {
@@ -337,6 +339,8 @@ def build_job(outputs: StackOutputs, request: JobRequest):
     }
     if request.resume_from:
         tags["azdl.resume_from"] = request.resume_from
+    if request.health_check:
+        tags["azdl.health_check"] = "true"
     what = f"{request.framework} Horovod job"
     if request.script is not None:
         # each process's share of the node's cores, for the script and its thread pools
@@ -348,7 +352,10 @@ def build_job(outputs: StackOutputs, request: JobRequest):
         display_name=request.run_id,
         experiment_name=request.experiment,
         description=f"azdl {what}, {request.nodes} node(s), {request.storage} data",
-        command=training_command(request, threads),
+        command=" && ".join(
+            ([health.gate_step(outputs, request.nodes)] if request.health_check else [])
+            + [training_command(request, threads)]
+        ),
         code=str(request.script.code_dir) if request.script else None,
         environment=outputs.environment(request.framework),
         compute=outputs["clusterName"],

@@ -6,7 +6,7 @@ pack runs in Pulumi's process, where `azdl plan --prices` cannot reach).
 """
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
@@ -17,7 +17,7 @@ from azdl.errors import AzdlError
 PRICES_FILE = Path(__file__).with_name("prices.yaml")
 PRICES_ENV = "AZDL_PRICES"
 SECTIONS = ("vmHourly", "storageMonthlyPerGiB", "registryDaily", "fixedHourly", "fixedMonthly",
-            "managedDiskMonthly", "usage")  # fmt: skip
+            "managedDiskMonthly", "usage", "vmHourlyLowPriority")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,8 @@ class Prices:
     usage: dict[str, float]
     hours_per_month: float
     known: bool = True  # False: the file has no block for this region (everything unpriced)
+    # Azure ML low-priority node prices; a size missing here has no low-priority price recorded
+    vm_hourly_low_priority: dict[str, float] = field(default_factory=dict)
 
     @property
     def source_region(self) -> str:
@@ -45,6 +47,13 @@ class Prices:
 
     def vm(self, size: str) -> float | None:
         return self.vm_hourly.get(size)
+
+    def vm_low_priority(self, size: str) -> float | None:
+        return self.vm_hourly_low_priority.get(size)
+
+    def offers(self, size: str) -> bool:
+        """Whether the table lists `size` in this region, priced or with why it is not."""
+        return size in self.vm_hourly or size in self.vm_unpriced
 
     def no_vm_price(self, size: str) -> str:
         """Why `size` is unpriced, for messages."""
@@ -135,4 +144,5 @@ def load_prices(path: Path | str | None = None, region: str | None = None) -> Pr
         managed_disk_monthly=sections["managedDiskMonthly"],
         usage=sections["usage"],
         hours_per_month=float(raw.get("hoursPerMonth", 730)),
+        vm_hourly_low_priority=sections["vmHourlyLowPriority"],
     )

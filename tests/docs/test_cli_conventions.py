@@ -47,9 +47,10 @@ def test_every_command_that_takes_a_stack_takes_s_as_its_short_form():
         if "--stack" in options:
             with_stack += 1
             assert "-s" in options, name
-            args = parser.parse_args(["-s", "prod"] + (["shards"] if name == "data stage" else []))
+            positional = [a for a in parser._actions if not a.option_strings and a.nargs is None]
+            args = parser.parse_args(["-s", "prod"] + ["x"] * len(positional))
             assert args.stack == "prod", name
-    assert with_stack >= 4  # submit, bench, data stage, data fill-nfs
+    assert with_stack >= 10  # submit, bench, data stage, data fill-nfs, jobs *, cluster check
 
 
 @pytest.mark.parametrize("command", [["train"], ["bench", "--local"], ["submit", "-s", "dev"]])

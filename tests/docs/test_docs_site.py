@@ -154,3 +154,16 @@ def test_the_readme_cost_at_a_glance_is_what_plan_estimates(shipped_plans):
         assert est.unpriced == []
         assert (int(row[1]), int(row[2])) == (round(est.max_per_hour), round(est.idle_per_month))
     assert f"as of {load_prices(region='westeurope').date}" in readme
+
+
+def test_the_estimate_page_shows_what_azdl_estimate_computed(site):
+    """Table, recommendation, sources and plot of the estimate page come from one run of
+    `azdl estimate -s prod --deadline 12h` at build time."""
+    doc, png, _ = docs_hooks.estimate_prod()
+    html = page(site, "estimate")
+    rec = doc["recommendation"]
+    assert f"Recommendation: {rec['nodes']} × {rec['vmSize']} ({rec['priority']})" in html
+    assert f"{rec['costUsd']:,.0f} USD (estimate)" in html
+    assert "published, not measured here" in html and "not read by this command" in html
+    assert (site / "estimate" / "prod.png").read_bytes() == png
+    assert 'src="prod.png"' in html  # the page is estimate/index.html

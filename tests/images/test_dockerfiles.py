@@ -211,7 +211,9 @@ def third_party_imports(module: str) -> set[str]:
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 names = [node.module]
             for imported in names:
-                if imported.startswith("training."):
+                if imported == "training":  # a name defined in training/__init__.py
+                    todo.append("__init__")
+                elif imported.startswith("training."):
                     todo.append(imported.removeprefix("training."))
                 elif imported.split(".")[0] not in stdlib:
                     found.add(imported.split(".")[0])

@@ -6,6 +6,7 @@ from types import SimpleNamespace
 import pytest
 
 from azdl.jobs.stack_outputs import parse_outputs
+from infra.catalogue import VM_SIZES
 
 ENV_PREFIX = (
     "/subscriptions/sub-1/resourceGroups/azdlprod-rg/providers/Microsoft.MachineLearningServices"
@@ -79,4 +80,19 @@ def ml_client(mocker):
     client.jobs.create_or_update.side_effect = lambda job: SimpleNamespace(
         name=job.name, studio_url=f"https://ml.azure.com/runs/{job.name}"
     )
+    # Ample vCPU quota for every catalogue size (tests/jobs/test_quota.py tests the check itself).
+    client.compute.get.return_value = SimpleNamespace(tier="dedicated")
+    client.compute.list_sizes.return_value = [
+        SimpleNamespace(name=name, family="standardAnyFamily", v_cp_us=size.vcpus)
+        for name, size in VM_SIZES.items()
+    ]
+    client.compute.list_usage.return_value = [
+        SimpleNamespace(
+            id="/subscriptions/sub-1/usages", name={"value": name}, limit=10**6, current_value=0
+        )
+        for name in (
+            "Standard Any Family Cluster Dedicated vCPUs",
+            "Total Cluster Dedicated Regional vCPUs",
+        )
+    ]
     return client_class

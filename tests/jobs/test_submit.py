@@ -26,6 +26,7 @@ def test_infiniband_job_has_one_process_per_gpu_and_keeps_infiniband_on(
     path = outputs_file(vm_size="Standard_ND96isr_H100_v5", max_nodes=4)
     code = main(["submit", "--outputs", str(path), "--framework", "keras", "--nodes", "2",
                  "--storage", "mount", "--data-path", "imagenet", "--name", "run-1",
+                 "--no-health-check",
                  "--", "--epochs", "3", "--batch-size", "256", "--precision", "fp16"])  # fmt: skip
     assert code == 0
     kwargs = ml_client.call_args.kwargs

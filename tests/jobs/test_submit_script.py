@@ -61,7 +61,7 @@ def test_script_job_uploads_the_folder_and_runs_the_users_command_under_mpi(
 ):
     path = outputs_file(vm_size="Standard_ND96isr_H100_v5", max_nodes=4)
     code = main(["submit", "--outputs", str(path), "--script", str(project / "train.py"),
-                 "--nodes", "2", "--name", "own-1", "--data-path", "landcover",
+                 "--nodes", "2", "--name", "own-1", "--data-path", "landcover", "--no-health-check",
                  "--", "--epochs", "3", "--out={output_dir}/model", "--lr", "0.1"])  # fmt: skip
     assert code == 0, capsys.readouterr().err
     job = submitted(ml_client)

@@ -30,6 +30,24 @@ def test_the_linux_pay_as_you_go_price_is_picked():
     assert fetch_prices.linux_pay_as_you_go([item(0.9, sku="NC24ads A100 v4 Spot")]) is None
 
 
+def test_the_linux_low_priority_price_is_picked_and_written_for_azdl_estimate(tmp_path):
+    items = [
+        item(0.9, sku="NC24ads A100 v4 Spot"),
+        item(1.5, sku="NC24ads A100 v4 Low Priority"),
+        item(3.0, sku="NC24ads A100 v4 Low Priority", product="Virtual Machines NCads A100 v4 "
+             "Series Windows"),
+        item(4.1),
+    ]  # fmt: skip
+    assert fetch_prices.linux_low_priority(items) == 1.5
+    doc = yaml.safe_load(PRICES_FILE.read_text())
+    fetch_prices.refresh(doc, "westeurope", fetch=lambda region, size: items)
+    path = tmp_path / "prices.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    prices = load_prices(path, region="westeurope")
+    assert prices.vm_low_priority("Standard_NC24ads_A100_v4") == 1.5
+    assert prices.vm("Standard_NC24ads_A100_v4") == 4.1
+
+
 def test_a_refresh_writes_the_regions_vm_prices_and_ends_the_stand_in(tmp_path):
     doc = yaml.safe_load(PRICES_FILE.read_text())
     fetch_prices.refresh(doc, "westeurope", fetch=lambda region, size: [item(1.25)]

@@ -1,0 +1,49 @@
+"""`azdl cluster check -s STACK --nodes N`: the pre-flight health gate as a job of its own, on N
+nodes of the stack's cluster: GPU count and ECC on every node, each node's NCCL all-reduce, and
+the all-reduce across the nodes, judged against the VM size's published baseline. The verdict
+lines (`azdl-health: …`) are printed from the job's logs; the figures are in its `health`
+output (`azdl jobs download JOB --output health`)."""
+
+import sys
+
+from azdl.commands.options import add_job_name_option, add_stack_options, positive_int
+from azdl.commands.submit import new_run_id, send
+from azdl.jobs import health
+from azdl.jobs.stack_outputs import load_outputs
+from training.health.gate import PREFIX
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "cluster",
+        help="check the cluster's nodes: the pre-flight health gate as a job",
+        description="Checks of the stack's cluster that run as jobs on its nodes.",
+    )
+    sub = p.add_subparsers(dest="cluster_command", metavar="ACTION", required=True)
+    q = sub.add_parser(
+        "check",
+        help="GPUs and NCCL all-reduce bandwidth of N nodes against the size's baseline",
+        description=__doc__,
+    )
+    add_stack_options(q)
+    q.add_argument("--nodes", type=positive_int, default=1, help="nodes to check (default 1)")
+    q.add_argument("--experiment", default="azdl", help="Azure ML experiment (default azdl)")
+    add_job_name_option(q, "azdl-check-<nodes>n-<time>-<hex>")
+    q.add_argument("--dry-run", action="store_true", help="print the job as YAML; send nothing")
+    q.set_defaults(func=check)
+
+
+def check(args) -> int:
+    outputs = load_outputs(args.stack, args.outputs)
+    run_id = args.name or new_run_id(f"check-{args.nodes}n")
+    job = health.build_check_job(outputs, args.nodes, run_id, args.experiment)
+    print(f"# {health.levels_text(outputs.vm_size.name, across_nodes=True)}")
+    code = send(outputs, job, dry_run=args.dry_run, wait=not args.dry_run)
+    if args.dry_run:
+        return code
+    from azdl.jobs.workspace import job_logs, ml_client
+
+    verdicts = [line for line in job_logs(ml_client(outputs), run_id).splitlines()
+                if line.startswith(PREFIX)]  # fmt: skip
+    print("\n".join(verdicts) or f"no {PREFIX} lines in the job's logs", file=sys.stderr)
+    return code

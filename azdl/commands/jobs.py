@@ -1,0 +1,195 @@
+"""`azdl jobs list | show | logs | cancel | download`: follow the stack's jobs without the Azure
+CLI, on azure-ai-ml's job operations (`MLClient.jobs`: list, get, stream, begin_cancel,
+download). Each subcommand takes --json for scripts; `show` prints the chain of attempts of
+`azdl submit --max-retries` (the `azdl.attempt` / `azdl.retry_of` tags).
+"""
+
+import json
+import sys
+from pathlib import Path
+
+from azdl.commands.options import add_stack_options, job_name, positive_int
+from azdl.errors import AzdlError
+from azdl.jobs.retry import ATTEMPT_TAG, RETRY_OF_TAG
+from azdl.jobs.stack_outputs import load_outputs
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "jobs",
+        help="list, show, stream logs of, cancel or download the stack's jobs",
+        description="Follow the stack's Azure ML jobs without the Azure CLI. Authentication: "
+        "azure-identity (az login, managed identity).",
+    )
+    sub = p.add_subparsers(dest="jobs_command", metavar="ACTION", required=True)
+    commands = {
+        "list": (list_jobs, "the experiment's jobs, newest first, with status"),
+        "show": (show_job, "one job: status, compute, tags, its chain of attempts"),
+        "logs": (job_logs, "stream the job's logs (until it ends, if it is running)"),
+        "cancel": (cancel_job, "cancel a job"),
+        "download": (download_job, "download a job's logs and outputs (checkpoints...)"),
+    }
+    for name, (func, text) in commands.items():
+        q = sub.add_parser(name, help=text, description=text)
+        add_stack_options(q)
+        q.add_argument("--json", action="store_true", help="print JSON, for scripts")
+        if name == "list":
+            q.add_argument("--experiment", default="azdl", help="experiment (default azdl)")
+            q.add_argument("--limit", type=positive_int, default=20, help="jobs shown (default 20)")
+        else:
+            q.add_argument("name", type=job_name, metavar="JOB", help="the job's name")
+        if name == "download":
+            q.add_argument("--out", type=Path, default=None, help="folder (default ./JOB)")
+            q.add_argument(
+                "--output",
+                metavar="NAME",
+                help="one named output only (checkpoints, logs, health, outputs); default: "
+                "the job's logs and all its named outputs",
+            )
+        q.set_defaults(func=func)
+
+
+def _client(args):
+    from azdl.jobs.workspace import ml_client
+
+    return ml_client(load_outputs(args.stack, args.outputs))
+
+
+def summary(job) -> dict:
+    created = getattr(getattr(job, "creation_context", None), "created_at", None)
+    tags = dict(job.tags or {})
+    return {
+        "name": job.name,
+        "status": job.status,
+        "experiment": job.experiment_name,
+        "display_name": job.display_name,
+        "created": created.isoformat() if hasattr(created, "isoformat") else created,
+        "compute": getattr(job, "compute", None),
+        "studio_url": job.studio_url,
+        "attempt": int(tags.get(ATTEMPT_TAG, 1)),
+        "retry_of": tags.get(RETRY_OF_TAG),
+        "tags": tags,
+    }
+
+
+def _get(client, name: str):
+    from azure.core.exceptions import ResourceNotFoundError
+
+    try:
+        return client.jobs.get(name)
+    except ResourceNotFoundError:
+        raise AzdlError(f"no job named {name!r} in the stack's workspace") from None
+
+
+def list_jobs(args) -> int:
+    client = _client(args)
+    jobs = [summary(j) for j in client.jobs.list() if j.experiment_name == args.experiment]
+    jobs.sort(key=lambda j: j["created"] or "", reverse=True)
+    jobs = jobs[: args.limit]
+    if args.json:
+        print(json.dumps(jobs, indent=2))
+        return 0
+    if not jobs:
+        print(f"no jobs in experiment {args.experiment!r}")
+    for j in jobs:
+        retry = f"  (attempt {j['attempt']}, retry of {j['retry_of']})" if j["retry_of"] else ""
+        print(f"{j['name']}  {j['status']}  {j['created'] or ''}{retry}")
+    return 0
+
+
+def chain(client, job) -> list[dict]:
+    """The job's attempts in order: back along retry_of tags, forward through the experiment's
+    jobs that name it as their retry_of."""
+    attempts = [summary(job)]
+    while attempts[0]["retry_of"]:
+        attempts.insert(0, summary(_get(client, attempts[0]["retry_of"])))
+    later = {}
+    for other in client.jobs.list():
+        tags = other.tags or {}
+        if tags.get(RETRY_OF_TAG):
+            later[tags[RETRY_OF_TAG]] = other
+    while attempts[-1]["name"] in later:
+        attempts.append(summary(later[attempts[-1]["name"]]))
+    return attempts
+
+
+def show_job(args) -> int:
+    client = _client(args)
+    job = _get(client, args.name)
+    info = summary(job) | {"attempts": chain(client, job)}
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return 0
+    for key in ("name", "status", "experiment", "compute", "created", "studio_url"):
+        print(f"{key}: {info[key]}")
+    print("tags: " + ", ".join(f"{k}={v}" for k, v in sorted(info["tags"].items())))
+    if len(info["attempts"]) > 1:
+        print("attempts:")
+        for a in info["attempts"]:
+            print(f"  {a['attempt']}. {a['name']}: {a['status']}")
+    return 0
+
+
+def job_logs(args) -> int:
+    from azure.ai.ml.exceptions import JobException
+
+    from azdl.jobs import workspace
+
+    client = _client(args)
+    job = _get(client, args.name)
+    if args.json:  # the logs of a finished job, as one JSON document
+        if job.status not in workspace.TERMINAL:
+            raise AzdlError(f"job {args.name} is {job.status}; --json needs a finished job "
+                            "(stream it without --json)")  # fmt: skip
+        print(json.dumps({"name": job.name, "status": job.status,
+                          "logs": workspace.job_logs(client, job.name)}))  # fmt: skip
+        return 0
+    try:
+        client.jobs.stream(args.name)
+    except JobException as exc:  # a failed job: its error, then its status
+        print(exc, file=sys.stderr)
+    status = client.jobs.get(args.name).status
+    print(f"{args.name}: {status}", file=sys.stderr)
+    return 0 if status == "Completed" else 1
+
+
+def cancel_job(args) -> int:
+    from azdl.jobs.workspace import TERMINAL
+
+    client = _client(args)
+    job = _get(client, args.name)
+    if job.status in TERMINAL:
+        raise AzdlError(f"job {args.name} has already ended ({job.status}); nothing to cancel")
+    client.jobs.begin_cancel(args.name).result()
+    status = client.jobs.get(args.name).status
+    if args.json:
+        print(json.dumps({"name": args.name, "status": status}))
+    else:
+        print(f"{args.name}: cancel requested, now {status}")
+    return 0
+
+
+def download_job(args) -> int:
+    from azdl.jobs.workspace import TERMINAL
+
+    client = _client(args)
+    job = _get(client, args.name)
+    if job.status not in TERMINAL:
+        raise AzdlError(f"job {args.name} is still {job.status}; Azure ML downloads a job's "
+                        "files once it has ended (follow it with `azdl jobs logs`)")  # fmt: skip
+    names = sorted((job.outputs or {}).keys())
+    if args.output is not None and args.output not in names:
+        raise AzdlError(f"job {args.name} has no output {args.output!r}; its outputs: "
+                        f"{', '.join(names) or 'none'}")  # fmt: skip
+    out = (args.out or Path(args.name)).expanduser().resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    if args.output is None:
+        client.jobs.download(args.name, download_path=str(out), all=True)
+    else:
+        client.jobs.download(args.name, download_path=str(out), output_name=args.output)
+    files = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
+    if args.json:
+        print(json.dumps({"name": args.name, "folder": str(out), "files": files}))
+    else:
+        print(f"downloaded {len(files)} files of {args.name} to {out}")
+    return 0

@@ -1,0 +1,104 @@
+"""The pre-flight health gate in a job: the command step that runs `training.health.gate` on the
+job's own nodes before training, with the levels of the VM size's published baseline
+(infra/nccl_baselines.yaml), and the job of `azdl cluster check` that runs the gate alone.
+
+The gate is on by default where a bad node costs most and the fabric matters: multi-node jobs
+on InfiniBand sizes. It needs GPUs (it runs nvidia-smi and nccl-tests).
+"""
+
+from azdl.errors import AzdlError
+from azdl.jobs.stack_outputs import StackOutputs
+from infra.nccl_baselines import Level, baseline
+
+# Where the gate's JSON goes: a job output of its own, beside checkpoints and logs.
+OUTPUT = "health"
+# The message size where a size has no published baseline (figures reported, not judged).
+UNJUDGED_BYTES = 1 << 30
+
+
+def wanted(outputs: StackOutputs, nodes: int, flag: bool | None) -> bool:
+    """--health-check / --no-health-check, else on for multi-node jobs on InfiniBand sizes."""
+    if flag is None:
+        return nodes > 1 and outputs.vm_size.infiniband
+    if flag and outputs.vm_size.gpus == 0:
+        raise AzdlError(
+            f"--health-check needs GPUs, but cluster {outputs['clusterName']!r} runs "
+            f"{outputs.vm_size.name}, a CPU size (gpus: 0 in infra/vm_sizes.yaml)"
+        )
+    return flag
+
+
+def _levels(scope: str, level: Level | None) -> list[str]:
+    if level is None:
+        return []
+    values = {"expected": level.expected_gbps, "warn": level.warn_below_gbps,
+              "fail": level.fail_below_gbps}  # fmt: skip
+    return [f"--{scope}-{name}={value:g}" for name, value in values.items() if value is not None]
+
+
+def gate_step(outputs: StackOutputs, nodes: int, across_nodes: bool = False) -> str:
+    """The shell command every MPI process runs: before training, each node's own checks;
+    `across_nodes` (a job of the gate alone) adds the MPI all-reduce across the nodes, which
+    can't precede training's own MPI start in the same job (training/health/gate.py)."""
+    size = outputs.vm_size
+    published = baseline(size.name)
+    command = ["python", "-m", "training.health.gate", f"--gpus={size.gpus}", f"--nodes={nodes}"]
+    command.append(f"--bytes={published.message_bytes if published else UNJUDGED_BYTES}")
+    command.append(f"--out=${{{{outputs.{OUTPUT}}}}}")
+    if across_nodes:
+        command.append("--across-nodes")
+    if published is not None:
+        command += _levels("single", published.single_node)
+        command += _levels("multi", published.multi_node) if across_nodes else []
+    # Plain words only (numbers, option names and Azure ML's ${{…}} placeholder): no quoting.
+    return " ".join(command)
+
+
+def levels_text(vm_size: str, across_nodes: bool = False) -> str:
+    """One line on what the gate compares with, for the dry run and `azdl cluster check`."""
+    published = baseline(vm_size)
+    if published is None:
+        return f"{vm_size}: no published all-reduce baseline; the gate reports figures only"
+    parts = []
+    scopes = [("single-node", published.single_node)]
+    scopes += [("multi-node", published.multi_node)] if across_nodes else []
+    for scope, level in scopes:
+        if level is not None:
+            pairs = (("warn", level.warn_below_gbps), ("fail", level.fail_below_gbps))
+            limits = [f"{name} below {value:g}" for name, value in pairs if value is not None]
+            parts.append(
+                f"{scope} ~{level.expected_gbps:g} GB/s ({', '.join(limits)}; {level.source})"
+            )
+    return f"{vm_size}: " + "; ".join(parts or ["no published level for this check"])
+
+
+def build_check_job(outputs: StackOutputs, nodes: int, run_id: str, experiment: str):
+    """`azdl cluster check`: a job that runs the gate alone on `nodes` nodes."""
+    from azure.ai.ml import MpiDistribution, Output, command
+    from azure.ai.ml.entities import ManagedIdentityConfiguration
+
+    from azdl.jobs.spec import datastore_uri, nccl_environment
+
+    if outputs.vm_size.gpus == 0:
+        wanted(outputs, nodes, True)  # raises the GPU-size error
+    if not 1 <= nodes <= outputs.max_nodes:
+        raise AzdlError(
+            f"--nodes {nodes}: allowed 1 to {outputs.max_nodes}, the maximum of cluster "
+            f"{outputs['clusterName']!r} (clusterMaxNodes)"
+        )
+    folder = datastore_uri(outputs["outputsDatastore"], experiment, run_id, OUTPUT)
+    return command(
+        name=run_id,
+        display_name=run_id,
+        experiment_name=experiment,
+        description=f"azdl cluster check: GPU and NCCL all-reduce health gate on {nodes} node(s)",
+        command=gate_step(outputs, nodes, across_nodes=True),
+        environment=outputs.environment("torch"),  # both images carry nccl-tests
+        compute=outputs["clusterName"],
+        instance_count=nodes,
+        distribution=MpiDistribution(process_count_per_instance=outputs.vm_size.gpus),
+        outputs={OUTPUT: Output(type="uri_folder", path=folder, mode="rw_mount")},
+        environment_variables=nccl_environment(outputs, "WARN"),
+        identity=ManagedIdentityConfiguration(client_id=outputs["clusterIdentityClientId"]),
+        tags={"azdl.task": "cluster-check", "azdl.nodes": str(nodes)},
+    )

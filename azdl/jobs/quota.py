@@ -1,0 +1,153 @@
+"""The workspace's vCPU quota for a VM size, read before a job is submitted.
+
+Azure ML counts cluster cores per VM family and per region, separately for dedicated and
+low-priority nodes. azure-ai-ml 1.35 reads both through documented calls:
+`MLClient.compute.list_sizes(location=)` gives each size's `family` and `v_cp_us`, and
+`MLClient.compute.list_usage(location=)` the usages, whose names pair the family with the tier
+(Azure/azure-rest-api-specs, machinelearningservices stable/2024-10-01 examples
+VirtualMachineSize/list.json: family `standardDSv2Family`; Usage/list.json: name
+`Standard DSv2 Family Cluster Dedicated vCPUs`, and the regional totals
+`Total Cluster Dedicated Regional vCPUs` / `Total Cluster LowPriority Regional vCPUs`; a limit
+of -1 means no limit at that level). A job can start only when both the family and the
+regional total have its cores free.
+"""
+
+import re
+import sys
+from dataclasses import dataclass
+
+# Where a user asks for more (Azure ML docs, "Manage and increase quotas and limits").
+REQUEST_MORE = (
+    "request more in Azure Machine Learning studio (Quota) or the Azure portal (Quotas > "
+    "Machine learning): https://learn.microsoft.com/azure/machine-learning/how-to-manage-quotas"
+)
+_TIER_WORD = {"dedicated": "Dedicated", "low_priority": "LowPriority"}
+
+
+@dataclass(frozen=True)
+class Quota:
+    vm_size: str
+    family: str  # the usage name, e.g. "Standard DSv2 Family Cluster Dedicated vCPUs"
+    vcpus_per_node: int
+    family_free: int | None  # None: no limit at the family level, or no usage line for it
+    family_listed: bool  # whether Azure listed a usage line for the family
+    regional_free: int | None  # None: no regional total reported, or no limit
+
+    @property
+    def free(self) -> int | None:
+        known = [v for v in (self.family_free, self.regional_free) if v is not None]
+        return min(known) if known else None
+
+    def shortfall(self, nodes: int) -> int:
+        """Cores missing for `nodes` nodes (0 when the job fits)."""
+        return 0 if self.free is None else max(0, nodes * self.vcpus_per_node - self.free)
+
+
+def _name(usage) -> str:
+    """A usage's name.value: `Usage._from_rest_object` keeps the REST name as a dict."""
+    name = usage.name
+    return name.get("value", "") if isinstance(name, dict) else getattr(name, "value", "") or ""
+
+
+def _field(entity, python_name: str, rest_name: str):
+    """A field of a Usage or VmSize entity. azure-ai-ml 1.35's `_from_rest_object` copies the REST
+    model's `as_dict()`, which keeps the wire names (`currentValue`, `vCPUs`) and leaves the
+    documented attributes (`current_value`, `v_cp_us`) None; tests/jobs/test_quota.py runs the
+    SDK's own conversion. Either spelling is the same field; neither is an unreadable quota."""
+    for name in (python_name, rest_name):
+        value = getattr(entity, name, None)
+        if value is not None:
+            return value
+    raise QuotaUnreadable(f"{type(entity).__name__} has neither {python_name} nor {rest_name}")
+
+
+class QuotaUnreadable(ValueError):
+    """The usage or size listing lacks a field the check needs."""
+
+
+def _free(usage) -> int | None:
+    if usage.limit is None or usage.limit < 0:
+        return None
+    return usage.limit - _field(usage, "current_value", "currentValue")
+
+
+def family_key(text: str) -> str:
+    """What a size's family and its usage lines have in common. Azure spells the family of a
+    size (`standardDSv2Family`, `StandardNCADSA100v4Family`) and its usage name (`Standard DSv2
+    Family Cluster Dedicated vCPUs`, `Standard NCADS_A100_v4 Family ...`) differently; without
+    case, punctuation and the words standard/family/cluster/tier/vCPUs both read `dsv2`."""
+    key = re.sub(r"[^a-z0-9]", "", text.lower()).removeprefix("standard")
+    for word in ("family", "cluster", "dedicated", "lowpriority", "vcpus"):
+        key = key.replace(word, "")
+    return key
+
+
+def read_quota(client, location: str | None, vm_size: str, tier: str = "dedicated") -> Quota | None:
+    """The quota for `vm_size` on `tier` nodes in `location` (None: the workspace's region), or
+    None when Azure lists no such size there."""
+    if tier not in _TIER_WORD:
+        raise QuotaUnreadable(f"cluster tier {tier!r} is not one of {', '.join(_TIER_WORD)}")
+    size = next(
+        (s for s in client.compute.list_sizes(location=location) if s.name == vm_size), None
+    )
+    if size is None:
+        return None
+    word = _TIER_WORD[tier]
+    family, key = f"{size.family} ({word})", family_key(size.family)
+    regional = f"Total Cluster {word} Regional vCPUs"
+    family_free = regional_free = None
+    family_found = False
+    for usage in client.compute.list_usage(location=location):
+        name = _name(usage)
+        if "/workspaces/" in (usage.id or ""):  # per-workspace and per-cluster breakdowns
+            continue
+        if name == regional:
+            regional_free = _free(usage)
+        elif f"Cluster {word} vCPUs" in name and family_key(name) == key:
+            family, family_found, family_free = name, True, _free(usage)
+    vcpus = int(_field(size, "v_cp_us", "vCPUs"))
+    return Quota(vm_size, family, vcpus, family_free, family_found, regional_free)
+
+
+def check(client, outputs, nodes: int) -> None:
+    """Stop before submitting when the job's cores are not free; warn when they can't be read."""
+    from azure.core.exceptions import AzureError
+
+    from azdl.errors import AzdlError
+
+    size = outputs.vm_size.name
+    try:
+        tier = client.compute.get(outputs["clusterName"]).tier or "dedicated"
+        quota = read_quota(client, outputs.values.get("location"), size, tier)
+    except (AzureError, QuotaUnreadable) as exc:
+        print(
+            f"warning: could not read the vCPU quota ({type(exc).__name__}: "
+            f"{str(exc).splitlines()[0]}); submitting without the check",
+            file=sys.stderr,
+        )
+        return
+    if quota is None:
+        print(
+            f"warning: Azure ML lists no {size} in this region's sizes; quota not checked",
+            file=sys.stderr,
+        )
+        return
+    needed = nodes * quota.vcpus_per_node
+    if not quota.family_listed:
+        print(
+            f"warning: Azure ML reports no usage for {quota.family!r}; only the regional "
+            "total is checked",
+            file=sys.stderr,
+        )
+    if quota.shortfall(nodes):
+        raise AzdlError(
+            f"the job cannot start: {nodes} x {size} needs {needed} vCPUs of {quota.family}, "
+            f"and {quota.free} are free (family: {_text(quota.family_free)}, region total: "
+            f"{_text(quota.regional_free)}); it would wait in the queue. Use fewer --nodes, or "
+            f"{REQUEST_MORE}"
+        )
+    print(f"quota: {needed} vCPUs needed, {_text(quota.free)} free ({quota.family})")
+
+
+def _text(free: int | None) -> str:
+    return "no limit" if free is None else str(free)

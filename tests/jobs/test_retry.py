@@ -1,0 +1,145 @@
+"""`azdl submit --max-retries` with MLClient mocked: a pre-empted job resumes from the first
+attempt's checkpoints, a code error is not retried, and running out of retries says so. The
+failures carry Azure ML's and NCCL's own texts (sources in azdl/jobs/retry.py)."""
+
+import json
+
+import pytest
+from azure.ai.ml.exceptions import ErrorCategory, ErrorTarget, JobException
+
+from azdl.cli import main
+from azdl.jobs.retry import classify
+
+
+def azure_error(message: str) -> JobException:
+    """What azure-ai-ml's jobs.stream raises for a failed job (_job_ops_helper: "Exception : "
+    and the run's error as JSON)."""
+    error = {"error": {"code": "UserError", "message": message}}
+    return JobException(message=f"Exception : \n {json.dumps(error, indent=4)} ",
+                        target=ErrorTarget.JOB, no_personal_data_message="failed job",
+                        error_category=ErrorCategory.SYSTEM_ERROR)  # fmt: skip
+
+
+# Azure/MachineLearningNotebooks#1242 (2020-11-18): a low-priority node pre-empted.
+PREEMPTED = (
+    "AzureMLCompute job failed.\nPreemptionError: Nodes of this job got pre-empted. Check if the "
+    "run has failed or restarted.\n\tReason: Received pre-emption warning signal"
+)
+# Azure/MachineLearningNotebooks#1360 (2021-02-23): the script exited non-zero.
+NON_ZERO = (
+    "AzureMLCompute job failed.\nJobFailed: Submitted script failed with a non-zero exit code; "
+    "see the driver log file for details.\n\tReason: Job failed with non-zero exit Code"
+)
+TRACEBACK = (
+    'Traceback (most recent call last):\n  File "/opt/azdl/training/train_keras.py", line 40\n'
+    "KeyError: 'labels'\n"
+)
+# stas00/ml-engineering, debug/pytorch.md: NCCL's InfiniBand completion error.
+NCCL_IB = (
+    "node-2:5776:5902 [0] transport/net_ib.cc:1296 NCCL WARN NET/IB : Got completion from peer "
+    "10.2.0.5<33092> with error 12, opcode 0, len\n0, vendor err 129 (Recv)\n"
+)
+
+
+def cluster(ml_client, outcomes: dict[str, tuple[str, str, str]]):
+    """The mocked workspace: job name -> (final status, Azure ML's error, log text)."""
+    client = ml_client.return_value
+
+    def stream(name):
+        status, error, _ = outcomes[name]
+        if status == "Failed":
+            raise azure_error(error)
+
+    def download(name, download_path, **kwargs):
+        (__import__("pathlib").Path(download_path) / "std_log.txt").write_text(outcomes[name][2])
+
+    client.jobs.stream.side_effect = stream
+    client.jobs.get.side_effect = lambda name: type("J", (), {"status": outcomes[name][0]})
+    client.jobs.download.side_effect = download
+    return client
+
+
+def submit(outputs_file, *extra):
+    path = outputs_file(vm_size="Standard_ND96isr_H100_v5", max_nodes=4)
+    return main(["submit", "--outputs", str(path), "--nodes", "2", "--storage", "synthetic",
+                 "--name", "r1", *extra])  # fmt: skip
+
+
+def test_a_preempted_job_resumes_from_the_first_attempts_checkpoints(
+    ml_client, outputs_file, capsys
+):
+    client = cluster(ml_client, {"r1": ("Failed", PREEMPTED, "step 300\n"),
+                                 "r1-retry1": ("Completed", "", "")})  # fmt: skip
+    assert submit(outputs_file, "--max-retries", "2") == 0
+    first, second = (c.args[0] for c in client.jobs.create_or_update.call_args_list)
+    assert first.name == "r1" and second.name == "r1-retry1"
+    for job in (first, second):  # both write and read the first attempt's checkpoints
+        assert job.outputs["checkpoints"].path == (
+            "azureml://datastores/azdl_outputs/paths/azdl/r1/checkpoints/"
+        )
+    assert second.outputs["logs"].path.endswith("/azdl/r1-retry1/logs/")
+    assert second.tags["azdl.resume_from"] == "r1"
+    assert (second.tags["azdl.attempt"], second.tags["azdl.retry_of"]) == ("2", "r1")
+    out = capsys.readouterr().out
+    assert "attempt 1 Failed: a node was pre-empted; resubmitting from its checkpoints" in out
+    assert "  1. r1: Failed (a node was pre-empted)\n  2. r1-retry1: Completed (completed)" in out
+
+
+def test_a_code_error_is_not_retried(ml_client, outputs_file, capsys):
+    client = cluster(ml_client, {"r1": ("Failed", NON_ZERO, TRACEBACK)})
+    assert submit(outputs_file, "--max-retries", "3") == 1
+    assert client.jobs.create_or_update.call_count == 1
+    err = capsys.readouterr().err
+    assert "not retried: the script raised a Python exception: fix the code" in err
+
+
+def test_running_out_of_retries_says_so(ml_client, outputs_file, capsys):
+    names = ("r1", "r1-retry1", "r1-retry2")
+    client = cluster(ml_client, {n: ("Failed", NON_ZERO, NCCL_IB) for n in names})
+    assert submit(outputs_file, "--max-retries", "2") == 1
+    assert [c.args[0].name for c in client.jobs.create_or_update.call_args_list] == list(names)
+    captured = capsys.readouterr()
+    assert "  3. r1-retry2: Failed (an NCCL network or system error)" in captured.out
+    assert (
+        "gave up: the job failed 3 times, and --max-retries 2 allowed 2 retries; the checkpoints "
+        "of r1 are kept for --resume-from r1" in captured.err
+    )
+
+
+@pytest.mark.parametrize(
+    ("status", "error", "logs", "retry"),
+    [
+        ("Failed", PREEMPTED, "", True),
+        ("Failed", NON_ZERO, "azdl-health: FAIL node nd-node-2 is unhealthy: the job stops", True),
+        ("Failed", NON_ZERO, TRACEBACK + NCCL_IB, True),  # a Python error raised by NCCL's
+        ("Failed", NON_ZERO, "RuntimeError: NCCL error: unhandled system error\n", True),
+        ("Failed", NON_ZERO, "usage: train_keras.py [-h]\ntrain_keras.py: error: --lr\n", False),
+        ("Failed", NON_ZERO, "", False),
+        ("Failed", "", "", False),  # nothing recognised: not spent again
+        ("Canceled", "", "", False),
+        ("NotResponding", "", "", True),
+    ],
+)  # fmt: skip
+def test_transient_failures_are_retried_and_the_users_own_are_not(status, error, logs, retry):
+    assert classify(status, error, logs).retry is retry
+
+
+def test_ctrl_c_while_following_stops_following_and_leaves_the_job_running(
+    ml_client, outputs_file, capsys
+):
+    client = cluster(ml_client, {"r1": ("Running", "", "")})
+    client.jobs.stream.side_effect = JobException(  # what azure-ai-ml raises on Ctrl-C
+        message="The output streaming for the run interrupted.",
+        target=ErrorTarget.JOB,
+        no_personal_data_message="interrupted",
+        error_category=ErrorCategory.USER_ERROR,
+    )
+    assert submit(outputs_file, "--max-retries", "2") == 130
+    assert client.jobs.create_or_update.call_count == 1
+    assert "interrupted" in capsys.readouterr().err
+
+
+def test_max_retries_takes_whole_numbers(ml_client, outputs_file, capsys):
+    with pytest.raises(SystemExit):
+        submit(outputs_file, "--max-retries", "-1")
+    assert "expected a whole number of 0 or more" in capsys.readouterr().err
