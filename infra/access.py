@@ -75,8 +75,11 @@ _ENTRA_SSH_DOC = (
     "https://learn.microsoft.com/entra/identity/devices/howto-vm-sign-in-azure-ad-linux"
 )
 # Each README command an operator runs against a stack: (command, grants by purpose, what it
-# does in Azure, the documentation that says which role that takes). Commands that run only on
-# the operator's machine (train, data sample/prepare, plan, diff, policy) need no Azure role.
+# does in Azure, the documentation that says which role that takes). NO_AZURE_ROLE: the
+# commands that run only on the operator's machine, and `data copy`, which runs on the nodes
+# inside a job with the cluster's identity.
+NO_AZURE_ROLE = ("azdl train", "azdl data sample", "azdl data prepare", "azdl data copy",
+                 "azdl estimate", "azdl plan", "azdl diff", "azdl policy")  # fmt: skip
 COMMAND_ACCESS = (
     ("azdl data stage", ("data-stage",),
      "writes shards and the manifest into the training-data container", _BLOB_DOC),
@@ -90,6 +93,16 @@ COMMAND_ACCESS = (
      "submits one job per node count, polls them and downloads their logs", _STORAGE_DOC),
     ("azdl data fill-nfs", ("submit",), "submits the job that copies shards onto the NFS share",
      _ROLES_DOC),
+    ("azdl cluster check", ("submit", "workspace-storage"),
+     "submits the health-check job, then reads its verdict from the job's logs", _STORAGE_DOC),
+    ("azdl jobs list", ("submit",), "lists the workspace's jobs", _ROLES_DOC),
+    ("azdl jobs show", ("submit",), "reads a job and its chain of attempts", _ROLES_DOC),
+    ("azdl jobs cancel", ("submit",), "cancels a job", _ROLES_DOC),
+    ("azdl jobs logs", ("submit", "workspace-storage"),
+     "streams a job's logs from the workspace's default storage", _STORAGE_DOC),
+    ("azdl jobs download", ("submit", "workspace-storage"),
+     "downloads a job's logs and outputs (checkpoints) from the workspace's default storage "
+     "and the outputs container", _STORAGE_DOC),
     ("checkpoints and TensorBoard events (az storage blob download --auth-mode login, azcopy)",
      ("workspace-storage",), "reads the outputs container", _BLOB_DOC),
     ("az network bastion ssh --auth-type AAD (with access.jumpHost)",
