@@ -66,6 +66,15 @@ DATA_ACCOUNT_KINDS = ("BlockBlobStorage", "FileStorage")  # premium accounts hol
 # traffic. Service tags may carry a region suffix (AzureMachineLearning.westeurope).
 INBOUND_SERVICE_TAGS = ("BatchNodeManagement", "AzureMachineLearning")
 INBOUND_INTERNAL = ("VirtualNetwork", "AzureLoadBalancer")
+# Outbound destinations Azure ML requires of compute in a customer VNet (service tags, without
+# their region suffix), the "Required" table of its public internet access list, which
+# how-to-secure-workspace-vnet and how-to-secure-training-vnet include (MicrosoftDocs/
+# azure-ai-docs, includes/machine-learning-public-internet-access.md, ms.date 2025-02-10;
+# tests/infra/documented_outbound.py transcribes it with the ports).
+REQUIRED_OUTBOUND_TAGS = (
+    "AzureActiveDirectory", "AzureMachineLearning", "BatchNodeManagement", "AzureResourceManager",
+    "Storage", "AzureFrontDoor.FrontEnd", "MicrosoftContainerRegistry", "AzureFrontDoor.FirstParty",
+)  # fmt: skip
 # Built-in roles that can change resources or hand out access (fixed GUIDs in every tenant).
 PRIVILEGED_ROLES = {
     "8e3af657-a8ff-404c-9d86-bca7d93b5e97": "Owner",
@@ -296,6 +305,28 @@ def _prod_nsg_outbound(args: ResourceValidationArgs) -> Iterator[str]:
             f"NSG '{args.name}' (prod): outbound rules {', '.join(map(str, later))} come after "
             f"the deny-all (priority {deny_priority}) and never apply"
         )
+    allowed = {
+        _service_tag(get(r, "destinationAddressPrefix"))
+        for r in rules
+        if get(r, "direction") == "Outbound"
+        and get(r, "access") == "Allow"
+        and isinstance(get(r, "priority"), (int, float))
+        and get(r, "priority") < deny_priority
+    }
+    missing = [tag for tag in REQUIRED_OUTBOUND_TAGS if tag not in allowed]
+    if missing:
+        yield (
+            f"NSG '{args.name}' (prod) denies outbound traffic Azure ML requires of its compute: "
+            f"no allow rule before the deny-all for {', '.join(missing)}"
+        )
+
+
+def _service_tag(prefix: Any) -> str | None:
+    """`Storage.westeurope` -> `Storage`; `AzureFrontDoor.FrontEnd` stays (not a region)."""
+    if not isinstance(prefix, str):
+        return None
+    tag = prefix.partition(".")[0]
+    return prefix if tag == "AzureFrontDoor" else tag
 
 
 def _vm_login(args: ResourceValidationArgs) -> Iterator[str]:
@@ -676,7 +707,7 @@ POLICIES = [
     ),
     _resource_policy(
         "nsg-outbound-restricted-in-prod",
-        "Prod compute subnets allow only Azure ML's documented outbound list, then deny all.",
+        "Prod compute subnets allow Azure ML's documented outbound list, then deny all.",
         Severity.HIGH,
         "set network.outbound: restricted in the prod stack (infra/network.py adds Azure ML's "
         "outbound rules and a deny-all at priority 4096)",

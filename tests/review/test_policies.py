@@ -17,6 +17,7 @@ from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, unknown_checking_proxy
 from azdl.cli import main
 from azdl.review import manifest
 from azdl.review.policy import check, load_rules
+from tests.infra.documented_outbound import PUBLIC_INTERNET_REQUIRED
 from tests.review.builders import TAGS, compute, plan, resource, storage
 
 rules = load_rules()
@@ -43,6 +44,13 @@ OUT_AML = {
     "protocol": "Tcp",
     "destinationAddressPrefix": "AzureMachineLearning",
 }
+# An allow rule per service tag Azure ML requires (transcribed from its pages, with dates, in
+# tests/infra/documented_outbound.py).
+OUT_REQUIRED = [
+    {"name": f"allow-{i}", "direction": "Outbound", "access": "Allow", "priority": 200 + i,
+     "protocol": protocol, "destinationAddressPrefix": tag.format(region="westeurope")}
+    for i, (tag, protocol) in enumerate(sorted({(t, p) for t, p, _ in PUBLIC_INTERNET_REQUIRED}))
+]  # fmt: skip
 DENY_OUT = {
     "name": "deny-out",
     "direction": "Outbound",
@@ -294,12 +302,12 @@ def test_every_policy_has_severity_remediation_and_all_but_one_are_mandatory():
             resource(
                 "azure-native:network:NetworkSecurityGroup",
                 "nsg",
-                {"tags": PROD, "securityRules": [AML_INBOUND, OUT_AML, DENY_OUT]},
+                {"tags": PROD, "securityRules": [AML_INBOUND, *OUT_REQUIRED, DENY_OUT]},
             ),
             resource(
                 "azure-native:network:NetworkSecurityGroup",
                 "nsg",
-                {"tags": PROD, "securityRules": [AML_INBOUND, OUT_AML]},
+                {"tags": PROD, "securityRules": [AML_INBOUND, *OUT_REQUIRED]},
             ),
             "NSG 'nsg' (prod) has no deny-all outbound rule",
         ),
@@ -308,17 +316,49 @@ def test_every_policy_has_severity_remediation_and_all_but_one_are_mandatory():
             resource(
                 "azure-native:network:NetworkSecurityGroup",
                 "nsg",
-                {"tags": PROD, "securityRules": [AML_INBOUND, OUT_AML, DENY_OUT]},
+                {"tags": PROD, "securityRules": [AML_INBOUND, *OUT_REQUIRED, DENY_OUT]},
             ),
             resource(
                 "azure-native:network:NetworkSecurityGroup",
                 "nsg",
                 {
                     "tags": PROD,
-                    "securityRules": [AML_INBOUND, OUT_AML | {"priority": 4097}, DENY_OUT],
+                    "securityRules": [
+                        AML_INBOUND,
+                        *OUT_REQUIRED,
+                        OUT_AML | {"priority": 4097},
+                        DENY_OUT,
+                    ],
                 },
             ),
             "NSG 'nsg' (prod): outbound rules aml-out come after the deny-all (priority 4096)",
+        ),
+        # ... and allows what Azure ML requires before that deny (how-to-secure-workspace-vnet).
+        (
+            "nsg-outbound-restricted-in-prod",
+            resource(
+                "azure-native:network:NetworkSecurityGroup",
+                "nsg",
+                {"tags": PROD, "securityRules": [AML_INBOUND, *OUT_REQUIRED, DENY_OUT]},
+            ),
+            resource(
+                "azure-native:network:NetworkSecurityGroup",
+                "nsg",
+                {
+                    "tags": PROD,
+                    "securityRules": [
+                        AML_INBOUND,
+                        DENY_OUT,
+                        *(
+                            r
+                            for r in OUT_REQUIRED
+                            if r["destinationAddressPrefix"] != "AzureFrontDoor.FrontEnd"
+                        ),
+                    ],
+                },
+            ),
+            "NSG 'nsg' (prod) denies outbound traffic Azure ML requires of its compute: no allow "
+            "rule before the deny-all for AzureFrontDoor.FrontEnd",
         ),
         # The jump host: no password logins, no public IP in prod (docs/access.md).
         (
@@ -698,3 +738,8 @@ def test_prod_outputs_keep_deleted_and_overwritten_blobs(settings, recoverable):
         assert found == ["StorageAccount 'outputs' (prod): no blob service properties with blob "
                          "soft delete and versioning or container soft delete, so a deleted or "
                          "overwritten checkpoint is gone"]  # fmt: skip
+
+
+def test_the_packs_required_outbound_tags_are_the_documented_ones():
+    documented = {t.split(".{region}")[0] for t, _, _ in PUBLIC_INTERNET_REQUIRED}
+    assert set(rules.REQUIRED_OUTBOUND_TAGS) == documented
