@@ -2,15 +2,25 @@
 
 Operators are Microsoft Entra users or groups. Each gets exactly what the operator commands
 need, on the one resource that needs it (role ids: Azure's built-in roles,
-https://learn.microsoft.com/azure/role-based-access-control/built-in-roles):
+https://learn.microsoft.com/azure/role-based-access-control/built-in-roles). OPERATOR_GRANTS
+says which role on which resource; COMMAND_ACCESS says which README command needs which of
+them and where Azure documents it (docs/access.md renders both; tests check the plans and the
+page against them). In short:
 
 - `azdl data stage` writes shards into the training-data container: Storage Blob Data
   Contributor on that container;
 - `azdl submit` and `azdl bench` submit jobs and poll them in the workspace: AzureML Data
   Scientist on the workspace (every workspace action except creating compute and changing the
   workspace: learn.microsoft.com/azure/machine-learning/how-to-assign-roles);
-- `azdl submit --wait` and `azdl bench` download the jobs' logs from the workspace's default
-  storage, the outputs account: Storage Blob Data Reader on that account.
+- the workspace's default storage is the outputs account, reached through identity-based
+  datastores (`systemDatastoresAuthMode: Identity`), so the user's own identity writes there:
+  `azdl submit --script` uploads the code folder, `--wait` and `azdl bench` download job logs,
+  and checkpoints are read from the outputs container. Storage Blob Data Contributor on that
+  account (how-to-disable-local-auth-storage: users of the default datastores need it; without
+  it the upload fails with AuthorizationPermissionMismatch, MicrosoftDocs/azure-docs#111210).
+  The same page also lists Storage File Data Privileged Contributor, for the workspace's file
+  share; no azdl command uses the file share (code and logs go to blob storage), so operators
+  do not get it (add it by hand for studio notebooks).
 
 `access.jumpHost` adds Azure Bastion and a small Linux VM in the stack's VNet, for a team with
 no VPN or peered network yet, as Microsoft's secure Azure ML quickstart does
@@ -32,21 +42,89 @@ from pulumi_azure_native import authorization, compute, network
 from infra.cluster import role_assignment_name
 from infra.config import Operator, StackConfig
 from infra.network import standard_public_ip
+from infra.roles import BUILT_IN_ROLES
 
-# Built-in role definition ids (the same GUIDs in every tenant).
+# Operators' roles (built-in role ids: infra/roles.py).
 OPERATOR_ROLES = {
-    "Storage Blob Data Contributor": "ba92f5b4-2d11-453d-a403-e96b0029c9fe",
-    "Storage Blob Data Reader": "2a2b9908-6ea1-4ae2-8e65-a410df84e7d1",
-    "AzureML Data Scientist": "f6c7c914-8db3-469d-8ca1-694a8f32e121",
-    "Virtual Machine User Login": "fb879df8-f326-4884-b1cf-06f3ad86be52",
-    "Reader": "acdd72a7-3385-48ef-bd42-f606fba81ae7",
-}
-# What each operator gets without a jump host: (purpose, role, the command that needs it).
+    name: BUILT_IN_ROLES[name]
+    for name in ("Storage Blob Data Contributor", "AzureML Data Scientist",
+                 "Virtual Machine User Login", "Reader")
+}  # fmt: skip
+# What each operator gets without a jump host: (purpose, role, the resource it is granted on).
 OPERATOR_GRANTS = (
-    ("data-stage", "Storage Blob Data Contributor", "azdl data stage"),
-    ("submit", "AzureML Data Scientist", "azdl submit, azdl bench"),
-    ("read-logs", "Storage Blob Data Reader", "azdl submit --wait, azdl bench"),
+    ("data-stage", "Storage Blob Data Contributor", "the training-data container"),
+    ("submit", "AzureML Data Scientist", "the workspace"),
+    ("workspace-storage", "Storage Blob Data Contributor",
+     "the outputs account (the workspace's default storage)"),
+)  # fmt: skip
+# With access.jumpHost, also (purpose, role, the resource): Entra SSH login and what Bastion
+# requires to open a session (bastion-connect-vm-ssh-linux, prerequisites).
+JUMP_HOST_GRANTS = (
+    ("login", "Virtual Machine User Login", "the jump host"),
+    ("read-vm", "Reader", "the jump host"),
+    ("read-nic", "Reader", "the jump host's network interface"),
+    ("read-bastion", "Reader", "the Bastion host"),
 )
+_ROLES_DOC = "https://learn.microsoft.com/azure/machine-learning/how-to-assign-roles"
+_STORAGE_DOC = (
+    "https://learn.microsoft.com/azure/machine-learning/how-to-disable-local-auth-storage"
+)
+_BLOB_DOC = "https://learn.microsoft.com/azure/storage/blobs/assign-azure-role-data-access"
+_BASTION_DOC = "https://learn.microsoft.com/azure/bastion/bastion-connect-vm-ssh-linux"
+_ENTRA_SSH_DOC = (
+    "https://learn.microsoft.com/entra/identity/devices/howto-vm-sign-in-azure-ad-linux"
+)
+# Each README command an operator runs against a stack: (command, grants by purpose, what it
+# does in Azure, the documentation that says which role that takes). NO_AZURE_ROLE: the
+# commands that run only on the operator's machine, and `data copy`, which runs on the nodes
+# inside a job with the cluster's identity.
+NO_AZURE_ROLE = ("azdl train", "azdl data sample", "azdl data prepare", "azdl data copy",
+                 "azdl estimate", "azdl plan", "azdl diff", "azdl policy")  # fmt: skip
+COMMAND_ACCESS = (
+    ("azdl data stage", ("data-stage",),
+     "writes shards and the manifest into the training-data container", _BLOB_DOC),
+    ("azdl submit", ("submit",), "creates the job in the workspace", _ROLES_DOC),
+    ("azdl submit --script", ("submit", "workspace-storage"),
+     "uploads the code folder to the workspace's default storage through its identity-based "
+     "datastore, then creates the job", _STORAGE_DOC),
+    ("azdl submit --wait", ("submit", "workspace-storage"),
+     "polls the job, then downloads its logs from the workspace's default storage", _STORAGE_DOC),
+    ("azdl bench", ("submit", "workspace-storage"),
+     "submits one job per node count, polls them and downloads their logs", _STORAGE_DOC),
+    ("azdl data fill-nfs", ("submit",), "submits the job that copies shards onto the NFS share",
+     _ROLES_DOC),
+    ("azdl cluster check", ("submit", "workspace-storage"),
+     "submits the health-check job, then reads its verdict from the job's logs", _STORAGE_DOC),
+    ("azdl jobs list", ("submit",), "lists the workspace's jobs", _ROLES_DOC),
+    ("azdl jobs show", ("submit",), "reads a job and its chain of attempts", _ROLES_DOC),
+    ("azdl jobs cancel", ("submit",), "cancels a job", _ROLES_DOC),
+    ("azdl jobs logs", ("submit", "workspace-storage"),
+     "streams a job's logs from the workspace's default storage", _STORAGE_DOC),
+    ("azdl jobs download", ("submit", "workspace-storage"),
+     "downloads a job's logs and outputs (checkpoints) from the workspace's default storage "
+     "and the outputs container", _STORAGE_DOC),
+    ("checkpoints and TensorBoard events (az storage blob download --auth-mode login, azcopy)",
+     ("workspace-storage",), "reads the outputs container", _BLOB_DOC),
+    ("az network bastion ssh --auth-type AAD (with access.jumpHost)",
+     ("login", "read-vm", "read-nic", "read-bastion"),
+     "opens an SSH session on the jump host through Bastion, signed in with Entra ID",
+     f"{_BASTION_DOC}, {_ENTRA_SSH_DOC}"),
+)  # fmt: skip
+
+
+def command_access_table() -> str:
+    """docs/access.md's per-command table (Markdown), rendered from COMMAND_ACCESS."""
+    where = {purpose: (role, scope) for purpose, role, scope in OPERATOR_GRANTS + JUMP_HOST_GRANTS}
+    rows = ["| Command | Role | Scope | What it does in Azure | Source |",
+            "| --- | --- | --- | --- | --- |"]  # fmt: skip
+    for command, purposes, does, source in COMMAND_ACCESS:
+        roles = "<br>".join(where[p][0] for p in purposes)
+        scopes = "<br>".join(where[p][1] for p in purposes)
+        links = ", ".join(f"[{url.rsplit('/', 1)[-1]}]({url})" for url in source.split(", "))
+        rows.append(f"| `{command}` | {roles} | {scopes} | {does} | {links} |")
+    return "\n".join(rows)
+
+
 # Ubuntu 24.04 LTS (Gen2) from Canonical's marketplace offer.
 JUMP_HOST_IMAGE = compute.ImageReferenceArgs(
     publisher="Canonical", offer="ubuntu-24_04-lts", sku="server", version="latest"
@@ -111,11 +189,12 @@ class OperatorAccess(pulumi.ComponentResource):
         scopes = {
             "data-stage": args.data_container_id,
             "submit": args.workspace_id,
-            "read-logs": args.outputs_account_id,
+            "workspace-storage": args.outputs_account_id,
         }
+        needed_by = {p: ", ".join(c for c, ps, *_ in COMMAND_ACCESS if p in ps) for p in scopes}
         self.role_assignments: list[authorization.RoleAssignment] = []
         for operator in cfg.operators:
-            for purpose, role, commands in OPERATOR_GRANTS:
+            for purpose, role, _scope in OPERATOR_GRANTS:
                 self.role_assignments.append(
                     grant(
                         self,
@@ -125,7 +204,8 @@ class OperatorAccess(pulumi.ComponentResource):
                         operator.principal_type,
                         scopes[purpose],
                         args.subscription_id,
-                        f"azdl {cfg.stack}: operator {_label(operator)}, {role} for {commands}",
+                        f"azdl {cfg.stack}: operator {_label(operator)}, {role} for "
+                        f"{needed_by[purpose]}",
                     )
                 )
         self.register_outputs({"operators": [o.object_id for o in cfg.operators]})
@@ -222,6 +302,10 @@ class JumpHost(pulumi.ComponentResource):
                     ),
                 ),
                 security_profile=compute.SecurityProfileArgs(
+                    # Encrypts the temp disk and caches on the host too; the subscription must
+                    # register the Microsoft.Compute/EncryptionAtHost feature (docs/deploy.md;
+                    # learn.microsoft.com/azure/virtual-machines/disk-encryption).
+                    encryption_at_host=True,
                     security_type="TrustedLaunch",
                     uefi_settings=compute.UefiSettingsArgs(
                         secure_boot_enabled=True, v_tpm_enabled=True
@@ -252,14 +336,15 @@ class JumpHost(pulumi.ComponentResource):
             child,
         )
         self.role_assignments: list[authorization.RoleAssignment] = []
-        targets = (
-            ("login", "Virtual Machine User Login", self.vm.id),
-            ("read-vm", "Reader", self.vm.id),
-            ("read-nic", "Reader", self.nic.id),
-            ("read-bastion", "Reader", self.bastion.id),
-        )
+        scopes = {
+            "login": self.vm.id,
+            "read-vm": self.vm.id,
+            "read-nic": self.nic.id,
+            "read-bastion": self.bastion.id,
+        }
         for operator in cfg.operators:
-            for purpose, role, scope in targets:
+            for purpose, role, _where in JUMP_HOST_GRANTS:
+                scope = scopes[purpose]
                 self.role_assignments.append(
                     grant(
                         self,

@@ -23,13 +23,12 @@ from pulumi_azure_native import authorization, machinelearningservices, managedi
 
 from infra.catalogue import VmSize
 from infra.config import StackConfig
+from infra.roles import BUILT_IN_ROLES
 
-# Azure's built-in role definition ids (fixed GUIDs, the same in every tenant).
+# The managed identities' roles (built-in role ids: infra/roles.py).
 ROLES = {
-    "AcrPull": "7f951dda-4ed3-4680-a7ca-43fe172d538d",
-    "AcrPush": "8311e382-0749-4cb8-b61a-304f252e45ec",
-    "Storage Blob Data Reader": "2a2b9908-6ea1-4ae2-8e65-a410df84e7d1",
-    "Storage Blob Data Contributor": "ba92f5b4-2d11-453d-a403-e96b0029c9fe",
+    name: BUILT_IN_ROLES[name]
+    for name in ("AcrPull", "AcrPush", "Storage Blob Data Reader", "Storage Blob Data Contributor")
 }
 
 

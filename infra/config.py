@@ -72,6 +72,16 @@ OUTBOUND_MODES = ("restricted", "open")
 # forbids public endpoints); strict = public access and shared keys off, which Azure ML
 # documents as preview and not for production (how-to-disable-local-auth-storage).
 WORKSPACE_STORAGE_MODES = ("firewall", "private", "strict")
+# storage.outputsRedundancy: the outputs account's replication (sku Standard_<value>). Prod
+# takes a zone-redundant one (ZRS, GZRS): checkpoints survive a zone outage
+# (learn.microsoft.com/azure/storage/common/storage-redundancy).
+OUTPUTS_REDUNDANCY = ("LRS", "ZRS", "GZRS")
+ZONE_REDUNDANT = ("ZRS", "GZRS")
+# network.dnsZoneGroups: stack = each private endpoint gets a DNS zone group from the stack;
+# policy = none: a landing zone's Azure Policy (DeployIfNotExists) registers the endpoints in
+# its central zones, as the Azure Verified Modules' private_endpoints_manage_dns_zone_group =
+# false leaves it (Azure/terraform-azurerm-avm-res-machinelearningservices-workspace#124).
+DNS_ZONE_GROUP_MODES = ("stack", "policy")
 PRINCIPAL_TYPES = ("User", "Group")  # what an operator's Entra object id names
 BASTION_SKUS = ("Basic", "Standard")  # Standard: native-client (az network bastion ssh) tunnels
 # Sub-resource (private-endpoint group id) -> the private DNS zones its endpoint registers in
@@ -433,10 +443,23 @@ class NetworkSettings(_Section):
         (),
         allowed="virtual network resource ids, each once",
     )
+    dns_zone_groups: one_of(DNS_ZONE_GROUP_MODES) = setting(
+        "`stack`: each private endpoint gets a DNS zone group that registers it in the stack's "
+        "(or network.privateDnsZoneIds') zones. `policy`: no zone group, no zone, no VNet link; "
+        "a landing zone's Azure Policy registers the endpoints in its central zones "
+        "(docs/access.md). `policy` needs network.existing.",
+        "stack",
+        source="https://github.com/Azure/terraform-azurerm-avm-res-machinelearningservices-"
+        "workspace/issues/124",
+    )
 
     @property
     def private(self) -> bool:
         return self.mode == "privateEndpoints"
+
+    @property
+    def zone_groups_by_policy(self) -> bool:
+        return self.dns_zone_groups == "policy"
 
     @model_validator(mode="before")
     @classmethod
@@ -514,6 +537,17 @@ class NetworkSettings(_Section):
             raise Invalid(list(links), "empty when every zone is an existing one "
                           "(network.privateDnsZoneIds): link the landing zone's central zones "
                           "to its VNets there", "dnsZoneVnetLinks")  # fmt: skip
+        if self.zone_groups_by_policy:
+            if self.existing is None:
+                raise Invalid("policy", "stack unless network.existing is set: Azure Policy "
+                              "registers endpoints in a landing zone's central zones, which "
+                              "resolve only in the landing zone's VNets",
+                              "dnsZoneGroups")  # fmt: skip
+            if zone_ids or links:
+                key = "privateDnsZoneIds" if zone_ids else "dnsZoneVnetLinks"
+                raise Invalid(zone_ids or list(links), "not set with network.dnsZoneGroups: "
+                              "policy (the stack then creates no zone group, zone or VNet link; "
+                              "the landing zone's policy picks the zones)", key)  # fmt: skip
 
 
 class StorageSettings(_Section):
@@ -565,6 +599,26 @@ class StorageSettings(_Section):
         "firewall",
         source="https://learn.microsoft.com/azure/machine-learning/how-to-disable-local-auth-storage",
     )
+    outputs_redundancy: one_of(OUTPUTS_REDUNDANCY) = setting(
+        "Replication of the outputs account (checkpoints, logs): `ZRS` and `GZRS` keep copies "
+        "in three availability zones (GZRS also in the paired region). Prod requires ZRS or "
+        "GZRS; pick GZRS, or a region with zones, where ZRS is not offered.",
+        by_environment={"prod": "ZRS", "*": "LRS"},
+        source="https://learn.microsoft.com/azure/storage/common/storage-redundancy",
+    )
+
+    @property
+    def outputs_sku(self) -> str:
+        return f"Standard_{self.outputs_redundancy}"
+
+    @model_validator(mode="after")
+    def _prod_outputs_zone_redundant(self, info: ValidationInfo) -> "StorageSettings":
+        prod = (info.context or {}).get("environment") == "prod"
+        if prod and self.outputs_redundancy not in ZONE_REDUNDANT:
+            raise Invalid(self.outputs_redundancy, f"{' or '.join(ZONE_REDUNDANT)} in a prod "
+                          "stack (checkpoints and logs survive a zone outage)",
+                          "outputsRedundancy")  # fmt: skip
+        return self
 
 
 class RegistrySettings(_Section):

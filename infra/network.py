@@ -72,16 +72,23 @@ def _rule(
 
 
 # Outbound a compute cluster needs when its subnet denies everything else: (rule name, service
-# tag, protocol, ports). Sources: "Compute instance/cluster or serverless compute with no public
-# IP" in https://learn.microsoft.com/azure/machine-learning/how-to-secure-training-vnet
-# (AzureMachineLearning TCP 443/8787/18881 and UDP 5831, BatchNodeManagement.<region> ANY 443,
-# Storage.<region> TCP 443), its Limitations (port 445 to the default storage account), and the
-# outbound table of https://learn.microsoft.com/azure/machine-learning/
-# how-to-access-azureml-behind-firewall (AzureActiveDirectory 80/443, AzureResourceManager,
-# AzureFrontDoor.FirstParty and MicrosoftContainerRegistry.<region> for Microsoft's images,
-# AzureContainerRegistry.<region> for the stack's own, AzureMonitor, AzureKeyVault.<region>).
-# "{region}" is the stack's location. NFS 4.1 shares add TCP 2049 to Storage (Azure Files NFS
-# needs port 2049 open: learn.microsoft.com/azure/storage/files/files-nfs-protocol).
+# tag, protocol, ports). Source: the "Required" and "Situational" tables of Azure ML's public
+# internet access list (MicrosoftDocs/azure-ai-docs, articles/machine-learning/includes/
+# machine-learning-public-internet-access.md, ms.date 2025-02-10), which
+# https://learn.microsoft.com/azure/machine-learning/how-to-secure-workspace-vnet and
+# how-to-secure-training-vnet include, and the "Basic configuration" outbound table of
+# https://learn.microsoft.com/azure/machine-learning/how-to-access-azureml-behind-firewall
+# (ms.date 2026-03-19). Required: AzureActiveDirectory TCP 80/443, AzureMachineLearning TCP
+# 443/18881 and UDP 5831, BatchNodeManagement.<region> ANY 443, AzureResourceManager,
+# Storage.<region>, AzureFrontDoor.FrontEnd (the studio's global entry point) and
+# MicrosoftContainerRegistry.<region>, which depends on AzureFrontDoor.FirstParty, all TCP 443.
+# Kept from the situational list: AzureMachineLearning 8787 (the firewall page's basic list),
+# Storage 445 (a firewall between compute and the storage endpoints), AzureMonitor (no private
+# Azure Monitor here). azdl's own: AzureContainerRegistry.<region> and AzureKeyVault.<region>
+# (dev reaches its registry and vault by their public endpoints). tests/infra/
+# test_outbound_documented.py holds this list against those pages. "{region}" is the stack's
+# location. NFS 4.1 shares add TCP 2049 to Storage (Azure Files NFS needs port 2049 open:
+# learn.microsoft.com/azure/storage/files/files-nfs-protocol).
 OUTBOUND_SERVICE_RULES = (
     ("AllowAzureActiveDirectoryOutbound", "AzureActiveDirectory", "Tcp", ["80", "443"]),
     ("AllowAzureMachineLearningTcpOutbound", "AzureMachineLearning", "Tcp",
@@ -90,6 +97,7 @@ OUTBOUND_SERVICE_RULES = (
     ("AllowBatchNodeManagementOutbound", "BatchNodeManagement.{region}", "*", ["443"]),
     ("AllowAzureResourceManagerOutbound", "AzureResourceManager", "Tcp", ["443"]),
     ("AllowStorageOutbound", "Storage.{region}", "Tcp", ["443", "445"]),
+    ("AllowAzureFrontDoorFrontEndOutbound", "AzureFrontDoor.FrontEnd", "Tcp", ["443"]),
     ("AllowAzureFrontDoorFirstPartyOutbound", "AzureFrontDoor.FirstParty", "Tcp", ["443"]),
     ("AllowMicrosoftContainerRegistryOutbound", "MicrosoftContainerRegistry.{region}", "Tcp",
      ["443"]),

@@ -7,6 +7,19 @@ zone's central zones: used, not created (nor linked: the landing zone links its 
 stack creates are also linked to every VNet in `network.dnsZoneVnetLinks`, e.g. a peered hub,
 since a private zone resolves only in the VNets linked to it
 (learn.microsoft.com/azure/dns/private-dns-virtual-network-links).
+
+With `network.dnsZoneGroups: policy` (landing zones only) the stack creates the private
+endpoints and nothing else: no zone, no VNet link and no DNS zone group. A landing zone's Azure
+Policy ("Configure private DNS zones for ... private endpoints", DeployIfNotExists) adds the
+zone group to each endpoint and registers it in the central zones; since the zone group is a
+child resource the stack never declares, Pulumi neither fights nor deletes it. The Azure
+Verified Modules expose the same switch as `private_endpoints_manage_dns_zone_group = false`
+("you must manage private DNS zone groups externally, e.g. using Azure Policy"), which
+Azure/terraform-azurerm-avm-res-machinelearningservices-workspace#124 (2025-05-13) asks of the
+ML workspace module: "unmanaged private dns zone usage, which also excludes changes to the
+property private_dns_zone_group". Deploy-order rules then wait for the endpoints only
+(azdl/review/deploy_order.py): the policy's remediation runs after them, which only a real
+landing zone shows (docs/access.md).
 """
 
 import hashlib
@@ -57,7 +70,9 @@ class PrivateLink(pulumi.ComponentResource):
         ]  # fmt: skip
         existing = cfg.network.existing
         own_vnet = existing.vnet_id.rsplit("/", 1)[-1] if existing else cfg.names.virtual_network
-        for zone_name in sorted({z for e in args.endpoints for z in ZONES[e.group_id]}):
+        by_policy = cfg.network.zone_groups_by_policy
+        wanted = set() if by_policy else {z for e in args.endpoints for z in ZONES[e.group_id]}
+        for zone_name in sorted(wanted):
             if zone_name in cfg.network.private_dns_zone_ids:
                 self.zone_ids[zone_name] = cfg.network.private_dns_zone_ids[zone_name]
                 continue
@@ -115,6 +130,10 @@ class PrivateLink(pulumi.ComponentResource):
                 ),
                 child,
             )
+            self.endpoints[e.name] = endpoint
+            self._zones_of[e.name] = [] if by_policy else ZONES[e.group_id]
+            if by_policy:
+                continue
             self.zone_groups[e.name] = network.PrivateDnsZoneGroup(
                 f"{e.name}-dns",
                 network.PrivateDnsZoneGroupArgs(
@@ -130,8 +149,6 @@ class PrivateLink(pulumi.ComponentResource):
                 ),
                 child,
             )
-            self.endpoints[e.name] = endpoint
-            self._zones_of[e.name] = ZONES[e.group_id]
         self.register_outputs({"privateEndpoints": sorted(self.endpoints)})
 
     def private_path(self, endpoint: str) -> list[pulumi.Resource]:
@@ -139,4 +156,5 @@ class PrivateLink(pulumi.ComponentResource):
         the endpoint, its DNS zone group and the VNet links of its zones (the deploy-order
         rules in azdl/review/deploy_order.py check that callers depend on all of them)."""
         links = [self.links[z] for z in self._zones_of[endpoint] if z in self.links]
-        return [self.endpoints[endpoint], self.zone_groups[endpoint], *links]
+        groups = [self.zone_groups[endpoint]] if endpoint in self.zone_groups else []
+        return [self.endpoints[endpoint], *groups, *links]

@@ -12,6 +12,7 @@ import pulumi.runtime.config as pulumi_runtime_config
 import pulumi_random as random
 from pulumi_azure_native import authorization, resources
 
+from infra import diagnostics
 from infra.access import JumpHost, JumpHostArgs, OperatorAccess, OperatorAccessArgs
 from infra.cluster import Cluster, ClusterArgs
 from infra.config import (
@@ -124,6 +125,13 @@ def declare(cfg: StackConfig) -> dict[str, Any]:
             key_vault_name=soft_deleted.apply(lambda n: n.key_vault),
         ),
     )
+    diagnostics.Diagnostics(
+        "diagnostics",
+        diagnostics.DiagnosticsArgs(
+            workspace.log_analytics.id,
+            diagnostics.targets(workspace, registry.registry, store),
+        ),
+    )
     # Deploy order (rules in azdl/review/deploy_order.py, enforced by the policy pack): a
     # compute without node public IPs is created only once the workspace's private endpoint
     # resolves in the VNet. Public stacks have no such path to wait for. (Images are built by
@@ -206,6 +214,9 @@ def declare(cfg: StackConfig) -> dict[str, Any]:
         "outputsAccountUrl": store.outputs_url,
         "outputsContainerName": store.outputs_container.name,
         "nfsMountTarget": store.nfs_mount_target,
+        # restricted | open; None with network.existing (the landing zone's NSG decides).
+        # `azdl submit --requirements` reads it to refuse installs from PyPI that would fail.
+        "trainingOutbound": None if cfg.network.existing else cfg.network.outbound,
         # What jobs name their data input and outputs by (azureml://datastores/<name>/paths/…)
         "dataDatastore": workspace.data_datastore.name,
         "outputsDatastore": workspace.outputs_datastore.name,

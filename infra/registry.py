@@ -16,6 +16,13 @@ default false, not marked preview-only). pulumi-azure-native 3.29's typed `Regis
 2023-01-01-preview, which lacks it, so the registry is declared through the provider's generic
 ARM resource (`resources.Resource`) at REGISTRY_API_VERSION; its `properties` are the ARM
 body's, as the spec names them.
+
+Zone redundancy is chosen, not left to the API's default ("Disabled"): Enabled for a prod
+Premium registry, Disabled otherwise (a Premium option: `zoneRedundancy`). Azure now makes
+every registry in a region with availability zones zone-redundant whatever the property says
+("The zoneRedundancy property ... might still show as false even though zone redundancy is
+active", learn.microsoft.com/azure/container-registry/zone-redundancy), so prod states what it
+relies on and scanners that read the property see it.
 """
 
 from dataclasses import dataclass
@@ -32,6 +39,10 @@ REGISTRY_API_VERSION = "2025-11-01"
 class RegistryArgs:
     config: StackConfig
     resource_group_name: pulumi.Input[str]
+
+
+def zone_redundant(cfg: StackConfig) -> bool:
+    return cfg.environment == "prod" and cfg.registry_sku == "Premium"
 
 
 class Registry(pulumi.ComponentResource):
@@ -59,6 +70,7 @@ class Registry(pulumi.ComponentResource):
                 "networkRuleBypassOptions": "AzureServices",
                 # ACR Tasks builds push here from outside the VNet (see above).
                 "networkRuleBypassAllowedForTasks": True,
+                "zoneRedundancy": "Enabled" if zone_redundant(cfg) else "Disabled",
             },
             tags=cfg.tags,
         )

@@ -18,6 +18,13 @@ Azure/terraform-azurerm-avm-res-machinelearningservices-workspace, examples/priv
 `strict` turns public network access and shared keys off, which Azure ML documents as preview,
 "not recommended for production workloads" (https://learn.microsoft.com/azure/machine-learning/
 how-to-disable-local-auth-storage).
+
+The outputs account's replication is `storage.outputsRedundancy` (ZRS by default in prod, which
+requires ZRS or GZRS). Its blob service keeps deleted blobs and containers recoverable (soft
+delete), and in prod every overwritten or deleted blob as a version, with a lifecycle rule that
+deletes versions after the retention, so an overwritten `latest` checkpoint does not pile up
+versions forever (learn.microsoft.com/azure/storage/blobs/soft-delete-blob-overview,
+soft-delete-container-overview, versioning-overview, lifecycle-management-overview).
 """
 
 from dataclasses import dataclass
@@ -27,6 +34,10 @@ import pulumi
 from pulumi_azure_native import storage
 
 from infra.config import StackConfig
+
+# Days a deleted (soft-deleted) blob or container, or a previous blob version, stays recoverable.
+OUTPUTS_RETENTION_DAYS = {"prod": 30}
+DEFAULT_RETENTION_DAYS = 7
 
 
 @dataclass
@@ -157,10 +168,11 @@ class Storage(pulumi.ComponentResource):
             args.data_resource_group_name,
             names.outputs_account,
             "StorageV2",
-            "Standard_LRS",
+            cfg.storage.outputs_sku,
             keep_outputs,
             workspace_storage=True,
         )
+        self.outputs_recovery = self._outputs_recovery(cfg, args.data_resource_group_name, keep_outputs)
         self.outputs_container = storage.BlobContainer(
             "outputs-container",
             storage.BlobContainerArgs(
@@ -207,9 +219,67 @@ class Storage(pulumi.ComponentResource):
 
         self.register_outputs(
             {
+                "outputsAccountSku": cfg.storage.outputs_sku,
                 "dataAccountUrl": self.data_url,
                 "dataContainerUrl": self.data_container_url,
                 "outputsAccountUrl": self.outputs_url,
                 "nfsMountTarget": self.nfs_mount_target,
             }
         )
+
+    def _outputs_recovery(
+        self, cfg: StackConfig, rg: pulumi.Input[str], opts: pulumi.ResourceOptions
+    ) -> list[pulumi.Resource]:
+        """Soft delete for blobs and containers; in prod also versioning, with a lifecycle rule
+        deleting previous versions after the retention (see the module docstring)."""
+        prod = cfg.environment == "prod"
+        days = OUTPUTS_RETENTION_DAYS.get(cfg.environment, DEFAULT_RETENTION_DAYS)
+        retention = storage.DeleteRetentionPolicyArgs(enabled=True, days=days)
+        account = pulumi.ResourceOptions(depends_on=[self.outputs_account])
+        recovery: list[pulumi.Resource] = [
+            storage.BlobServiceProperties(
+                "outputs-blob-service",
+                storage.BlobServicePropertiesArgs(
+                    resource_group_name=rg,
+                    account_name=self.outputs_account.name,
+                    blob_services_name="default",
+                    delete_retention_policy=retention,
+                    container_delete_retention_policy=retention,
+                    is_versioning_enabled=prod,
+                ),
+                pulumi.ResourceOptions.merge(opts, account),
+            )
+        ]
+        if prod:
+            expire = storage.DateAfterCreationArgs(days_after_creation_greater_than=days)
+            recovery.append(
+                storage.ManagementPolicy(
+                    "outputs-lifecycle",
+                    storage.ManagementPolicyArgs(
+                        resource_group_name=rg,
+                        account_name=self.outputs_account.name,
+                        management_policy_name="default",
+                        policy=storage.ManagementPolicySchemaArgs(
+                            rules=[
+                                storage.ManagementPolicyRuleArgs(
+                                    name="expire-previous-versions",
+                                    type="Lifecycle",
+                                    enabled=True,
+                                    definition=storage.ManagementPolicyDefinitionArgs(
+                                        filters=storage.ManagementPolicyFilterArgs(
+                                            blob_types=["blockBlob"]
+                                        ),
+                                        actions=storage.ManagementPolicyActionArgs(
+                                            version=storage.ManagementPolicyVersionArgs(
+                                                delete=expire
+                                            )
+                                        ),
+                                    ),
+                                )
+                            ]
+                        ),
+                    ),
+                    pulumi.ResourceOptions.merge(opts, account),
+                )
+            )
+        return recovery

@@ -41,6 +41,7 @@ if str(REPO_ROOT) not in sys.path:  # Pulumi runs the pack with only this folder
 from azdl.review import arm, deploy_order  # noqa: E402
 from azdl.review.prices import load_prices  # noqa: E402
 from infra.catalogue import VM_SIZES  # noqa: E402
+from infra.deployer import ASSIGNABLE_PRINCIPAL_TYPES, ASSIGNABLE_ROLES  # noqa: E402
 
 STORAGE = "azure-native:storage:StorageAccount"
 CONTAINER = "azure-native:storage:BlobContainer"
@@ -62,6 +63,10 @@ SOFT_DELETED = {WORKSPACE: "workspace", VAULT: "Key Vault"}
 # Image resources that build on the machine running `pulumi up` (pulumi-docker-build,
 # pulumi-docker).
 LOCAL_IMAGE_BUILDS = ("docker-build:index:Image", "docker:index:Image")
+DIAGNOSTIC_SETTING = "azure-native:monitor:DiagnosticSetting"
+BLOB_SERVICE = "azure-native:storage:BlobServiceProperties"
+# Zone-redundant storage SKUs (learn.microsoft.com/azure/storage/common/storage-redundancy).
+ZONE_REDUNDANT_SKUS = ("Standard_ZRS", "Standard_GZRS", "Standard_RAGZRS", "Premium_ZRS")
 
 REQUIRED_TAGS = ("environment", "project", "owner", "costCenter")
 GOOD_TLS = ("TLS1_2", "TLS1_3")
@@ -70,6 +75,15 @@ DATA_ACCOUNT_KINDS = ("BlockBlobStorage", "FileStorage")  # premium accounts hol
 # traffic. Service tags may carry a region suffix (AzureMachineLearning.westeurope).
 INBOUND_SERVICE_TAGS = ("BatchNodeManagement", "AzureMachineLearning")
 INBOUND_INTERNAL = ("VirtualNetwork", "AzureLoadBalancer")
+# Outbound destinations Azure ML requires of compute in a customer VNet (service tags, without
+# their region suffix), the "Required" table of its public internet access list, which
+# how-to-secure-workspace-vnet and how-to-secure-training-vnet include (MicrosoftDocs/
+# azure-ai-docs, includes/machine-learning-public-internet-access.md, ms.date 2025-02-10;
+# tests/infra/documented_outbound.py transcribes it with the ports).
+REQUIRED_OUTBOUND_TAGS = (
+    "AzureActiveDirectory", "AzureMachineLearning", "BatchNodeManagement", "AzureResourceManager",
+    "Storage", "AzureFrontDoor.FrontEnd", "MicrosoftContainerRegistry", "AzureFrontDoor.FirstParty",
+)  # fmt: skip
 # Built-in roles that can change resources or hand out access (fixed GUIDs in every tenant).
 PRIVILEGED_ROLES = {
     "8e3af657-a8ff-404c-9d86-bca7d93b5e97": "Owner",
@@ -326,6 +340,28 @@ def _prod_nsg_outbound(args: ResourceValidationArgs) -> Iterator[str]:
             f"NSG '{args.name}' (prod): outbound rules {', '.join(map(str, later))} come after "
             f"the deny-all (priority {deny_priority}) and never apply"
         )
+    allowed = {
+        _service_tag(get(r, "destinationAddressPrefix"))
+        for r in rules
+        if get(r, "direction") == "Outbound"
+        and get(r, "access") == "Allow"
+        and isinstance(get(r, "priority"), (int, float))
+        and get(r, "priority") < deny_priority
+    }
+    missing = [tag for tag in REQUIRED_OUTBOUND_TAGS if tag not in allowed]
+    if missing:
+        yield (
+            f"NSG '{args.name}' (prod) denies outbound traffic Azure ML requires of its compute: "
+            f"no allow rule before the deny-all for {', '.join(missing)}"
+        )
+
+
+def _service_tag(prefix: Any) -> str | None:
+    """`Storage.westeurope` -> `Storage`; `AzureFrontDoor.FrontEnd` stays (not a region)."""
+    if not isinstance(prefix, str):
+        return None
+    tag = prefix.partition(".")[0]
+    return prefix if tag == "AzureFrontDoor" else tag
 
 
 def _vm_login(args: ResourceValidationArgs) -> Iterator[str]:
@@ -370,6 +406,28 @@ def _role_breadth(args: ResourceValidationArgs) -> Iterator[str]:
         )
 
 
+def _deployer_can_assign(args: ResourceValidationArgs) -> Iterator[str]:
+    """The least-privilege deployer's condition (docs/deploy.md, infra/deployer.py) lets it
+    assign only the stack's roles to managed identities, users and groups: any other role or
+    principal type in the plan fails at deploy time with AuthorizationFailed."""
+    if args.resource_type != ROLE_ASSIGNMENT:
+        return
+    role_id = get(args.props, "roleDefinitionId")
+    if isinstance(role_id, str):
+        guid = role_id.rstrip("/").rsplit("/", 1)[-1].lower()
+        if guid not in ASSIGNABLE_ROLES.values():
+            yield (
+                f"role assignment '{args.name}' grants role {guid}, which the deployer's "
+                "role-assignment condition does not allow"
+            )
+    kind = get(args.props, "principalType")
+    if isinstance(kind, str) and kind not in ASSIGNABLE_PRINCIPAL_TYPES:
+        yield (
+            f"role assignment '{args.name}' is for a {kind}; the deployer's condition allows "
+            f"{', '.join(ASSIGNABLE_PRINCIPAL_TYPES)}"
+        )
+
+
 @cache
 def is_taggable(resource_type: str) -> bool:
     """Whether the azure-native resource type has `tags` (read from the SDK's own class)."""
@@ -401,6 +459,118 @@ def _prod_data_protected(args: ResourceValidationArgs) -> Iterator[str]:
         return
     if get(args.props, "kind") in DATA_ACCOUNT_KINDS and not args.opts.protect:
         yield f"data account '{args.name}' (prod) is not protected: `pulumi destroy` can delete it"
+
+
+def _prod_outputs_zone_redundant(args: ResourceValidationArgs) -> Iterator[str]:
+    """Prod general-purpose accounts (the outputs account: checkpoints, logs) keep copies in
+    three zones (storage-redundancy: ZRS, GZRS, RA-GZRS)."""
+    if args.resource_type != STORAGE or not is_prod(args.props):
+        return
+    if get(args.props, "kind") != "StorageV2":
+        return
+    sku = get(args.props, "sku", "name")
+    if sku is UNKNOWN or sku in ZONE_REDUNDANT_SKUS:
+        return
+    yield (
+        f"storage account '{args.name}' (prod): sku {sku or 'not set'} keeps all copies in one "
+        "availability zone"
+    )
+
+
+def _prod_registry_zone_redundancy(args: ResourceValidationArgs) -> Iterator[str]:
+    """A prod Premium registry states zoneRedundancy Enabled (container-registry/zone-redundancy:
+    a Premium option; the SDK's default is Disabled)."""
+    if not arm.is_registry(args.resource_type, args.props) or not is_prod(args.props):
+        return
+    if get(args.props, "sku", "name") != "Premium":
+        return
+    zones = get(arm.arm_properties(args.resource_type, args.props), "zoneRedundancy")
+    if zones not in ("Enabled", UNKNOWN):
+        yield (
+            f"container registry '{args.name}' (prod): zoneRedundancy is "
+            f"{zones or 'not set (Disabled)'}"
+        )
+
+
+def _vm_encryption_at_host(args: ResourceValidationArgs) -> Iterator[str]:
+    """VMs encrypt their temp disk and disk caches on the host too (disk-encryption,
+    "Encryption at host")."""
+    if args.resource_type != VM:
+        return
+    enabled = get(args.props, "securityProfile", "encryptionAtHost")
+    if enabled is not True and enabled is not UNKNOWN:
+        yield (
+            f"virtual machine '{args.name}': securityProfile.encryptionAtHost is "
+            f"{'not set (false)' if enabled is None else enabled}"
+        )
+
+
+# ---- stack policies -----------------------------------------------------------------------
+
+# What each prod service must send to Log Analytics (infra/diagnostics.py has the categories).
+DIAGNOSED_TYPES = (VAULT, WORKSPACE, STORAGE)  # and the registry, whichever form declares it
+
+
+def _needs_diagnostics(node: deploy_order.Node) -> bool:
+    diagnosed = node.type in DIAGNOSED_TYPES or arm.is_registry(node.type, node.props)
+    if not diagnosed or not is_prod(node.props):
+        return False
+    # The NFS (FileStorage) account is a documented trade-off (docs/access.md).
+    return node.type != STORAGE or get(node.props, "kind") != "FileStorage"
+
+
+def _prod_diagnostics(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    """Every prod Key Vault, registry, ML workspace and blob storage account has a diagnostic
+    setting (one that takes the resource, or its blob service, as its resourceUri) sending its
+    logs to a Log Analytics workspace."""
+    graph = deploy_order.graph_from_policy_resources(args.resources)
+    for node in graph.nodes.values():
+        if not _needs_diagnostics(node):
+            continue
+        settings = graph.dependents(node, DIAGNOSTIC_SETTING)
+        if not any(get(s.props, "workspaceId") is not None for s in settings):
+            report_violation(
+                f"{deploy_order.label(node)} (prod) sends no resource logs to Log Analytics: no "
+                "diagnostic setting with a workspaceId takes it",
+                node.id,
+            )
+
+
+def _prod_outputs_recoverable(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    """Every prod general-purpose account (the outputs account) keeps deleted blobs (blob soft
+    delete) and either versions or deleted containers (versioning or container soft delete):
+    soft-delete-blob-overview, versioning-overview, soft-delete-container-overview."""
+    graph = deploy_order.graph_from_policy_resources(args.resources)
+    for node in graph.of_type(STORAGE):
+        if not is_prod(node.props) or get(node.props, "kind") != "StorageV2":
+            continue
+        services = graph.dependents(node, BLOB_SERVICE)
+        props = [s.props for s in services]
+        if any(
+            UNKNOWN
+            in (
+                get(p, "deleteRetentionPolicy", "enabled"),
+                get(p, "isVersioningEnabled"),
+                get(p, "containerDeleteRetentionPolicy", "enabled"),
+            )
+            for p in props
+        ):
+            continue  # fmt: skip
+        recoverable = any(
+            get(p, "deleteRetentionPolicy", "enabled") is True
+            and (
+                get(p, "isVersioningEnabled") is True
+                or get(p, "containerDeleteRetentionPolicy", "enabled") is True
+            )
+            for p in props
+        )
+        if not recoverable:
+            report_violation(
+                f"{deploy_order.label(node)} (prod): no blob service properties with blob soft "
+                "delete and versioning or container soft delete, so a deleted or overwritten "
+                "checkpoint is gone",
+                node.id,
+            )
 
 
 # ---- stack policy -------------------------------------------------------------------------
@@ -672,7 +842,7 @@ POLICIES = [
     ),
     _resource_policy(
         "nsg-outbound-restricted-in-prod",
-        "Prod compute subnets allow only Azure ML's documented outbound list, then deny all.",
+        "Prod compute subnets allow Azure ML's documented outbound list, then deny all.",
         Severity.HIGH,
         "set network.outbound: restricted in the prod stack (infra/network.py adds Azure ML's "
         "outbound rules and a deny-all at priority 4096)",
@@ -695,6 +865,15 @@ POLICIES = [
         _role_breadth,
     ),
     _resource_policy(
+        "role-assignments-deployer-can-make",
+        "Role assignments use only the roles and principal types the least-privilege deployer's "
+        "condition allows.",
+        Severity.HIGH,
+        "take the role from infra/roles.py (which the condition in docs/deploy.md is generated "
+        "from) and set principalType to ServicePrincipal, User or Group",
+        _deployer_can_assign,
+    ),
+    _resource_policy(
         "required-tags",
         "Every taggable resource carries environment, project, owner and costCenter.",
         Severity.MEDIUM,
@@ -707,6 +886,48 @@ POLICIES = [
         Severity.HIGH,
         "set storage.dataProtection: protect in the prod stack",
         _prod_data_protected,
+    ),
+    _resource_policy(
+        "outputs-zone-redundant-in-prod",
+        "Prod general-purpose storage (checkpoints, logs) is zone-redundant.",
+        Severity.MEDIUM,
+        "set storage.outputsRedundancy: ZRS or GZRS (sku Standard_ZRS/Standard_GZRS)",
+        _prod_outputs_zone_redundant,
+    ),
+    _resource_policy(
+        "registry-zone-redundant-in-prod",
+        "A prod Premium registry states zone redundancy Enabled.",
+        Severity.MEDIUM,
+        "set zone_redundancy='Enabled' on the registry (infra/registry.py does in prod)",
+        _prod_registry_zone_redundancy,
+    ),
+    _resource_policy(
+        "vm-encryption-at-host",
+        "Virtual machines (the jump host) encrypt at host.",
+        Severity.MEDIUM,
+        "set security_profile.encryption_at_host=True and register the subscription feature "
+        "Microsoft.Compute/EncryptionAtHost",
+        _vm_encryption_at_host,
+    ),
+    StackValidationPolicy(
+        name="diagnostic-settings-in-prod",
+        description="Prod Key Vault, registry, ML workspace and blob storage send resource logs "
+        "to Log Analytics.",
+        validate=_prod_diagnostics,
+        enforcement_level=EnforcementLevel.MANDATORY,
+        severity=Severity.MEDIUM,
+        remediation_steps="add a monitor.DiagnosticSetting with workspace_id for the resource "
+        "(storage: its blobServices/default); infra/diagnostics.py declares them",
+    ),
+    StackValidationPolicy(
+        name="outputs-recoverable-in-prod",
+        description="Prod general-purpose storage keeps deleted blobs, and versions or deleted "
+        "containers.",
+        validate=_prod_outputs_recoverable,
+        enforcement_level=EnforcementLevel.MANDATORY,
+        severity=Severity.MEDIUM,
+        remediation_steps="add storage.BlobServiceProperties with delete_retention_policy and "
+        "is_versioning_enabled or container_delete_retention_policy (infra/storage.py)",
     ),
     StackValidationPolicy(
         name="gpu-spend-within-budget",

@@ -44,6 +44,9 @@ OUTPUT_DOCS = {
     "infiniband": "whether the nodes have InfiniBand (NCCL transport settings)",
     "location": "the region",
     "nfsMountTarget": "`<account>.file.core.windows.net:/<account>/<share>`; null without a share",
+    "trainingOutbound": "`network.outbound` (`restricted` or `open`); null with "
+    "`network.existing`. `azdl submit --requirements` without `--wheels` is refused on "
+    "`restricted`",
     "outputsAccountName": "standard account for checkpoints, logs and TensorBoard",
     "outputsAccountUrl": "its blob endpoint",
     "outputsContainerName": "the outputs container",

@@ -124,7 +124,7 @@ def validate(outputs: StackOutputs, request: JobRequest) -> None:
             "(letters, digits, '-' and '_')"
         )
     if request.script is not None:
-        validate_script(request)
+        validate_script(request, outputs)
         return
     for option in RESERVED_OPTIONS:
         if _has_option(request.training_args, option):
@@ -144,7 +144,7 @@ def validate(outputs: StackOutputs, request: JobRequest) -> None:
                 )
 
 
-def validate_script(request: JobRequest) -> None:
+def validate_script(request: JobRequest, outputs: StackOutputs) -> None:
     """The script, its requirements and wheels are inside the code folder and uploaded (not
     left out by its ignore file); the folder is within Azure ML's limits; every placeholder in
     the arguments has a folder in this job."""
@@ -167,6 +167,14 @@ def validate_script(request: JobRequest) -> None:
             raise AzdlError(f"{what} {path}: no such file")
         if path is not None and not folder.has(path):
             raise AzdlError(f"{what} {path} is {ignored}; the job could not run it")
+    if script.requirements is not None and script.wheels is None and outputs.internet_denied:
+        raise AzdlError(
+            f"--requirements {script.requirements} without --wheels: the training subnet of "
+            f"{outputs.source} denies the internet (network.outbound: restricted), so pip "
+            "cannot reach PyPI. Download the wheels where the internet is reachable (pip "
+            "download -r FILE -d wheels, inside the code folder) and pass --wheels wheels, or "
+            "bake the packages into the image (docs/access.md, Packages from the internet)"
+        )
     if script.wheels is not None:
         if script.requirements is None:
             raise AzdlError("--wheels needs --requirements: the file that says what to install")

@@ -40,6 +40,13 @@ class StackOutputs:
     def nfs_mount_target(self) -> str | None:
         return self.values.get("nfsMountTarget") or None
 
+    @property
+    def internet_denied(self) -> bool:
+        """The training subnet denies the internet (`network.outbound: restricted`), as the
+        stack says in `trainingOutbound`; False where it does not say (an older stack, or a
+        landing zone's subnet, whose NSG the stack does not know)."""
+        return self.values.get("trainingOutbound") == "restricted"
+
     def environment(self, framework: str) -> str:
         image = IMAGE_OF[framework]
         env = (self.values.get("environments") or {}).get(image)

@@ -104,6 +104,12 @@ NO_CHARGE = {
     "azure-native:applicationinsights:Component": "workspace-based: its data is billed as "
     "Log Analytics ingestion",
     "azure-native:compute:VirtualMachineExtension": "the Entra ID login extension is free",
+    "azure-native:monitor:DiagnosticSetting": "no charge of its own; the logs it sends are "
+    "billed as Log Analytics ingestion (usage)",
+    "azure-native:storage:BlobServiceProperties": "settings of its storage account; soft-deleted "
+    "blobs and versions are billed as the account's storage",
+    "azure-native:storage:ManagementPolicy": "lifecycle rules are free (their actions are "
+    "billed as the account's operations)",
     "pulumi-python:dynamic:Resource": "uploads an image's build context to ACR Tasks' own "
     "source storage",
     "random:index/randomId:RandomId": "a value kept in the stack's state",
@@ -350,9 +356,13 @@ def estimate(doc: dict[str, Any], prices: Prices | None = None) -> Estimate:
                     "not in the totals"
                 )
             else:
-                rate = prices.storage_monthly_per_gib.get("standardBlobHotLrsStored")
+                sku = inputs.get("sku", {}).get("name", "Standard_LRS")
+                sku = sku if isinstance(sku, str) else "Standard_LRS"  # known from config
+                key = f"standardBlobHot{sku.rsplit('_', 1)[-1].capitalize()}Stored"
+                rate = prices.storage_monthly_per_gib.get(key)
+                shown = f"{rate} USD" if rate is not None else f"no storageMonthlyPerGiB.{key}"
                 est.notes.append(
-                    f"outputs account {name} ({account}): {rate} USD per GiB-month stored, "
+                    f"outputs account {name} ({account}, {sku}): {shown} per GiB-month stored, "
                     "billed on use; not in the totals"
                 )
         else:

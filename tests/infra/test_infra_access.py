@@ -35,15 +35,10 @@ DOCUMENTED_ROLE_IDS = {
     "Virtual Machine User Login": "fb879df8-f326-4884-b1cf-06f3ad86be52",
 }
 
-# Outbound a compute cluster in a locked-down VNet needs, as (service tag, protocol, ports),
-# from https://learn.microsoft.com/azure/machine-learning/how-to-secure-training-vnet ("Compute
-# instance/cluster ... with no public IP": AzureMachineLearning TCP 443/8787/18881 + UDP 5831,
-# BatchNodeManagement.<region> ANY 443, Storage.<region> TCP 443; "Limitations": port 445 to
-# the default storage) and the outbound table of
-# https://learn.microsoft.com/azure/machine-learning/how-to-access-azureml-behind-firewall
-# (AzureActiveDirectory 80/443, AzureResourceManager 443, AzureFrontDoor.FirstParty and
-# MicrosoftContainerRegistry.<region> 443 for Microsoft's images, AzureContainerRegistry.<region>
-# 443, AzureMonitor 443, AzureKeyVault.<region> 443).
+# Outbound a compute cluster in a locked-down VNet needs, as (service tag, protocol, ports), per
+# rule: Azure ML's documented list (transcribed with its pages' dates in
+# tests/infra/documented_outbound.py and held against infra/network.py by
+# tests/infra/test_outbound_documented.py), grouped as the NSG's rules group it.
 DOCUMENTED_OUTBOUND = {
     ("AzureMachineLearning", "Tcp", ("443", "8787", "18881")),
     ("AzureMachineLearning", "Udp", ("5831",)),
@@ -51,6 +46,7 @@ DOCUMENTED_OUTBOUND = {
     ("Storage.{region}", "Tcp", ("443", "445")),
     ("AzureActiveDirectory", "Tcp", ("80", "443")),
     ("AzureResourceManager", "Tcp", ("443",)),
+    ("AzureFrontDoor.FrontEnd", "Tcp", ("443",)),
     ("AzureFrontDoor.FirstParty", "Tcp", ("443",)),
     ("MicrosoftContainerRegistry.{region}", "Tcp", ("443",)),
     ("AzureContainerRegistry.{region}", "Tcp", ("443",)),
@@ -315,7 +311,10 @@ def test_operators_get_exactly_the_roles_the_operator_commands_need(prod_with_ju
         expected |= {
             (object_id, kind, "Storage Blob Data Contributor", data_container),  # data stage
             (object_id, kind, "AzureML Data Scientist", workspace),  # submit, bench
-            (object_id, kind, "Storage Blob Data Reader", outputs),  # job logs
+            # the workspace's default storage, reached through identity-based datastores:
+            # code upload (submit --script), job logs, checkpoints (how-to-disable-local-auth-
+            # storage: Storage Blob Data Contributor for users of the default datastores)
+            (object_id, kind, "Storage Blob Data Contributor", outputs),
             (object_id, kind, "Virtual Machine User Login", vm),  # Entra SSH login
             (object_id, kind, "Reader", vm),  # Bastion's documented prerequisites
             (object_id, kind, "Reader", nic),
@@ -533,6 +532,33 @@ def test_the_docs_roles_table_is_what_the_program_grants():
 
     rows = {(role, guid) for role, guid, *_ in doc_table("roles-table")}
     assert rows == {(role, OPERATOR_ROLES[role]) for _, role, _ in OPERATOR_GRANTS}
+
+
+def test_the_docs_command_table_is_what_the_code_renders():
+    from infra.access import command_access_table
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "access.md").read_text()
+    block = text.split("<!-- command-access:", 1)[1].split("-->\n", 1)[1].split("\n\n", 1)[0]
+    assert block == command_access_table()
+
+
+def test_every_operator_command_is_covered_by_the_roles_granted():
+    """Every azdl command (the CLI's own parser, as docs/cli.md lists them) either needs no
+    Azure role or names the grants it needs; every grant is needed by some command."""
+    import sys
+
+    from infra.access import COMMAND_ACCESS, JUMP_HOST_GRANTS, NO_AZURE_ROLE, OPERATOR_GRANTS
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+    import docs_hooks
+
+    commands = docs_hooks.cli_commands()
+    leaves = {c for c in commands if not any(o.startswith(c + " ") for o in commands)}
+    covered = {c.split(" --")[0] for c, *_ in COMMAND_ACCESS if c.startswith("azdl ")}
+    assert leaves - set(NO_AZURE_ROLE) == covered
+    granted = {purpose for purpose, *_ in OPERATOR_GRANTS + JUMP_HOST_GRANTS}
+    needed = {purpose for _, purposes, *_ in COMMAND_ACCESS for purpose in purposes}
+    assert needed == granted
 
 
 def test_the_docs_outbound_table_is_what_the_nsg_gets():

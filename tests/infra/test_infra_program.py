@@ -24,7 +24,7 @@ OUTPUT_KEYS = {
     "clusterIdentityClientId", "registryLoginServer", "dataAccountName", "dataAccountUrl",
     "dataContainerName", "dataContainerUrl", "outputsAccountName", "outputsAccountUrl",
     "outputsContainerName", "nfsMountTarget", "dataDatastore", "outputsDatastore", "images",
-    "environments",
+    "environments", "trainingOutbound",
 }  # fmt: skip
 
 
@@ -205,7 +205,8 @@ def test_storage_accounts_kinds_and_security(rendering, cfg):
     accounts = {r.name: r.inputs for r in rendering.of_type(AZ + "storage:StorageAccount")}
     expected = {
         "data": ("BlockBlobStorage", "Premium_LRS"),
-        "outputs": ("StorageV2", "Standard_LRS"),
+        # zone-redundant in prod (tests/infra/test_hardening.py)
+        "outputs": ("StorageV2", "Standard_ZRS" if cfg.environment == "prod" else "Standard_LRS"),
     }
     if cfg.storage.nfs_share_gib:
         expected["nfs"] = ("FileStorage", "Premium_LRS")

@@ -203,6 +203,7 @@ def test_the_model_sees_the_collision_that_fixed_names_would_cause(monkeypatch):
 
 RETAIN = {"azdl:storage": {"dataProtection": "retain", "outputsProtection": "retain"}}
 KEPT = ["data-resource-group", "data", "data-container", "outputs", "outputs-container",
+        "outputs-blob-service", "outputs-lifecycle",
         "nfs", "nfs-share"]  # fmt: skip
 
 

@@ -135,6 +135,24 @@ def test_bad_script_jobs_fail_before_azure_is_contacted(
     ml_client.assert_not_called()
 
 
+def test_requirements_from_pypi_on_a_subnet_that_denies_the_internet_are_refused(
+    ml_client, outputs_file, project, capsys
+):
+    """network.outbound: restricted ends in a deny-all (Azure ML's documented list only), so
+    pip could not reach PyPI on the nodes: refused before anything is uploaded, naming --wheels."""
+    argv = ["submit", "--outputs", str(outputs_file(trainingOutbound="restricted")),
+            "--script", str(project / "train.py"),
+            "--requirements", str(project / "requirements.txt")]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "without --wheels" in err and "denies the internet" in err and "--wheels" in err
+    ml_client.assert_not_called()
+    # open outbound, or a stack that does not say (older outputs, a landing zone): allowed
+    for extra in ({"trainingOutbound": "open"}, {}, {"trainingOutbound": None}):
+        argv[2] = str(outputs_file(**extra))
+        assert main([*argv, "--dry-run"]) == 0, extra
+
+
 def test_requirements_install_once_per_node_from_the_wheel_folder_only(outputs, project):
     from azdl.jobs.spec import JobRequest, OwnScript, build_job
 

@@ -37,9 +37,20 @@ def prod(**changes) -> dict:
     return config | {f"azdl:{key}": value for key, value in changes.items()}
 
 
+# A landing zone whose Azure Policy registers private endpoints in its central zones, and whose
+# "deny public endpoints" policies forbid the workspace storage's firewall mode.
+POLICY_DNS = {
+    k: v for k, v in LANDING_ZONE.items() if k not in ("privateDnsZoneIds", "dnsZoneVnetLinks")
+}
+POLICY_DNS["dnsZoneGroups"] = "policy"
+PRIVATE_STORAGE = read_stack_file(STACKS_DIR / "Pulumi.prod.yaml")["azdl:storage"] | {
+    "workspaceStorage": "private"
+}
+
 VARIANTS = {
     "prod-jump-host": prod(operators=OPERATORS, access=JUMP_HOST),
     "prod-landing-zone": prod(operators=OPERATORS, network=LANDING_ZONE),
+    "prod-landing-zone-policy-dns": prod(network=POLICY_DNS, storage=PRIVATE_STORAGE),
 }
 
 
@@ -50,6 +61,11 @@ def test_access_variants_pass_every_mandatory_policy(tmp_path, name):
     types = {r["type"] for r in plan["resources"]}
     if name == "prod-jump-host":
         assert {"azure-native:network:BastionHost", "azure-native:compute:VirtualMachine"} <= types
+    elif name == "prod-landing-zone-policy-dns":
+        assert "azure-native:network:PrivateEndpoint" in types
+        assert not types & {"azure-native:network:PrivateDnsZoneGroup",
+                            "azure-native:privatedns:PrivateZone",
+                            "azure-native:privatedns:VirtualNetworkLink"}  # fmt: skip
     else:
         assert "azdl:infra:Network" in types
         assert "azure-native:network:VirtualNetwork" not in types

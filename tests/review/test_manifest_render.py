@@ -179,7 +179,7 @@ def test_policy_pack_imports_with_only_its_own_folder_on_the_path():
         [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "20"
+    assert result.stdout.strip() == "26"
     main_py = (REPO_ROOT / "policies" / "__main__.py").read_text()
     assert "from azdl_rules import POLICIES" in main_py and "PolicyPack(" in main_py
 

@@ -17,6 +17,7 @@ from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, unknown_checking_proxy
 from azdl.cli import main
 from azdl.review import manifest
 from azdl.review.policy import check, load_rules
+from tests.infra.documented_outbound import PUBLIC_INTERNET_REQUIRED
 from tests.review.builders import TAGS, compute, plan, resource, storage
 
 rules = load_rules()
@@ -24,6 +25,8 @@ POLICY = {p.name: p for p in rules.POLICIES}
 PROD = dict(TAGS, environment="prod")
 
 VM = "azure-native:compute:VirtualMachine"
+REGISTRY = "azure-native:containerregistry:Registry"
+ROLE_ASSIGNMENT = "azure-native:authorization:RoleAssignment"
 NIC = "azure-native:network:NetworkInterface"
 LINUX_KEY_ONLY = {"linuxConfiguration": {"disablePasswordAuthentication": True}}
 AML_INBOUND = {
@@ -41,6 +44,13 @@ OUT_AML = {
     "protocol": "Tcp",
     "destinationAddressPrefix": "AzureMachineLearning",
 }
+# An allow rule per service tag Azure ML requires (transcribed from its pages, with dates, in
+# tests/infra/documented_outbound.py).
+OUT_REQUIRED = [
+    {"name": f"allow-{i}", "direction": "Outbound", "access": "Allow", "priority": 200 + i,
+     "protocol": protocol, "destinationAddressPrefix": tag.format(region="westeurope")}
+    for i, (tag, protocol) in enumerate(sorted({(t, p) for t, p, _ in PUBLIC_INTERNET_REQUIRED}))
+]  # fmt: skip
 DENY_OUT = {
     "name": "deny-out",
     "direction": "Outbound",
@@ -96,7 +106,7 @@ def stack_violations(
 
 
 def test_every_policy_has_severity_remediation_and_all_but_one_are_mandatory():
-    assert len(POLICY) == 20
+    assert len(POLICY) == 26
     for policy in rules.POLICIES:
         assert policy.severity is not None, policy.name
         assert policy.remediation_steps and "\n" not in policy.remediation_steps, policy.name
@@ -292,12 +302,12 @@ def test_every_policy_has_severity_remediation_and_all_but_one_are_mandatory():
             resource(
                 "azure-native:network:NetworkSecurityGroup",
                 "nsg",
-                {"tags": PROD, "securityRules": [AML_INBOUND, OUT_AML, DENY_OUT]},
+                {"tags": PROD, "securityRules": [AML_INBOUND, *OUT_REQUIRED, DENY_OUT]},
             ),
             resource(
                 "azure-native:network:NetworkSecurityGroup",
                 "nsg",
-                {"tags": PROD, "securityRules": [AML_INBOUND, OUT_AML]},
+                {"tags": PROD, "securityRules": [AML_INBOUND, *OUT_REQUIRED]},
             ),
             "NSG 'nsg' (prod) has no deny-all outbound rule",
         ),
@@ -306,17 +316,49 @@ def test_every_policy_has_severity_remediation_and_all_but_one_are_mandatory():
             resource(
                 "azure-native:network:NetworkSecurityGroup",
                 "nsg",
-                {"tags": PROD, "securityRules": [AML_INBOUND, OUT_AML, DENY_OUT]},
+                {"tags": PROD, "securityRules": [AML_INBOUND, *OUT_REQUIRED, DENY_OUT]},
             ),
             resource(
                 "azure-native:network:NetworkSecurityGroup",
                 "nsg",
                 {
                     "tags": PROD,
-                    "securityRules": [AML_INBOUND, OUT_AML | {"priority": 4097}, DENY_OUT],
+                    "securityRules": [
+                        AML_INBOUND,
+                        *OUT_REQUIRED,
+                        OUT_AML | {"priority": 4097},
+                        DENY_OUT,
+                    ],
                 },
             ),
             "NSG 'nsg' (prod): outbound rules aml-out come after the deny-all (priority 4096)",
+        ),
+        # ... and allows what Azure ML requires before that deny (how-to-secure-workspace-vnet).
+        (
+            "nsg-outbound-restricted-in-prod",
+            resource(
+                "azure-native:network:NetworkSecurityGroup",
+                "nsg",
+                {"tags": PROD, "securityRules": [AML_INBOUND, *OUT_REQUIRED, DENY_OUT]},
+            ),
+            resource(
+                "azure-native:network:NetworkSecurityGroup",
+                "nsg",
+                {
+                    "tags": PROD,
+                    "securityRules": [
+                        AML_INBOUND,
+                        DENY_OUT,
+                        *(
+                            r
+                            for r in OUT_REQUIRED
+                            if r["destinationAddressPrefix"] != "AzureFrontDoor.FrontEnd"
+                        ),
+                    ],
+                },
+            ),
+            "NSG 'nsg' (prod) denies outbound traffic Azure ML requires of its compute: no allow "
+            "rule before the deny-all for AzureFrontDoor.FrontEnd",
         ),
         # The jump host: no password logins, no public IP in prod (docs/access.md).
         (
@@ -401,6 +443,67 @@ def test_every_policy_has_severity_remediation_and_all_but_one_are_mandatory():
             storage(tags={"environment": "dev", "project": "azdl"}),
             "StorageAccount 'data' lacks the tags owner, costCenter",
         ),
+        (
+            "role-assignments-deployer-can-make",
+            resource(
+                ROLE_ASSIGNMENT,
+                "pull",
+                {
+                    "roleDefinitionId": "/subscriptions/s/providers/Microsoft.Authorization/"
+                    "roleDefinitions/7f951dda-4ed3-4680-a7ca-43fe172d538d",
+                    "principalType": "ServicePrincipal",
+                },
+            ),
+            resource(
+                ROLE_ASSIGNMENT,
+                "keys",
+                {
+                    # Storage Account Key Operator Service Role: not a role the stack assigns
+                    "roleDefinitionId": "/subscriptions/s/providers/Microsoft.Authorization/"
+                    "roleDefinitions/81a9662b-bebf-436f-a333-f67b29880f12",
+                    "principalType": "ServicePrincipal",
+                },
+            ),
+            "role assignment 'keys' grants role 81a9662b-bebf-436f-a333-f67b29880f12, which the "
+            "deployer's role-assignment condition does not allow",
+        ),
+        (
+            "role-assignments-deployer-can-make",
+            resource(ROLE_ASSIGNMENT, "op", {"principalType": "Group"}),
+            resource(ROLE_ASSIGNMENT, "op", {"principalType": "ForeignGroup"}),
+            "role assignment 'op' is for a ForeignGroup; the deployer's condition allows "
+            "ServicePrincipal, User, Group",
+        ),
+        (
+            "outputs-zone-redundant-in-prod",
+            storage("outputs", kind="StorageV2", sku={"name": "Standard_ZRS"}, tags=PROD),
+            storage("outputs", kind="StorageV2", sku={"name": "Standard_LRS"}, tags=PROD),
+            "storage account 'outputs' (prod): sku Standard_LRS keeps all copies in one",
+        ),
+        (
+            "registry-zone-redundant-in-prod",
+            resource(
+                REGISTRY,
+                "registry",
+                {"sku": {"name": "Premium"}, "tags": PROD, "zoneRedundancy": "Enabled"},
+            ),
+            resource(REGISTRY, "registry", {"sku": {"name": "Premium"}, "tags": PROD}),
+            "container registry 'registry' (prod): zoneRedundancy is not set (Disabled)",
+        ),
+        (
+            "vm-encryption-at-host",
+            resource(
+                VM,
+                "jump-host",
+                {"osProfile": LINUX_KEY_ONLY, "securityProfile": {"encryptionAtHost": True}},
+            ),
+            resource(
+                VM,
+                "jump-host",
+                {"osProfile": LINUX_KEY_ONLY, "securityProfile": {"securityType": "TrustedLaunch"}},
+            ),
+            "virtual machine 'jump-host': securityProfile.encryptionAtHost is not set (false)",
+        ),
     ],
 )
 def test_policy_passes_good_and_reports_bad(policy, good, bad, message):
@@ -413,6 +516,8 @@ def test_policy_passes_good_and_reports_bad(policy, good, bad, message):
 
 def test_prod_only_policies_leave_dev_alone():
     assert violations("storage-private-in-prod", storage(publicNetworkAccess="Enabled")) == []
+    dev_lrs = storage("outputs", kind="StorageV2", sku={"name": "Standard_LRS"})
+    assert violations("outputs-zone-redundant-in-prod", dev_lrs) == []
     assert violations("compute-no-public-access-in-prod", compute(enableNodePublicIp=True)) == []
     assert violations("data-accounts-protected-in-prod", storage(), protect=False) == []
     open_dev = resource("azure-native:network:NetworkSecurityGroup", "nsg",
@@ -492,7 +597,7 @@ def test_policy_command_exit_codes_and_pack_config(tmp_path, capsys):
     good.write_text(manifest.dumps(plan(storage(), compute())))
     bad.write_text(manifest.dumps(plan(storage(minimumTlsVersion="TLS1_1"))))
     assert main(["policy", str(good)]) == 0
-    assert "stack dev: all 20 policies pass" in capsys.readouterr().out
+    assert "stack dev: all 26 policies pass" in capsys.readouterr().out
     assert main(["policy", str(good), str(bad)]) == 1
     out = capsys.readouterr().out
     assert "storage-minimum-tls-1-2" in out and "minimumTlsVersion is TLS1_1" in out
@@ -570,3 +675,71 @@ def test_offline_runner_reports_advisory_findings_without_failing(tmp_path, caps
     path.write_text(manifest.dumps(doc))
     assert main(["policy", str(path)]) == 0
     assert "advisory" in capsys.readouterr().out
+
+
+# ---- diagnostics and recoverable outputs: stack policies over the plan's dependencies -------
+
+DIAG = "azure-native:monitor:DiagnosticSetting"
+BLOB_SERVICE = "azure-native:storage:BlobServiceProperties"
+REGISTRY_TYPE = "azure-native:containerregistry:Registry"
+
+
+def diagnosed(target: dict, name: str, **inputs) -> dict:
+    return resource(DIAG, name, {"workspaceId": "/subscriptions/s/.../workspaces/logs"} | inputs,
+                    dependsOn=[target["key"]])  # fmt: skip
+
+
+def stack_findings(policy: str, *resources: dict) -> list[str]:
+    return [f.message for f in check(plan(*resources, stack="prod")) if f.policy == policy]
+
+
+def test_prod_services_must_send_logs_to_log_analytics():
+    vault = resource("azure-native:keyvault:Vault", "key-vault", {"tags": PROD})
+    registry = resource(REGISTRY_TYPE, "registry", {"tags": PROD, "sku": {"name": "Premium"}})
+    outputs = storage("outputs", kind="StorageV2", tags=PROD)
+    nfs = storage("nfs", kind="FileStorage", tags=PROD)  # a documented trade-off: not required
+    good = [vault, registry, outputs, nfs, diagnosed(vault, "kv-diag"),
+            diagnosed(registry, "acr-diag"), diagnosed(outputs, "out-diag")]  # fmt: skip
+    assert stack_findings("diagnostic-settings-in-prod", *good) == []
+    no_registry_diag = [r for r in good if r["name"] != "acr-diag"]
+    found = stack_findings("diagnostic-settings-in-prod", *no_registry_diag)
+    assert found == ["Registry 'registry' (prod) sends no resource logs to Log Analytics: no "
+                     "diagnostic setting with a workspaceId takes it"]  # fmt: skip
+    nowhere = [*no_registry_diag, resource(DIAG, "acr-diag", {}, dependsOn=[registry["key"]])]
+    assert len(stack_findings("diagnostic-settings-in-prod", *nowhere)) == 1
+    dev = [resource("azure-native:keyvault:Vault", "key-vault", {"tags": dict(TAGS)})]
+    assert [f for f in check(plan(*dev)) if f.policy == "diagnostic-settings-in-prod"] == []
+
+
+def blob_service(account: dict, **inputs) -> dict:
+    return resource(BLOB_SERVICE, "outputs-blob-service", inputs, dependsOn=[account["key"]])
+
+
+@pytest.mark.parametrize(
+    ("settings", "recoverable"),
+    [
+        ({"deleteRetentionPolicy": {"enabled": True, "days": 30}, "isVersioningEnabled": True},
+         True),
+        ({"deleteRetentionPolicy": {"enabled": True, "days": 30},
+          "containerDeleteRetentionPolicy": {"enabled": True, "days": 30}}, True),
+        ({"deleteRetentionPolicy": {"enabled": True, "days": 30}}, False),
+        ({"isVersioningEnabled": True,
+          "containerDeleteRetentionPolicy": {"enabled": True, "days": 30}}, False),
+        (None, False),
+    ],
+)  # fmt: skip
+def test_prod_outputs_keep_deleted_and_overwritten_blobs(settings, recoverable):
+    outputs = storage("outputs", kind="StorageV2", tags=PROD)
+    services = [] if settings is None else [blob_service(outputs, **settings)]
+    found = stack_findings("outputs-recoverable-in-prod", outputs, *services)
+    if recoverable:
+        assert found == []
+    else:
+        assert found == ["StorageAccount 'outputs' (prod): no blob service properties with blob "
+                         "soft delete and versioning or container soft delete, so a deleted or "
+                         "overwritten checkpoint is gone"]  # fmt: skip
+
+
+def test_the_packs_required_outbound_tags_are_the_documented_ones():
+    documented = {t.split(".{region}")[0] for t, _, _ in PUBLIC_INTERNET_REQUIRED}
+    assert set(rules.REQUIRED_OUTBOUND_TAGS) == documented

@@ -47,7 +47,7 @@ def analyzer():
 def test_pack_announces_every_policy_with_its_enforcement_level(analyzer):
     info = analyzer.GetAnalyzerInfo(empty_pb2.Empty(), timeout=60)
     assert info.name == "azdl"
-    assert len(info.policies) == 20
+    assert len(info.policies) == 26
     level = {p.name: analyzer_pb2.EnforcementLevel.Name(p.enforcementLevel) for p in info.policies}
     assert level.pop("gpu-spend-known") == "ADVISORY"
     assert set(level.values()) == {"MANDATORY"}

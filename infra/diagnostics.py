@@ -1,0 +1,92 @@
+"""Diagnostics: resource logs of the stack's services, sent to its Log Analytics workspace.
+
+One diagnostic setting per service, naming its log categories explicitly (the categories each
+resource type emits, from Azure Monitor's "Supported logs" reference,
+MicrosoftDocs/azure-monitor-docs, articles/azure-monitor/reference/supported-logs/):
+
+- Key Vault: `AuditEvent`, every access to the vault (microsoft-keyvault-vaults-logs, ms.date
+  2024-11-19; learn.microsoft.com/azure/key-vault/general/logging);
+- container registry: `ContainerRegistryLoginEvents`, `ContainerRegistryRepositoryEvents` (pushes,
+  pulls, deletes; microsoft-containerregistry-registries-logs, ms.date 2026-07-14);
+- Azure ML workspace: the compute cluster, node, job and run-status events and GPU utilisation
+  (`AmlComputeClusterEvent`, `AmlComputeClusterNodeEvent`, `AmlComputeJobEvent`,
+  `AmlRunStatusChangedEvent`, `AmlComputeCpuGpuUtilization`), the categories Azure Monitor
+  exports at no cost (microsoft-machinelearningservices-workspaces-logs);
+- storage: logs are per service, so the setting sits on the account's blob service
+  (`<account>/blobServices/default`: `StorageRead`, `StorageWrite`, `StorageDelete`,
+  microsoft-storage-storageaccounts-blobservices-logs). The outputs account logs all three;
+  the training-data account logs writes and deletes only: a training run reads every shard
+  each epoch on every node, and logging those reads would cost more in ingestion than the
+  audit is worth.
+
+The NFS account is not covered (its file service's logs are not set), nor the NSG; both are
+listed as trade-offs in docs/access.md.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pulumi
+from pulumi_azure_native import monitor
+
+KEY_VAULT = ("AuditEvent",)
+REGISTRY = ("ContainerRegistryLoginEvents", "ContainerRegistryRepositoryEvents")
+WORKSPACE = ("AmlComputeClusterEvent", "AmlComputeClusterNodeEvent", "AmlComputeJobEvent",
+             "AmlRunStatusChangedEvent", "AmlComputeCpuGpuUtilization")  # fmt: skip
+BLOB_ALL = ("StorageRead", "StorageWrite", "StorageDelete")
+BLOB_CHANGES = ("StorageWrite", "StorageDelete")
+SETTING_NAME = "azdl-to-log-analytics"
+
+
+@dataclass
+class Target:
+    name: str  # logical suffix, e.g. "key-vault"
+    resource: pulumi.Resource  # what the setting depends on (so policies can find it)
+    resource_uri: pulumi.Input[str]
+    categories: Sequence[str]
+
+
+def blob_service_uri(account_id: pulumi.Input[str]) -> pulumi.Output[str]:
+    return pulumi.Output.concat(account_id, "/blobServices/default")
+
+
+@dataclass
+class DiagnosticsArgs:
+    log_analytics_id: pulumi.Input[str]
+    targets: Sequence[Target]
+
+
+def targets(workspace, registry: pulumi.Resource, store) -> list[Target]:
+    """The stack's services (infra.workspace.Workspace, the registry, infra.storage.Storage)."""
+    return [
+        Target("key-vault", workspace.key_vault, workspace.key_vault.id, KEY_VAULT),
+        Target("registry", registry, registry.id, REGISTRY),
+        Target("workspace", workspace.workspace, workspace.workspace.id, WORKSPACE),
+        Target("outputs-blob", store.outputs_account,
+               blob_service_uri(store.outputs_account.id), BLOB_ALL),
+        Target("data-blob", store.data_account,
+               blob_service_uri(store.data_account.id), BLOB_CHANGES),
+    ]  # fmt: skip
+
+
+class Diagnostics(pulumi.ComponentResource):
+    def __init__(
+        self, name: str, args: DiagnosticsArgs, opts: pulumi.ResourceOptions | None = None
+    ):
+        super().__init__("azdl:infra:Diagnostics", name, None, opts)
+        self.settings: dict[str, monitor.DiagnosticSetting] = {}
+        for target in args.targets:
+            self.settings[target.name] = monitor.DiagnosticSetting(
+                f"{target.name}-diagnostics",
+                monitor.DiagnosticSettingArgs(
+                    name=SETTING_NAME,
+                    resource_uri=target.resource_uri,
+                    workspace_id=args.log_analytics_id,
+                    logs=[
+                        monitor.DiagnosticsLogSettingsArgs(category=c, enabled=True)
+                        for c in target.categories
+                    ],
+                ),
+                pulumi.ResourceOptions(parent=self, depends_on=[target.resource]),
+            )
+        self.register_outputs({"settings": sorted(self.settings)})
