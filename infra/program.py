@@ -193,6 +193,9 @@ def declare(cfg: StackConfig) -> dict[str, Any]:
         "outputsAccountUrl": store.outputs_url,
         "outputsContainerName": store.outputs_container.name,
         "nfsMountTarget": store.nfs_mount_target,
+        # restricted: pip on the nodes reaches no package index (`azdl submit` warns); null
+        # for an existing VNet, whose rules the stack does not set
+        "networkOutbound": None if cfg.network.existing else cfg.network.outbound,
         # What jobs name their data input and outputs by (azureml://datastores/<name>/paths/…)
         "dataDatastore": workspace.data_datastore.name,
         "outputsDatastore": workspace.outputs_datastore.name,

@@ -44,6 +44,8 @@ OUTPUT_DOCS = {
     "infiniband": "whether the nodes have InfiniBand (NCCL transport settings)",
     "location": "the region",
     "nfsMountTarget": "`<account>.file.core.windows.net:/<account>/<share>`; null without a share",
+    "networkOutbound": "`network.outbound`; with `restricted`, `azdl submit` warns about "
+    "`--requirements` without `--wheels`; null with `network.existing`",
     "outputsAccountName": "standard account for checkpoints, logs and TensorBoard",
     "outputsAccountUrl": "its blob endpoint",
     "outputsContainerName": "the outputs container",

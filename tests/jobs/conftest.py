@@ -77,6 +77,6 @@ def ml_client(mocker):
     client_class = mocker.patch("azure.ai.ml.MLClient")
     client = client_class.return_value
     client.jobs.create_or_update.side_effect = lambda job: SimpleNamespace(
-        name=job.name, studio_url=f"https://ml.azure.com/runs/{job.name}"
+        name=job.name, studio_url=f"https://ml.azure.com/runs/{job.name}", status="Starting"
     )
     return client_class
