@@ -182,5 +182,3 @@ def test_policy_pack_imports_with_only_its_own_folder_on_the_path():
     assert result.stdout.strip() == "16"
     main_py = (REPO_ROOT / "policies" / "__main__.py").read_text()
     assert "from azdl_rules import POLICIES" in main_py and "PolicyPack(" in main_py
-
-
