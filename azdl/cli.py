@@ -40,7 +40,7 @@ def leaf_parsers(parser: argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = suggest.Parser(
         prog="azdl",
         description="Stand up and run distributed Horovod training on Azure: "
         "infrastructure plans, data, local and cluster training, benchmarks.",

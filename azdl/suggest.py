@@ -1,11 +1,27 @@
 """What to say about arguments no azdl parser knows: the nearest azdl option ("did you mean
-`--stack`?"), and, for commands that run a training script, `--` only when that script really
-takes the option (its own parser, `training.options`, is asked)."""
+`--stack`?") or command or choice, and, for commands that run a training script, `--` only when
+that script really takes the option (its own parser, `training.options`, is asked)."""
 
 import argparse
 import difflib
+import re
 
 from azdl.commands.options import SCRIPT_ARGS
+
+# argparse's message for a value outside `choices` (commands included), Python 3.11.
+INVALID_CHOICE = re.compile(r"invalid choice: '(?P<value>[^']*)' \(choose from (?P<choices>.*)\)")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with the nearest choice suggested for an invalid one (`azdl plna`: did you mean
+    plan?). Subcommand parsers are made of the same class."""
+
+    def error(self, message):
+        if found := INVALID_CHOICE.search(message):
+            choices = re.findall(r"'([^']*)'", found["choices"])
+            if near := difflib.get_close_matches(found["value"], choices, n=1, cutoff=0.6):
+                message += f"; did you mean {near[0]}?"
+        super().error(message)
 
 
 def options_of(parser: argparse.ArgumentParser) -> list[str]:

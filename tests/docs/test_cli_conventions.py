@@ -228,3 +228,15 @@ def test_a_binary_or_unreadable_outputs_file_is_one_error_line(capsys, tmp_path)
     assert code == 2 and "not UTF-8 text" in err
     code, _, err = run_cli(capsys, "plan", "dev", "--prices", str(tmp_path))  # a directory
     assert code == 2 and "error:" in err
+
+
+@pytest.mark.parametrize(
+    "argv, nearest",
+    [(["plna"], "plan"), (["data", "stge"], "stage"), (["train", "--framework", "kears"], "keras")],
+)
+def test_a_mistyped_command_or_choice_suggests_the_nearest(capsys, argv, nearest):
+    code, _, err = run_cli(capsys, *argv)
+    assert code == 2 and f"invalid choice: '{argv[-1]}'" in err
+    assert err.rstrip().endswith(f"; did you mean {nearest}?")
+    code, _, err = run_cli(capsys, "deploy-everything")
+    assert code == 2 and "did you mean" not in err
