@@ -8,7 +8,8 @@ import re
 
 from azdl.commands.options import SCRIPT_ARGS
 
-# argparse's message for a value outside `choices` (commands included), Python 3.11.
+# argparse's message for a value outside `choices` (commands included); Python 3.11 quotes the
+# choices, later releases may not.
 INVALID_CHOICE = re.compile(r"invalid choice: '(?P<value>[^']*)' \(choose from (?P<choices>.*)\)")
 
 
@@ -18,7 +19,7 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message):
         if found := INVALID_CHOICE.search(message):
-            choices = re.findall(r"'([^']*)'", found["choices"])
+            choices = [c.strip("'") for c in found["choices"].split(", ")]
             if near := difflib.get_close_matches(found["value"], choices, n=1, cutoff=0.6):
                 message += f"; did you mean {near[0]}?"
         super().error(message)
