@@ -51,7 +51,7 @@ def local_env() -> dict[str, str]:
 
 
 def check_training_options(
-    framework: str, options: list[str], workers: int, command: str = "azdl train"
+    framework: str, options: list[str], worker_count: int, command: str = "azdl train"
 ) -> None:
     """Parse the options with the built-in script's own parser (its usage and `error:` line on
     a bad one, exit 2; its help, once, for --help) and check the data folder, before any worker
@@ -68,7 +68,7 @@ def check_training_options(
         parser.error(problem)
     if parsed.data_dir is not None:
         try:  # relative to the repository, where the workers start
-            shards_for_rank(list_shards(REPO_ROOT / parsed.data_dir, "train"), 0, workers)
+            shards_for_rank(list_shards(REPO_ROOT / parsed.data_dir, "train"), 0, worker_count)
         except TrainingError as exc:
             raise AzdlError(f"--data-dir: {exc}") from None
 
