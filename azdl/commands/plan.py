@@ -14,7 +14,7 @@ from rich.table import Table
 from azdl.commands.options import add_stacks_argument, positive_int, stacks_of
 from azdl.console import make_console, print_json
 from azdl.review import cost, manifest
-from azdl.review.plan import render_stack
+from azdl.review.plan import check_stack_file, render_stack, stack_file
 from azdl.review.prices import PRICES_ENV, load_prices
 from azdl.review.tree import render_tree
 
@@ -141,6 +141,8 @@ def cost_json(est: cost.Estimate) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     stacks = stacks_of(args, "STACK")
+    for stack in stacks:  # every stack file checked before anything is rendered or written
+        check_stack_file(stack_file(stack))
     if args.prices is not None:
         load_prices(args.prices)  # a missing or malformed file fails before any rendering
     console = make_console()

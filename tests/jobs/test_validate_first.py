@@ -1,4 +1,4 @@
-"""No command creates a folder before its input is checked: a bad `azdl bench` or
+"""No command creates a folder before its input is checked: a bad `azdl bench`, `azdl plan` or
 `azdl train --script` leaves the file system as it was."""
 
 from pathlib import Path
@@ -38,3 +38,10 @@ def test_a_bad_placeholder_in_a_script_run_creates_no_run_folder(tmp_path, capsy
     assert main(argv) == 2
     assert "use {data_dir}, but this run has no such folder" in capsys.readouterr().err
     assert not run_dir.exists()
+
+
+def test_a_bad_stack_among_several_stops_plan_before_any_manifest_is_written(tmp_path, capsys):
+    out = tmp_path / "plans"
+    assert main(["plan", "dev", "nosuch", "--out", str(out)]) == 2
+    assert "unknown stack 'nosuch'" in capsys.readouterr().err
+    assert not out.exists()
