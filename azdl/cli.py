@@ -12,11 +12,12 @@ import sys
 from importlib.metadata import PackageNotFoundError, version
 
 import shtab
+from azure.core.exceptions import ServiceRequestError
 
 from azdl import console, suggest
 from azdl.commands import bench, data, plan, policy, submit, train
 from azdl.commands import diff as diff_command
-from azdl.errors import AzdlError
+from azdl.errors import AzdlError, Unreachable
 from infra.config import ConfigError
 
 COMMANDS = [train, data, plan, diff_command, policy, submit, bench]
@@ -85,6 +86,10 @@ def main(argv: list[str] | None = None) -> int:
     except (AzdlError, ConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return getattr(exc, "exit_code", 2)
+    except ServiceRequestError as exc:  # azure-core's "no answer" after its retries
+        line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        print(f"error: cannot reach an Azure endpoint: {line}", file=sys.stderr)
+        return Unreachable.exit_code
     except UnicodeDecodeError as exc:  # a binary file where text was expected
         print(f"error: a file given is not UTF-8 text ({exc.reason} at byte {exc.start})",
               file=sys.stderr)  # fmt: skip

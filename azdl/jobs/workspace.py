@@ -13,6 +13,7 @@ from azdl import credentials
 from azdl.errors import AzdlError
 from azdl.jobs.stack_outputs import StackOutputs
 
+CONNECT_TIMEOUT_S = 10
 # The statuses after which a job does not move on by itself: azure-ai-ml's own terminal set
 # (RunHistoryConstants.TERMINAL_STATUSES; tests/jobs checks the two agree).
 TERMINAL = ("Completed", "Failed", "Canceled", "NotResponding", "Paused")
@@ -32,6 +33,10 @@ def ml_client(outputs: StackOutputs):
         subscription_id=outputs["subscriptionId"],
         resource_group_name=outputs["resourceGroupName"],
         workspace_name=outputs["workspaceName"],
+        # azure-core's defaults wait 300 s per connection attempt and retry a connection 3
+        # times: an endpoint that does not answer would hold a command for 20 minutes.
+        connection_timeout=CONNECT_TIMEOUT_S,
+        retry_connect=1,
     )
 
 

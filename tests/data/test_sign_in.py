@@ -110,17 +110,8 @@ def closed_port() -> int:
 
 
 def test_an_unreachable_storage_endpoint_fails_in_bounded_time_naming_it(
-    mocker, make_dataset, tmp_path, capsys
+    token, make_dataset, tmp_path, capsys
 ):
-    expires = int(time.time()) + 3600  # the probe asks get_token, the storage SDK get_token_info
-    mocker.patch(
-        "azure.identity.DefaultAzureCredential.get_token",
-        return_value=AccessToken("token", expires),
-    )
-    mocker.patch(
-        "azure.identity.DefaultAzureCredential.get_token_info",
-        return_value=AccessTokenInfo("token", expires),
-    )
     make_dataset(tmp_path / "shards", [1000])
     endpoint = f"https://127.0.0.1:{closed_port()}"
     code, _, err, seconds = stage(tmp_path / "shards", capsys, account_url=endpoint)
@@ -129,6 +120,38 @@ def test_an_unreachable_storage_endpoint_fails_in_bounded_time_naming_it(
     # One retry after a 2 s back-off; the SDK's defaults (15 s back-off, 3 connection retries)
     # took over a minute here.
     assert seconds < 10, seconds
+
+
+@pytest.fixture
+def token(mocker):
+    """A valid token from DefaultAzureCredential, so that only the network can fail."""
+    expires = int(time.time()) + 3600  # the probe asks get_token, the SDKs get_token_info
+    mocker.patch(
+        "azure.identity.DefaultAzureCredential.get_token",
+        return_value=AccessToken("token", expires),
+    )
+    mocker.patch(
+        "azure.identity.DefaultAzureCredential.get_token_info",
+        return_value=AccessTokenInfo("token", expires),
+    )
+
+
+def test_an_unreachable_workspace_endpoint_fails_in_bounded_time_naming_it(
+    token, monkeypatch, capsys
+):
+    port = closed_port()
+    # azure-ai-ml's own override of the Azure ML endpoint (azure/ai/ml/_utils/utils.py,
+    # DEVELOPER_URL_MFE_ENV_VAR), pointed at a port nobody listens on.
+    monkeypatch.setenv("AZUREML_DEV_URL_MFE", f"https://127.0.0.1:{port}")
+    started = time.monotonic()
+    code = main(["submit", "--outputs", str(EXAMPLE_OUTPUTS), "--data-path", "x"])
+    seconds = time.monotonic() - started
+    err = capsys.readouterr().err
+    assert code == 5 and err.count("\n") == 1, err
+    assert err.startswith("error: cannot reach an Azure endpoint: ") and f"port={port}" in err
+    # One connection retry after azure-core's 0.8 s back-off. With its default of three, the
+    # back-offs alone (0.8 + 1.6 + 3.2 s) would take longer than this bound.
+    assert seconds < 5, seconds
 
 
 def test_a_sign_in_that_hangs_is_cut_off(mocker, monkeypatch):
