@@ -1,8 +1,9 @@
 """How azdl writes to the terminal: colour, width, and machine-readable output.
 
-Every command makes its rich Console here, so that all of them honour the same rules:
+Commands that print tables make their rich Console here, so that all of them keep the same rules:
 - colour is off with `--no-color` or a non-empty `NO_COLOR` (https://no-color.org/; rich
-  honours it in every Console, progress bars included), and when the stream is not a terminal;
+  honours it in every Console, the progress lines on stderr included), and when the stream is not
+  a terminal;
 - on a terminal, tables fit its width (rich measures it); piped or redirected, no width is
   assumed (`COLUMNS` if set, else each line as long as its content), so nothing is cut or wrapped
   at an arbitrary column.
@@ -46,4 +47,4 @@ def make_console(stderr: bool = False) -> Console:
 
 def print_json(schema: str, document: dict[str, Any]) -> None:
     """One JSON document on stdout, `schema` first (see the module docstring)."""
-    print(json.dumps({"schema": schema, **document}, indent=2, sort_keys=False))
+    print(json.dumps({"schema": schema, **document}, indent=2))
