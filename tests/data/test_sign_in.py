@@ -93,14 +93,22 @@ def test_an_expired_sign_in_names_the_reason_and_what_to_run(
     assert "AADSTS700082" in err and err.endswith(": run `az login`\n")
 
 
-def test_submit_without_a_sign_in_stops_before_a_client_is_made(azure_cli, mocker, capsys):
+@pytest.mark.parametrize(
+    "command",
+    [["submit", "--data-path", "imagenet"], ["data", "fill-nfs"], ["bench", "--nodes", "1"]],
+)
+def test_jobs_without_a_sign_in_stop_before_a_client_is_made(
+    azure_cli, mocker, capsys, tmp_path, command
+):
     client = mocker.patch("azure.ai.ml.MLClient")
     calls = azure_cli(NOT_LOGGED_IN)
-    code = main(["submit", "--outputs", str(EXAMPLE_OUTPUTS), "--data-path", "imagenet"])
+    out = ["--out", str(tmp_path / "report")] if command[0] == "bench" else []
+    code = main([*command, *out, "--outputs", str(EXAMPLE_OUTPUTS)])
     assert code == 4
     assert capsys.readouterr().err == "error: not signed in to Azure: run `az login`\n"
     client.assert_not_called()
     assert calls_of(calls) == 1
+    assert not (tmp_path / "report").exists()
 
 
 def closed_port() -> int:
