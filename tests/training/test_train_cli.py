@@ -83,6 +83,7 @@ def test_the_training_scripts_help_is_printed_once():
     assert run.stdout.count("usage: ") == 1 and "--batch-size" in run.stdout
 
 
+@pytest.mark.training_env
 def test_a_users_scripts_help_is_printed_once(tmp_path):
     script = tmp_path / "mine.py"
     script.write_text(
