@@ -14,6 +14,12 @@ from azdl.errors import AzdlError
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TRAINING_VENV = REPO_ROOT / ".venv-train"
+# TensorFlow's C++ start-up lines (oneDNN, CPU features) are INFO, level 0; 1 drops INFO and
+# keeps warnings and errors. AZDL_VERBOSE=1 keeps TensorFlow's own default; a value the user
+# set wins either way. scripts/setup-training.sh does the same for the Horovod build check.
+VERBOSE_ENV = "AZDL_VERBOSE"
+TF_LOG_LEVEL_ENV = "TF_CPP_MIN_LOG_LEVEL"
+QUIET_TF_LOG_LEVEL = "1"
 
 
 def training_bin(name: str) -> Path:
@@ -28,8 +34,11 @@ def training_bin(name: str) -> Path:
 
 
 def training_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """Environment for processes in the training venv: the repository is importable."""
+    """Environment for processes in the training venv: the repository is importable, and
+    TensorFlow's C++ start-up lines are quiet unless AZDL_VERBOSE=1."""
     env = dict(os.environ)
+    if env.get(VERBOSE_ENV) != "1":
+        env.setdefault(TF_LOG_LEVEL_ENV, QUIET_TF_LOG_LEVEL)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
     env["PATH"] = os.pathsep.join([str(TRAINING_VENV / "bin"), env.get("PATH", "")])
     env.update(extra or {})

@@ -31,7 +31,7 @@ from azure.core.exceptions import (
     ResourceNotFoundError,
     ServiceRequestError,
 )
-from azure.storage.blob import BlobServiceClient, ContainerClient, ContentSettings
+from azure.storage.blob import BlobServiceClient, ContainerClient, ContentSettings, ExponentialRetry
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -42,7 +42,8 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 
-from azdl.errors import AzdlError
+from azdl import credentials
+from azdl.errors import AzdlError, Unreachable
 from azdl.propagation import while_propagating
 from training.data.prepare.manifest import (
     MANIFEST_NAME,
@@ -56,6 +57,7 @@ from training.data.prepare.manifest import (
 CONNECTION_STRING_ENV = "AZURE_STORAGE_CONNECTION_STRING"
 SINGLE_PUT_MAX = 32 * 1024 * 1024
 BLOCK_SIZE = 8 * 1024 * 1024
+CONNECT_TIMEOUT_S = 10
 _EMULATOR_HOSTS = {"127.0.0.1", "localhost", "::1"}
 
 
@@ -99,7 +101,19 @@ def container_client(
     """A client for `container`: Entra ID for `account_url`, or the emulator's connection string."""
     # Files up to 32 MiB go up in one request (fewest round trips); larger ones (ImageNet's
     # train shards are ~140 MB) as 8 MiB blocks, `max_concurrency` of them at once.
-    tuning = dict(max_single_put_size=SINGLE_PUT_MAX, max_block_size=BLOCK_SIZE)
+    # An endpoint that does not answer fails in bounded time (about 25 s): a 10 s connection
+    # timeout and one retry on connection errors, where the SDK's defaults (ExponentialRetry:
+    # 15 s initial back-off, 3 retries) spend over a minute. Transient service errors still get
+    # 4 retries (back-off 2, 4, 6, 10 s).
+    tuning = dict(
+        max_single_put_size=SINGLE_PUT_MAX,
+        max_block_size=BLOCK_SIZE,
+        connection_timeout=CONNECT_TIMEOUT_S,
+        retry_policy=ExponentialRetry(
+            initial_backoff=2, increment_base=2, retry_total=4, random_jitter_range=1,
+            retry_connect=1,
+        ),
+    )  # fmt: skip
     if connection_string:
         if not _is_emulator(connection_string):
             raise AzdlError(
@@ -109,9 +123,9 @@ def container_client(
             )
         service = BlobServiceClient.from_connection_string(connection_string, **tuning)
     elif account_url:
-        from azure.identity import DefaultAzureCredential
-
-        service = BlobServiceClient(account_url, credential=DefaultAzureCredential(), **tuning)
+        service = BlobServiceClient(
+            account_url, credential=credentials.credential(credentials.STORAGE_SCOPE), **tuning
+        )
     else:
         raise AzdlError(
             "no storage account: give --stack STACK, --outputs FILE or --account-url URL "
@@ -152,7 +166,7 @@ def check_access(container: ContainerClient) -> None:
             ) from exc
         raise AzdlError(f"cannot use {where}: {_first_line(exc)}") from exc
     except ServiceRequestError as exc:
-        raise AzdlError(f"cannot reach {container.primary_endpoint}: {_first_line(exc)}") from exc
+        raise Unreachable(f"cannot reach {container.primary_endpoint}: {_first_line(exc)}") from exc
 
 
 _FORBIDDEN = {

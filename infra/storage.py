@@ -172,7 +172,9 @@ class Storage(pulumi.ComponentResource):
             keep_outputs,
             workspace_storage=True,
         )
-        self.outputs_recovery = self._outputs_recovery(cfg, args.data_resource_group_name, keep_outputs)
+        self.outputs_recovery = self._outputs_recovery(
+            cfg, args.data_resource_group_name, keep_outputs
+        )
         self.outputs_container = storage.BlobContainer(
             "outputs-container",
             storage.BlobContainerArgs(

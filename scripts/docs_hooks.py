@@ -17,7 +17,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-os.environ["COLUMNS"] = "100"  # argparse help and rich tables: the same width on every machine
 
 from mkdocs.exceptions import PluginError  # noqa: E402
 
@@ -321,6 +320,13 @@ GENERATORS = {
     "published-rates": published_rates,
     "nccl-baselines": nccl_baselines,
 }
+
+
+def on_config(config):
+    # argparse help and rich tables: the same width on every machine. Set for the build
+    # process only (tests import this module, and must keep their own environment).
+    os.environ["COLUMNS"] = "100"
+    return config
 
 
 def on_files(files, config):

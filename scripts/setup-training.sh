@@ -45,7 +45,7 @@ if [ "$(cat "$hvd_stamp" 2>/dev/null)" != "$want_hvd" ]; then
     HOROVOD_WITH_TENSORFLOW=1 HOROVOD_WITH_PYTORCH=1 HOROVOD_WITHOUT_MXNET=1 \
     HOROVOD_WITH_GLOO=1 HOROVOD_WITH_MPI=1 \
     PYTHON="$venv/bin/python" training/install/build_horovod.sh
-    "$venv/bin/horovodrun" --check-build | tee "$venv/horovod-check-build.txt"
+    scripts/horovod-check-build.sh "$venv" | tee "$venv/horovod-check-build.txt"
     for feature in TensorFlow PyTorch MPI Gloo; do
         grep -qE "\[X\] $feature" "$venv/horovod-check-build.txt" || {
             echo "error: Horovod was built without $feature" >&2; exit 1; }

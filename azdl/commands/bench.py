@@ -18,7 +18,12 @@ from rich.console import Console
 
 from azdl.commands.options import add_script_args, add_stack_options, script_args
 from azdl.commands.submit import new_run_id
-from azdl.commands.train import FRAMEWORK_MODULES, launch_command, local_env
+from azdl.commands.train import (
+    FRAMEWORK_MODULES,
+    check_training_options,
+    launch_command,
+    local_env,
+)
 from azdl.envs import REPO_ROOT
 from azdl.errors import AzdlError
 from azdl.jobs import quota
@@ -186,9 +191,9 @@ def cancel(client, name: str, poll_seconds: float) -> str:
     return f"cancelled ({status})"
 
 
-def run_cluster(args: argparse.Namespace, out: Path) -> list[Run]:
-    from azdl.jobs.workspace import ml_client
-
+def cluster_plan(args: argparse.Namespace):
+    """(stack outputs, one request per size), every size checked: nothing is created or
+    submitted before this returns."""
     outputs = load_outputs(args.stack, args.outputs)
     nodes = counts(args.nodes, "--nodes") if args.nodes else default_nodes(outputs.max_nodes)
     user_args = (*CLUSTER_ARGS, *script_args(args))
@@ -196,14 +201,23 @@ def run_cluster(args: argparse.Namespace, out: Path) -> list[Run]:
         JobRequest(args.framework, n, "synthetic", new_run_id(f"{args.framework}-{n}n"), user_args)
         for n in nodes
     ]
-    for request in requests:  # every size is checked before the first job is submitted
+    for request in requests:
         validate(outputs, request)
+    return outputs, requests
+
+
+def run_cluster(args: argparse.Namespace, outputs, requests: list[JobRequest], out: Path):
+    from azdl.jobs.workspace import ml_client
+    from azdl.propagation import while_propagating
+
     size = outputs.vm_size
     where = f"{size.name}{' (InfiniBand)' if size.infiniband else ''}"
     unit = ("GPUs", "GPU") if size.gpus else ("processes", "process")
     console = Console(stderr=True)
     client = ml_client(outputs)
-    quota.check(client, outputs, max(nodes))  # the sizes run one after another
+    largest = max(r.nodes for r in requests)  # the sizes run one after another
+    while_propagating(lambda: quota.check(client, outputs, largest), "checking the quota")
+    out.mkdir(parents=True, exist_ok=True)
     runs: list[Run] = []
     for request in requests:
         runs.append(cluster_run(client, outputs, request, args, console))
@@ -213,12 +227,20 @@ def run_cluster(args: argparse.Namespace, out: Path) -> list[Run]:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Every input is checked (and, on the cluster, the sign-in) before the report folder is
+    made."""
     out = args.out or REPO_ROOT / "runs" / time.strftime("bench-%Y%m%d-%H%M%S", time.gmtime())
-    out.mkdir(parents=True, exist_ok=True)
     if args.local:
-        runs = run_local(args.framework, counts(args.workers, "--workers"), script_args(args), out)
+        workers = counts(args.workers, "--workers")
+        for n in workers:  # the training options as the script will see them; its environment
+            check_training_options(
+                args.framework, [*LOCAL_ARGS, *script_args(args)], n, "azdl bench --local"
+            )
+            launch_command(args.framework, n, "gloo", [])
+        out.mkdir(parents=True, exist_ok=True)
+        runs = run_local(args.framework, workers, script_args(args), out)
     else:
-        runs = run_cluster(args, out)
+        runs = run_cluster(args, *cluster_plan(args), out)
     print((out / "results.md").read_text(), end="")
     print(f"\nwrote {out / 'results.json'}, {out / 'results.md'} and {out / 'scaling.png'}")
     return 0 if all(r.measured for r in runs) else 1

@@ -4,6 +4,7 @@ a reviewer's attention is needed."""
 import argparse
 import json
 
+from azdl.errors import AzdlError
 from azdl.review.diff import EXIT_CODES, diff, render_text
 from azdl.review.plan import load_plans
 
@@ -17,13 +18,18 @@ def register(subparsers) -> None:
         f"name (rendered now). Exit codes: {codes}.",
     )
     p.add_argument("base", help="the base plan: a manifest .json or a stack name")
-    p.add_argument("head", help="the plan under review: a manifest .json or a stack name")
+    p.add_argument(
+        "head", nargs="?", help="the plan under review: a manifest .json or a stack name"
+    )
+    p.add_argument("-s", "--stack", help="the stack under review, rendered now (instead of HEAD)")
     p.add_argument("--json", action="store_true", help="print the diff as JSON")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    result = diff(*load_plans([args.base, args.head]))
+    if (args.head is None) == (args.stack is None):
+        raise AzdlError("give the plan under review once: HEAD or -s STACK")
+    result = diff(*load_plans([args.base, args.head or args.stack]))
     if args.json:
         print(json.dumps(result.to_json(), indent=2, sort_keys=True))
     else:

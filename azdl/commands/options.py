@@ -1,7 +1,8 @@
 """Options and argument types shared by the `azdl` subcommands, so every command spells and
 checks them the same way (and new options inherit the checks).
 
-Conventions: `-s/--stack` as in the Pulumi CLI; counts are whole numbers of at least 1; a job
+Conventions: `-s/--stack` as in the Pulumi CLI, on every command that takes a stack (`plan`,
+`diff` and `policy` take bare stack names as well); counts are whole numbers of at least 1; a job
 name follows Azure ML's rule and is checked before Azure is contacted; arguments for the training
 script come after `--` (`script_args`).
 """
@@ -9,6 +10,8 @@ script come after `--` (`script_args`).
 import argparse
 import re
 from pathlib import Path
+
+from azdl.errors import AzdlError
 
 # Azure ML job names are run ids: a letter or digit, then up to 255 letters, digits, `_` or `-`
 # (azure-ai-ml 1.35, azure/ai/ml/_restclient/runhistory/operations/_runs_operations.py: runId
@@ -30,6 +33,23 @@ def add_stack_options(p: argparse.ArgumentParser):
         help="saved `pulumi stack output --json --stack STACK` of the stack",
     )
     return where
+
+
+def add_stacks_argument(p: argparse.ArgumentParser, metavar: str, what: str) -> None:
+    """Stacks as bare arguments and as `-s/--stack` (repeatable), for commands that take
+    several; `stacks_of` merges them (those given with -s first)."""
+    p.add_argument("stacks", nargs="*", metavar=metavar, help=what)
+    p.add_argument(
+        "-s", "--stack", action="append", default=[], dest="stack", metavar="STACK",
+        help="a stack, as in the Pulumi CLI (repeatable; the same as a bare STACK)",
+    )  # fmt: skip
+
+
+def stacks_of(args: argparse.Namespace, metavar: str) -> list[str]:
+    found = [*args.stack, *args.stacks]
+    if not found:
+        raise AzdlError(f"no stack given: name at least one {metavar} (or -s STACK)")
+    return found
 
 
 def positive_int(text: str) -> int:
@@ -62,15 +82,17 @@ def add_job_name_option(p: argparse.ArgumentParser, default_words: str) -> None:
     )
 
 
+SCRIPT_ARGS = "script_args"
+
+
 def add_script_args(p: argparse.ArgumentParser) -> None:
-    """The training script's own options, after `--` (see `azdl.cli` for the hint when one is
-    given before it)."""
+    """The training script's own options, after `--` (see `azdl.suggest` for the hint when one
+    is given before it)."""
     p.add_argument(
-        "script_args",
+        SCRIPT_ARGS,
         nargs=argparse.REMAINDER,
         help="arguments for the training script, after `--`",
     )
-    p.set_defaults(script_args_parser=p)
 
 
 def script_args(args: argparse.Namespace) -> tuple[str, ...]:

@@ -3,20 +3,24 @@ cost estimate."""
 
 import argparse
 import sys
+from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from azdl.commands.options import positive_int
-from azdl.errors import AzdlError
+from azdl.commands.options import add_stacks_argument, positive_int, stacks_of
+from azdl.console import make_console, print_json
 from azdl.review import cost, manifest
-from azdl.review.plan import render_stack
+from azdl.review.plan import check_stack_file, render_stack, stack_file
 from azdl.review.prices import PRICES_ENV, load_prices
 from azdl.review.tree import render_tree
 
 DEFAULT_OUT = Path("out/plan")
+JSON_SCHEMA = "azdl.plan-result/v1"
+BUDGET_KEY = "maxGpuSpendPerHourUsd"
 
 
 def register(subparsers) -> None:
@@ -27,9 +31,14 @@ def register(subparsers) -> None:
         "Pulumi SDK's mocks (no cloud access, no Pulumi CLI) and write a deterministic JSON "
         "manifest (OUT/STACK.json), print the resource tree and an estimated cost.",
     )
-    p.add_argument("stacks", nargs="+", metavar="STACK", help="stack name(s), e.g. dev prod")
+    add_stacks_argument(p, "STACK", "stack name(s), e.g. dev prod")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="manifest folder (out/plan)")
-    p.add_argument("--json", action="store_true", help="print only the manifest (one stack)")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help=f"print one JSON document ({JSON_SCHEMA}: per stack its manifest file, resource "
+        "count, cost estimate and warnings) instead of the tree and tables; stable for scripts",
+    )
     p.add_argument("--no-tree", action="store_true", help="leave out the resource tree")
     speed = p.add_mutually_exclusive_group()
     speed.add_argument("--images-per-sec", type=float, help="measured throughput for epoch cost")
@@ -97,23 +106,53 @@ def print_cost(console: Console, est: cost.Estimate) -> None:
         console.print(f"note: {note}", soft_wrap=True)
 
 
+def gpu_per_hour(est: cost.Estimate) -> float:
+    """The clusters' priced lines at their maximum node count: what the GPU budget bounds."""
+    return sum(x.max_per_hour or 0.0 for x in est.lines if x.item.startswith("cluster "))
+
+
+def budget_warnings(doc: dict[str, Any], est: cost.Estimate) -> list[str]:
+    """A warning when the clusters at their maximum cost more per hour than the stack's
+    `maxGpuSpendPerHourUsd` (the budget the policy pack enforces at `pulumi preview`)."""
+    budget = doc["config"].get(f"{doc['project']}:{BUDGET_KEY}")
+    spend = gpu_per_hour(est)
+    if budget is None or spend <= float(budget):
+        return []
+    return [
+        f"the clusters at their maximum size cost {spend:,.2f} USD/h, above the stack's "
+        f"{BUDGET_KEY} of {float(budget):,.2f}: lower cluster.maxNodes or the VM size, or raise "
+        "the budget (`azdl policy` fails on this too)"
+    ]
+
+
+def cost_json(est: cost.Estimate) -> dict[str, Any]:
+    return {
+        "currency": "USD",
+        "max_per_hour": est.max_per_hour,
+        "idle_per_month": est.idle_per_month,
+        "gpu_per_hour": gpu_per_hour(est),
+        "complete": est.unpriced_lines == 0,
+        "lines": [asdict(line) for line in est.lines],
+        "unpriced": est.unpriced,
+        "notes": est.notes,
+        "epoch": est.epoch,
+    }
+
+
 def run(args: argparse.Namespace) -> int:
-    if args.json and len(args.stacks) != 1:
-        raise AzdlError("--json prints one manifest: give exactly one stack")
+    stacks = stacks_of(args, "STACK")
+    for stack in stacks:  # every stack file checked before anything is rendered or written
+        check_stack_file(stack_file(stack))
     if args.prices is not None:
         load_prices(args.prices)  # a missing or malformed file fails before any rendering
-    console = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
+    console = make_console()
     throughput = cost.throughput_from(args.throughput) if args.throughput else None
-    for stack in args.stacks:
+    results = []
+    for stack in stacks:
         doc, seconds = render_stack(stack)
-        if args.json:
-            sys.stdout.write(manifest.dumps(doc))
-            return 0
         args.out.mkdir(parents=True, exist_ok=True)
         target = args.out / f"{stack}.json"
         target.write_text(manifest.dumps(doc))
-        if not args.no_tree:
-            print(render_tree(doc), flush=True)
         prices = load_prices(args.prices, region=cost.region_of(doc))
         est = cost.estimate(doc, prices)
         if throughput:
@@ -125,6 +164,24 @@ def run(args: argparse.Namespace) -> int:
             cost.add_epoch_cost(
                 est, doc, args.images_per_sec, args.workers, args.images_per_epoch, prices
             )
+        warnings = budget_warnings(doc, est)
+        for warning in warnings:  # on stderr in both modes: stdout stays the tree or the JSON
+            print(f"warning: stack {stack}: {warning}", file=sys.stderr)
+        if args.json:
+            results.append(
+                {
+                    "stack": stack,
+                    "manifest": str(target),
+                    "resources": sum(1 for r in doc["resources"] if r.get("custom", True)),
+                    "cost": cost_json(est),
+                    "warnings": warnings,
+                }
+            )
+            continue
+        if not args.no_tree:
+            print(render_tree(doc), flush=True)
         print_cost(console, est)
         console.print(f"manifest: {target} (rendered in {seconds:.1f} s)\n")
+    if args.json:
+        print_json(JSON_SCHEMA, {"stacks": results})
     return 0

@@ -2,12 +2,15 @@
 
 import argparse
 import json
-import sys
 
-from rich.console import Console
 from rich.table import Table
 
+from azdl.commands.options import add_stacks_argument, stacks_of
+from azdl.console import make_console, print_json
+from azdl.errors import AzdlError
 from azdl.review.plan import load_plans
+
+JSON_SCHEMA = "azdl.policy-result/v1"
 
 
 def register(subparsers) -> None:
@@ -18,7 +21,12 @@ def register(subparsers) -> None:
         "policies` uses) against plans: manifest files or stack names. Exit 0: no mandatory "
         "violation; 1: at least one; 2: bad input.",
     )
-    p.add_argument("plans", nargs="+", metavar="PLAN", help="manifest .json or stack name")
+    add_stacks_argument(p, "PLAN", "manifest .json or stack name")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help=f"print the violations as one JSON document ({JSON_SCHEMA}); stable for scripts",
+    )
     p.add_argument(
         "--pack-config",
         action="store_true",
@@ -32,22 +40,32 @@ def run(args: argparse.Namespace) -> int:
     # pulumi-policy pulls in gRPC: imported here, not on every `azdl` start.
     from azdl.review.policy import check, load_rules, policy_config
 
-    console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+    plans = stacks_of(args, "PLAN")
+    if args.json and (args.list or args.pack_config):
+        raise AzdlError("--json prints the violations; leave out --list and --pack-config")
+    console = make_console()
     if args.list:
         table = Table(title="Policies (policies/azdl_rules.py)", title_justify="left")
         for column in ("policy", "severity", "enforcement", "remediation"):
-            table.add_column(column)
+            table.add_column(column, overflow="fold")
         for p in load_rules().POLICIES:
             table.add_row(p.name, p.severity.value, p.enforcement_level.value, p.remediation_steps)
         console.print(table)
-    failed = False
-    for doc in load_plans(args.plans):
+    failed, results = False, []
+    for doc in load_plans(plans):
         if args.pack_config:
             print(json.dumps(policy_config(doc), indent=2, sort_keys=True))
             continue
         findings = check(doc)
         mandatory = [f for f in findings if f.mandatory]
         failed = failed or bool(mandatory)
+        if args.json:
+            results.append({"stack": doc["stack"], "passed": not mandatory, "violations": [
+                {"policy": f.policy, "severity": f.severity, "mandatory": f.mandatory,
+                 "resource": f.resource, "message": f.message}
+                for f in findings
+            ]})  # fmt: skip
+            continue
         if not findings:
             console.print(f"stack {doc['stack']}: all {len(load_rules().POLICIES)} policies pass")
             continue
@@ -60,4 +78,6 @@ def run(args: argparse.Namespace) -> int:
             level = "mandatory" if f.mandatory else "advisory"
             table.add_row(f.policy, f.severity, level, f.resource or "(stack)", f.message)
         console.print(table)
+    if args.json:
+        print_json(JSON_SCHEMA, {"passed": not failed, "stacks": results})
     return 1 if failed else 0

@@ -9,6 +9,7 @@ job's logs until it ends.
 """
 
 import argparse
+import contextlib
 import re
 import secrets
 import sys
@@ -24,6 +25,7 @@ from azdl.commands.options import (
     script_args,
 )
 from azdl.commands.train import FRAMEWORK_MODULES
+from azdl.console import print_json
 from azdl.errors import AzdlError
 from azdl.jobs import export, health, quota, retry
 from azdl.jobs import script as own_script
@@ -125,6 +127,12 @@ def register(subparsers) -> None:
         "studio or pipelines) and stop: nothing is submitted",
     )
     p.add_argument("--wait", action="store_true", help="stream the job's logs until it ends")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help=f"print the job's name, studio URL and status as one JSON document ({JSON_SCHEMA}; "
+        "with --wait, once it has ended) instead of text; stable for scripts",
+    )
     add_script_args(p)
     p.set_defaults(func=run)
 
@@ -176,6 +184,22 @@ def non_negative_int(text: str) -> int:
     return int(text)
 
 
+JSON_SCHEMA = "azdl.submit-result/v1"
+
+
+def warnings_for(args: argparse.Namespace, outputs) -> list[str]:
+    """What is allowed but most likely a mistake."""
+    found = []
+    if args.storage != "synthetic" and not args.data_path.strip("/"):
+        found.append(
+            f"no --data-path: the job reads the shards from the root of the "
+            f"{'NFS share' if args.storage == 'nfs' else 'data container'}"
+        )
+    # --requirements without --wheels on a restricted stack is refused, not warned about
+    # (azdl.jobs.spec: pip on the nodes cannot reach a package index there).
+    return found
+
+
 def shm_size(text: str) -> str:
     """Docker's shared-memory size as Azure ML takes it: <number><unit>, unit b, k, m or g."""
     if not re.fullmatch(r"[1-9][0-9]*[bkmg]", text):
@@ -220,6 +244,8 @@ def framework_of(args: argparse.Namespace, script: OwnScript | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.json and (args.dry_run or args.export is not None):
+        raise AzdlError("--json reports a submitted job; --dry-run and --export print its YAML")
     script = own_script_of(args)
     framework = framework_of(args, script)
     outputs = load_outputs(args.stack, args.outputs)
@@ -243,6 +269,8 @@ def run(args: argparse.Namespace) -> int:
         infiniband_check=args.infiniband_check,
     )
     job = build_job(outputs, request)
+    for warning in warnings_for(args, outputs):
+        print(f"warning: {warning}", file=sys.stderr)
     if args.export is not None:
         path = export.write(job, args.export)
         print(f"wrote {path}: submit it with `az ml job create -f {path}` (or azdl submit)")
@@ -251,7 +279,7 @@ def run(args: argparse.Namespace) -> int:
     if request.health_check:
         print(f"# health gate before training: {health.levels_text(outputs.vm_size.name)}")
     if args.dry_run or not args.max_retries:
-        return send(outputs, job, dry_run=args.dry_run, wait=args.wait)
+        return send(outputs, job, dry_run=args.dry_run, wait=args.wait, as_json=args.json)
     return retry.follow(ml_client_checked(outputs, args.nodes), retry_builder(outputs, request),
                         args.max_retries)  # fmt: skip
 
@@ -280,8 +308,9 @@ def ml_client_checked(outputs, nodes: int):
     return client
 
 
-def send(outputs, job, *, dry_run: bool, wait: bool) -> int:
-    """Print the job (dry run) or submit it, then optionally stream its logs until it ends."""
+def send(outputs, job, *, dry_run: bool, wait: bool, as_json: bool = False) -> int:
+    """Print the job (dry run) or submit it, then optionally stream its logs until it ends
+    (`as_json`: the result as one JSON document on stdout, the logs on stderr)."""
     if dry_run:
         code = "; `code:` is relative to the current folder" if job.code else ""
         print(
@@ -297,15 +326,20 @@ def send(outputs, job, *, dry_run: bool, wait: bool) -> int:
     created = while_propagating(
         lambda: client.jobs.create_or_update(job), f"submitting {job.name or 'the job'}"
     )
-    print(f"submitted {created.name}: {created.studio_url}")
-    if not wait:
-        return 0
-    from azure.ai.ml.exceptions import JobException
+    if not as_json:
+        print(f"submitted {created.name}: {created.studio_url}")
+    status = created.status
+    if wait:
+        from azure.ai.ml.exceptions import JobException
 
-    try:
-        client.jobs.stream(created.name)
-    except JobException as exc:  # raised for a job that failed; its status says so below
-        print(exc, file=sys.stderr)
-    status = client.jobs.get(created.name).status
-    print(f"{created.name}: {status}", file=sys.stderr)
-    return 0 if status == "Completed" else 1
+        try:
+            with contextlib.redirect_stdout(sys.stderr if as_json else sys.stdout):
+                client.jobs.stream(created.name)
+        except JobException as exc:  # raised for a job that failed; its status says so below
+            print(exc, file=sys.stderr)
+        status = client.jobs.get(created.name).status
+        if not as_json:
+            print(f"{created.name}: {status}", file=sys.stderr)
+    if as_json:
+        print_json(JSON_SCHEMA, {"name": created.name, "url": created.studio_url, "status": status})
+    return 0 if not wait or status == "Completed" else 1

@@ -22,6 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from azdl import workers
 from azdl.commands.options import add_script_args, positive_int, script_args
 from azdl.envs import REPO_ROOT, training_bin, training_env
 from azdl.errors import AzdlError
@@ -44,13 +45,35 @@ DEMO_ARGS = [
 LOCAL_CYCLE_TIME_MS = "20"
 
 
-def local_env(tf_log_level: str = "1") -> dict[str, str]:
-    """Environment for local workers: the training venv, quieter TensorFlow logs (unless set),
-    and the CPU-friendly Horovod cycle time (unless set)."""
+def local_env() -> dict[str, str]:
+    """Environment for local workers: the training venv (TensorFlow's C++ start-up lines
+    quietened, see `azdl.envs`) and the CPU-friendly Horovod cycle time (unless set)."""
     env = training_env()
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", tf_log_level)
     env.setdefault("HOROVOD_CYCLE_TIME", LOCAL_CYCLE_TIME_MS)
     return env
+
+
+def check_training_options(
+    framework: str, options: list[str], worker_count: int, command: str = "azdl train"
+) -> None:
+    """Parse the options with the built-in script's own parser (its usage and `error:` line on
+    a bad one, exit 2; its help, once, for --help) and check the data folder, before any worker
+    starts."""
+    from training.data.shards import list_shards, shards_for_rank
+    from training.errors import TrainingError
+    from training.options import build_parser, check_combinations
+
+    parser = build_parser(framework)
+    parser.prog = f"{command} --framework {framework} --"
+    parser.usage = f"{command} [--framework {framework}] [options] -- [training options]"
+    parsed = parser.parse_args(options)
+    if problem := check_combinations(framework, parsed):
+        parser.error(problem)
+    if parsed.data_dir is not None:
+        try:  # relative to the repository, where the workers start
+            shards_for_rank(list_shards(REPO_ROOT / parsed.data_dir, "train"), 0, worker_count)
+        except TrainingError as exc:
+            raise AzdlError(f"--data-dir: {exc}") from None
 
 
 def register(subparsers) -> None:
@@ -179,19 +202,16 @@ def script_run(
         if not data_dir.is_dir():
             raise AzdlError(f"--data {data}: no such folder")
         folders["data_dir"] = str(data_dir)
-    for name, sub in (
-        ("checkpoint_dir", "checkpoints"),
-        ("log_dir", "logs"),
-        ("output_dir", "outputs"),
-    ):
-        folder = run_dir / sub
-        folder.mkdir(parents=True, exist_ok=True)
-        folders[name] = str(folder)
+    made = {"checkpoint_dir": "checkpoints", "log_dir": "logs", "output_dir": "outputs"}
+    folders |= {name: str(run_dir / sub) for name, sub in made.items()}
+    args = own_script.substitute(script_args, folders)  # a bad placeholder fails before mkdir
+    for name in made:
+        Path(folders[name]).mkdir(parents=True, exist_ok=True)
     threads = str(max(1, (os.cpu_count() or 1) // workers))
     env = own_script.folder_environment(folders) | {own_script.THREADS_ENV: threads}
     # PyTorch and TensorFlow size their CPU thread pools by OMP_NUM_THREADS (unless set).
     env["OMP_NUM_THREADS"] = os.environ.get("OMP_NUM_THREADS", threads)
-    return own_script.substitute(script_args, folders), env
+    return args, env
 
 
 def launcher_of(args: argparse.Namespace) -> str:
@@ -230,7 +250,9 @@ def run(args: argparse.Namespace) -> int:
             )
         framework = args.framework or "keras"
         run_dir = REPO_ROOT / "runs"  # one MLflow store for runs with their own folders
-        if not user_args:
+        if user_args:
+            check_training_options(framework, user_args, args.workers)
+        else:
             run_dir = demo_run_dir(framework)
             user_args = demo_args(framework, args.workers, run_dir)
             print(f"demo: {args.workers} workers, ResNet50 at 64 px on synthetic data", flush=True)
@@ -240,12 +262,16 @@ def run(args: argparse.Namespace) -> int:
             framework, args.workers, launcher, user_args, exports=tuple(extra), guard=guard
         )
         print("+ " + shlex.join(cmd), file=sys.stderr, flush=True)
-        # TensorFlow's INFO lines (oneDNN, CPU features) drown the training output.
-        return subprocess.call(cmd, env=local_env() | extra, cwd=REPO_ROOT)
+        return start(cmd, launcher, local_env() | extra, REPO_ROOT)
 
     if args.framework is not None:
         raise AzdlError("--framework picks a built-in script; leave it out with --script")
     script = own_script.check_script(args.script)
+    if {"-h", "--help"} & set(user_args):  # the script's help, once (not once per worker)
+        return subprocess.call(
+            [str(training_bin("python")), str(script), "--help"], env=local_env()
+        )
+    launch_command("", args.workers, launcher, [], script=script)  # before any folder
     run_dir = args.run_dir or Path("runs", f"{script.stem}-{time.strftime('%Y%m%d-%H%M%S')}")
     run_dir = run_dir.expanduser().resolve()
     user_args, extra = script_run(script, args.workers, args.data, user_args, run_dir)
@@ -257,4 +283,12 @@ def run(args: argparse.Namespace) -> int:
     print(f"{script.name}: {args.workers} workers, folders under {run_dir}", file=sys.stderr)
     print("+ " + shlex.join(cmd), file=sys.stderr, flush=True)
     # Run where the user is, as `python FILE` would: relative paths mean what they expect.
-    return subprocess.call(cmd, env=local_env() | extra)
+    return start(cmd, launcher, local_env() | extra)
+
+
+def start(cmd: list[str], launcher: str, env: dict[str, str], cwd: Path | None = None) -> int:
+    """Under Gloo, horovodrun's own traceback after a failed worker becomes one line
+    (`azdl.workers`); plain mpirun's output is left as it is."""
+    if launcher == "gloo":
+        return workers.run(cmd, env, cwd)
+    return subprocess.call(cmd, env=env, cwd=cwd)

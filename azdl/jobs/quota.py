@@ -111,7 +111,7 @@ def read_quota(client, location: str | None, vm_size: str, tier: str = "dedicate
 
 def check(client, outputs, nodes: int) -> None:
     """Stop before submitting when the job's cores are not free; warn when they can't be read."""
-    from azure.core.exceptions import AzureError
+    from azure.core.exceptions import AzureError, ServiceRequestError
 
     from azdl.errors import AzdlError
 
@@ -119,6 +119,8 @@ def check(client, outputs, nodes: int) -> None:
     try:
         tier = client.compute.get(outputs["clusterName"]).tier or "dedicated"
         quota = read_quota(client, outputs.values.get("location"), size, tier)
+    except ServiceRequestError:
+        raise  # the workspace's endpoint is unreachable: the submission cannot go on either
     except (AzureError, QuotaUnreadable) as exc:
         print(
             f"warning: could not read the vCPU quota ({type(exc).__name__}: "
@@ -146,7 +148,9 @@ def check(client, outputs, nodes: int) -> None:
             f"{_text(quota.regional_free)}); it would wait in the queue. Use fewer --nodes, or "
             f"{REQUEST_MORE}"
         )
-    print(f"quota: {needed} vCPUs needed, {_text(quota.free)} free ({quota.family})")
+    print(
+        f"quota: {needed} vCPUs needed, {_text(quota.free)} free ({quota.family})", file=sys.stderr
+    )
 
 
 def _text(free: int | None) -> str:

@@ -1,7 +1,7 @@
 """The Azure side of jobs: the workspace client, submission, waiting, and a job's logs.
 
 Authentication is azure-identity's DefaultAzureCredential (az login, a managed identity, or
-environment credentials); nothing here holds a key.
+environment credentials), probed before the client is made; nothing here holds a key.
 """
 
 import tempfile
@@ -9,9 +9,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from azdl import credentials
 from azdl.errors import AzdlError
 from azdl.jobs.stack_outputs import StackOutputs
 
+CONNECT_TIMEOUT_S = 10
 # The statuses after which a job does not move on by itself: azure-ai-ml's own terminal set
 # (RunHistoryConstants.TERMINAL_STATUSES; tests/jobs checks the two agree).
 TERMINAL = ("Completed", "Failed", "Canceled", "NotResponding", "Paused")
@@ -22,15 +24,19 @@ class WaitTimeout(AzdlError):
 
 
 def ml_client(outputs: StackOutputs):
-    """An MLClient for the stack's workspace."""
+    """An MLClient for the stack's workspace, once the sign-in is known to work
+    (`azdl.credentials`)."""
     from azure.ai.ml import MLClient
-    from azure.identity import DefaultAzureCredential
 
     return MLClient(
-        DefaultAzureCredential(),
+        credentials.credential(credentials.ARM_SCOPE),
         subscription_id=outputs["subscriptionId"],
         resource_group_name=outputs["resourceGroupName"],
         workspace_name=outputs["workspaceName"],
+        # azure-core's defaults wait 300 s per connection attempt and retry a connection 3
+        # times: an endpoint that does not answer would hold a command for 20 minutes.
+        connection_timeout=CONNECT_TIMEOUT_S,
+        retry_connect=1,
     )
 
 

@@ -70,7 +70,8 @@ def validate(manifest: Any, origin: str) -> dict[str, Any]:
     if found != FORMAT:
         raise AzdlError(
             f"{origin}: manifest format {found!r} is not supported; this azdl reads {FORMAT!r} "
-            "(render both sides with the same azdl version: `azdl plan STACK --json`)"
+            "(render both sides with the same azdl version: `azdl plan STACK` writes "
+            "out/plan/STACK.json)"
         )
     missing = [k for k in _REQUIRED if k not in manifest]
     if missing:

@@ -1,5 +1,7 @@
-"""CLI conventions every `azdl` command shares: --version, -s/--stack, training options after
-`--`, job names checked before Azure, and one `error:` line (exit 2) for bad input."""
+"""CLI conventions every `azdl` command shares: --version, bare `azdl` prints the help,
+-s/--stack on every command that takes a stack, the nearest option suggested for an unknown one,
+training options after `--` (pointed there only when the script has them), job names checked
+before Azure, and one `error:` line (exit 2) for bad input."""
 
 import json
 import re
@@ -9,7 +11,8 @@ import azure.ai.ml
 import pytest
 
 from azdl import cli
-from azdl.commands.options import JOB_NAME
+from azdl.commands.options import JOB_NAME, stacks_of
+from azdl.errors import AzdlError
 from infra.config import ConfigError, load_config, read_stack_file
 
 EXAMPLE_OUTPUTS = Path(__file__).resolve().parents[2] / "docs" / "stack-outputs.example.json"
@@ -26,43 +29,127 @@ def run_cli(capsys, *argv):
     return code, out, err
 
 
-def subparsers(parser):
+# The commands that take no stack, and why; every other command must take -s/--stack. A new
+# command fails here until it does one or the other.
+NO_STACK = {
+    "train": "local workers on this machine",
+    "data sample": "writes local files",
+    "data prepare": "converts local files",
+    "data copy": "runs on a cluster node, from folders the job mounts",
+}
+# Arguments a command needs besides the stack, so that `-s prod` alone parses.
+ALSO_NEEDS = {"data stage": ["shards"], "diff": ["base.json"]} | {
+    f"jobs {action}": ["JOB-NAME"] for action in ("show", "logs", "cancel", "download")
+}
+
+
+def leaf_commands(parser, prefix=""):
+    """(name, parser) of every command that runs something: `plan`, `data stage`, …"""
     for action in parser._subparsers._group_actions:
         for name, sub in action.choices.items():
-            yield name, sub
-            if sub._subparsers is not None:
-                for deeper, subsub in subparsers(sub):
-                    yield f"{name} {deeper}", subsub
+            if sub._subparsers is None:
+                yield f"{prefix}{name}", sub
+            else:
+                yield from leaf_commands(sub, f"{prefix}{name} ")
 
 
-def test_version(capsys):
-    code, out, _ = run_cli(capsys, "--version")
-    assert code == 0 and re.fullmatch(r"azdl \d+\.\d+\.\d+\n", out)
-
-
-def test_every_command_that_takes_a_stack_takes_s_as_its_short_form():
-    with_stack = 0
-    for name, parser in subparsers(cli.build_parser()):
+def test_every_command_takes_s_and_stack_unless_it_takes_no_stack_at_all():
+    commands = dict(leaf_commands(cli.build_parser()))
+    assert set(NO_STACK) < set(commands)
+    assert {"plan", "diff", "policy", "submit", "bench", "data stage"} <= set(commands)
+    for name, parser in commands.items():
         options = {s for a in parser._actions for s in a.option_strings}
-        if "--stack" in options:
-            with_stack += 1
-            assert "-s" in options, name
-            positional = [a for a in parser._actions if not a.option_strings and a.nargs is None]
-            args = parser.parse_args(["-s", "prod"] + ["x"] * len(positional))
-            assert args.stack == "prod", name
-    assert with_stack >= 10  # submit, bench, data stage, data fill-nfs, jobs *, cluster check
+        if name in NO_STACK:
+            assert "--stack" not in options, name
+            continue
+        assert {"-s", "--stack"} <= options, (
+            f"azdl {name} takes no -s/--stack: add it (azdl.commands.options) or list the "
+            "command in NO_STACK with the reason"
+        )
+        for flag in ("-s", "--stack"):
+            args = parser.parse_args([flag, "prod", *ALSO_NEEDS.get(name, [])])
+            assert args.stack in ("prod", ["prod"]), name
 
 
-@pytest.mark.parametrize("command", [["train"], ["bench", "--local"], ["submit", "-s", "dev"]])
-def test_a_training_option_before_the_double_dash_gets_a_hint(capsys, command):
-    code, _, err = run_cli(capsys, *command, "--epochs", "3")
+@pytest.mark.parametrize("command", ["plan", "policy"])
+def test_plan_and_policy_take_stacks_bare_and_with_s_alike(command):
+    parse = dict(leaf_commands(cli.build_parser()))[command].parse_args
+    assert stacks_of(parse(["dev", "prod"]), "X") == ["dev", "prod"]
+    assert stacks_of(parse(["-s", "dev", "--stack", "prod"]), "X") == ["dev", "prod"]
+    assert stacks_of(parse(["-s", "dev", "prod"]), "X") == ["dev", "prod"]
+    with pytest.raises(AzdlError, match="no stack given"):
+        stacks_of(parse([]), "X")
+
+
+def test_diff_takes_the_stack_under_review_bare_or_with_s(capsys, mocker):
+    load = mocker.patch("azdl.commands.diff.load_plans", side_effect=AzdlError("stop here"))
+    for argv in (["base.json", "dev"], ["base.json", "-s", "dev"], ["-s", "dev", "base.json"]):
+        code, _, err = run_cli(capsys, "diff", *argv)
+        assert code == 2 and "stop here" in err
+        assert load.call_args.args[0] == ["base.json", "dev"]
+    code, _, err = run_cli(capsys, "diff", "base.json", "prod", "-s", "dev")
+    assert code == 2 and "give the plan under review once: HEAD or -s STACK" in err
+
+
+@pytest.mark.parametrize(
+    "command, option, script_option",
+    [
+        (["train"], "--epochs", "--epochs"),
+        (["train"], "--epoch", "--epochs"),
+        (["train", "--framework", "torch"], "--batchsize", "--batch-size"),
+        (["bench", "--local"], "--epochs", "--epochs"),
+        (["submit", "-s", "dev"], "--data-dir", "--data-dir"),
+    ],
+)
+def test_an_option_of_the_training_script_given_before_the_double_dash_is_pointed_there(
+    capsys, command, option, script_option
+):
+    code, _, err = run_cli(capsys, *command, option, "3")
     assert code == 2
-    assert "--epochs: not an option of" in err and "go after `--`" in err
+    assert f"the training script has {script_option}" in err
+    assert f"go after `--`: azdl {command[0]} [options] -- {script_option}" in err
 
 
-def test_an_unknown_option_elsewhere_is_still_plainly_unrecognized(capsys):
-    code, _, err = run_cli(capsys, "plan", "dev", "--epochs", "3")
-    assert code == 2 and "unrecognized arguments: --epochs 3" in err
+@pytest.mark.parametrize(
+    "argv, nearest",
+    [
+        (["plan", "-s", "dev", "--stak", "dev"], "--stack"),
+        (["plan", "dev", "--no-tee"], "--no-tree"),
+        (["submit", "--outputs", "o.json", "--nodse", "2"], "--nodes"),
+        (["data", "stage", "shards", "--paralel-files", "2"], "--parallel-files"),
+    ],
+)
+def test_an_unknown_option_suggests_the_nearest_azdl_option(capsys, argv, nearest):
+    code, _, err = run_cli(capsys, *argv)
+    assert code == 2 and f"did you mean {nearest}?" in err
+    assert "`--`" not in err  # none of them is an option of a training script
+
+
+@pytest.mark.parametrize(
+    "argv, unknown",
+    [
+        (["plan", "dev", "--epochs", "3"], "--epochs"),
+        (["train", "--stak", "dev"], "--stak"),
+        (["diff", "a", "b", "--zzz"], "--zzz"),
+    ],
+)
+def test_an_option_no_one_has_gets_no_suggestion_and_no_pointer_to_the_double_dash(
+    capsys, argv, unknown
+):
+    code, _, err = run_cli(capsys, *argv)
+    assert code == 2 and f"unrecognized arguments: {unknown}" in err
+    assert "did you mean" not in err and "`--`" not in err
+
+
+def test_for_the_users_own_script_the_double_dash_is_offered_only_conditionally(capsys, tmp_path):
+    code, _, err = run_cli(capsys, "train", "--script", str(tmp_path / "mine.py"), "--lr", "3")
+    assert code == 2 and "if your script takes --lr, it goes after `--`" in err
+
+
+def test_bare_azdl_prints_the_help(capsys):
+    code, out, err = run_cli(capsys)
+    assert code == 0 and out.startswith("usage: azdl") and err == ""
+    assert "plan" in out and "--no-color" in out
 
 
 def azure_ml_run_id_pattern() -> re.Pattern:
@@ -143,3 +230,15 @@ def test_a_binary_or_unreadable_outputs_file_is_one_error_line(capsys, tmp_path)
     assert code == 2 and "not UTF-8 text" in err
     code, _, err = run_cli(capsys, "plan", "dev", "--prices", str(tmp_path))  # a directory
     assert code == 2 and "error:" in err
+
+
+@pytest.mark.parametrize(
+    "argv, nearest",
+    [(["plna"], "plan"), (["data", "stge"], "stage"), (["train", "--framework", "kears"], "keras")],
+)
+def test_a_mistyped_command_or_choice_suggests_the_nearest(capsys, argv, nearest):
+    code, _, err = run_cli(capsys, *argv)
+    assert code == 2 and f"invalid choice: '{argv[-1]}'" in err
+    assert err.rstrip().endswith(f"; did you mean {nearest}?")
+    code, _, err = run_cli(capsys, "deploy-everything")
+    assert code == 2 and "did you mean" not in err

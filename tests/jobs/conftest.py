@@ -78,7 +78,7 @@ def ml_client(mocker):
     client_class = mocker.patch("azure.ai.ml.MLClient")
     client = client_class.return_value
     client.jobs.create_or_update.side_effect = lambda job: SimpleNamespace(
-        name=job.name, studio_url=f"https://ml.azure.com/runs/{job.name}"
+        name=job.name, studio_url=f"https://ml.azure.com/runs/{job.name}", status="Starting"
     )
     # Ample vCPU quota for every catalogue size (tests/jobs/test_quota.py tests the check itself).
     client.compute.get.return_value = SimpleNamespace(tier="dedicated")

@@ -97,7 +97,7 @@ def test_a_job_that_cannot_start_is_stopped_before_submitting(ml_client, outputs
 def test_a_job_that_fits_is_submitted_with_the_figures_shown(ml_client, outputs_file, capsys):
     client = h100_cluster(ml_client, used=0)
     assert submit(outputs_file, 2) == 0
-    assert "quota: 192 vCPUs needed, 192 free" in capsys.readouterr().out
+    assert "quota: 192 vCPUs needed, 192 free" in capsys.readouterr().err
     client.jobs.create_or_update.assert_called_once()
 
 

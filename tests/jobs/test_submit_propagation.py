@@ -27,7 +27,9 @@ def test_submit_waits_out_a_403_and_says_why(ml_client, outputs_file, capsys, mo
     def create(job):
         if answers:
             raise answers.pop()
-        return SimpleNamespace(name=job.name, studio_url=f"https://ml.azure.com/runs/{job.name}")
+        return SimpleNamespace(
+            name=job.name, studio_url=f"https://ml.azure.com/runs/{job.name}", status="Starting"
+        )
 
     ml_client.return_value.jobs.create_or_update.side_effect = create
     code = main(["submit", "--outputs", str(outputs_file()), "--nodes", "1", "--name", "r1",

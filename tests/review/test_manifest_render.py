@@ -182,8 +182,3 @@ def test_policy_pack_imports_with_only_its_own_folder_on_the_path():
     assert result.stdout.strip() == "26"
     main_py = (REPO_ROOT / "policies" / "__main__.py").read_text()
     assert "from azdl_rules import POLICIES" in main_py and "PolicyPack(" in main_py
-
-
-def test_plan_json_takes_exactly_one_stack(capsys):
-    assert main(["plan", "dev", "prod", "--json"]) == 2
-    assert "--json prints one manifest: give exactly one stack" in capsys.readouterr().err

@@ -35,13 +35,20 @@ def test_mpi_command_is_plain_mpirun_with_the_environment_exported():
 def test_local_workers_get_a_cpu_friendly_horovod_cycle_time_unless_one_is_set(monkeypatch):
     monkeypatch.delenv("HOROVOD_CYCLE_TIME", raising=False)
     monkeypatch.delenv("TF_CPP_MIN_LOG_LEVEL", raising=False)
+    monkeypatch.delenv("AZDL_VERBOSE", raising=False)
     env = train.local_env()
     assert env["HOROVOD_CYCLE_TIME"] == train.LOCAL_CYCLE_TIME_MS == "20"
     assert env["TF_CPP_MIN_LOG_LEVEL"] == "1"
     monkeypatch.setenv("HOROVOD_CYCLE_TIME", "5")
     monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "0")
-    env = train.local_env("2")
+    env = train.local_env()
     assert (env["HOROVOD_CYCLE_TIME"], env["TF_CPP_MIN_LOG_LEVEL"]) == ("5", "0")
+
+
+def test_azdl_verbose_leaves_tensorflows_log_level_alone(monkeypatch):
+    monkeypatch.delenv("TF_CPP_MIN_LOG_LEVEL", raising=False)
+    monkeypatch.setenv("AZDL_VERBOSE", "1")
+    assert "TF_CPP_MIN_LOG_LEVEL" not in train.local_env()
 
 
 def _parser():

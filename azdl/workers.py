@@ -1,0 +1,61 @@
+"""Run local Horovod workers and report a failed one plainly.
+
+When a worker exits non-zero, `horovodrun --gloo` ends with a Python traceback of its own
+(`RuntimeError: Horovod detected that one or more processes exited with non-zero status …
+Process name: N / Exit code: X`, horovod/runner/gloo_run.py, Horovod 0.28.1). The worker's own
+message is already on screen by then, so that traceback is replaced by one line naming the rank
+and its exit code. Any other output, other tracebacks included, passes through unchanged.
+"""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import TextIO
+
+TRACEBACK = "Traceback (most recent call last):"
+HOROVOD_FAILED = re.compile(
+    r"RuntimeError: Horovod detected that one or more processes exited with non-zero status"
+)
+PROCESS = re.compile(r"^\s*Process name:\s*(\S+)")
+EXIT_CODE = re.compile(r"^\s*Exit code:\s*(-?\d+)")
+
+
+def summarize(lines: list[str]) -> tuple[str, int] | None:
+    """(one line for the user, the worker's exit code) if `lines` are horovodrun's own
+    traceback about a failed worker, else None."""
+    if not lines or lines[0].rstrip("\n") != TRACEBACK:
+        return None
+    if not any(HOROVOD_FAILED.match(line) for line in lines):
+        return None
+    rank = next((m[1] for line in lines if (m := PROCESS.match(line))), "?")
+    code = next((int(m[1]) for line in lines if (m := EXIT_CODE.match(line))), 1)
+    return f"error: worker rank {rank} failed (exit code {code}); its messages are above\n", code
+
+
+def relay(stream: TextIO, out: TextIO) -> int | None:
+    """Copy `stream` to `out` line by line, holding back from horovodrun's own traceback (it
+    is the last thing horovodrun prints) to the end; return the failed worker's exit code
+    when that traceback was replaced, else None."""
+    held: list[str] = []
+    for line in stream:
+        if held or line.rstrip("\n") == TRACEBACK:
+            held.append(line)
+            continue
+        out.write(line)
+        out.flush()
+    summary = summarize(held)
+    if summary is None:
+        out.writelines(held)
+        return None
+    out.write(summary[0])
+    return summary[1]
+
+
+def run(cmd: list[str], env: dict[str, str], cwd: Path | None = None) -> int:
+    """Run the launcher; stdout passes straight through, stderr through `relay`. The exit code
+    is the failed worker's where horovodrun named it, else the launcher's (never 0 on failure)."""
+    proc = subprocess.Popen(cmd, env=env, cwd=cwd, stderr=subprocess.PIPE, text=True, bufsize=1)
+    worker_code = relay(proc.stderr, sys.stderr)
+    code = proc.wait()
+    return worker_code if code != 0 and worker_code else code

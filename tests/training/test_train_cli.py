@@ -1,0 +1,159 @@
+"""`azdl train` as a user runs it: bad training options and data folders stopped before any
+worker starts, a failed worker reported in one line instead of horovodrun's traceback, the
+training script's help printed once, and TensorFlow's C++ start-up lines kept out of the
+set-up's Horovod build check unless AZDL_VERBOSE=1."""
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from azdl import workers
+from azdl.envs import REPO_ROOT
+
+OPERATOR_PYTHON = REPO_ROOT / ".venv" / "bin" / "python"
+# horovodrun's own ending when a worker fails (Horovod 0.28.1, horovod/runner/gloo_run.py,
+# launch_gloo), as it printed here for `horovodrun --gloo -np 2` with rank 1 exiting 2.
+HOROVODRUN_TRACEBACK = """\
+Traceback (most recent call last):
+  File "/venv/bin/horovodrun", line 8, in <module>
+    sys.exit(run_commandline())
+             ^^^^^^^^^^^^^^^^^
+  File "/venv/lib/python3.11/site-packages/horovod/runner/gloo_run.py", line 284, in launch_gloo
+    raise RuntimeError('Horovod detected that one or more processes exited with non-zero '
+RuntimeError: Horovod detected that one or more processes exited with non-zero status, thus \
+causing the job to be terminated. The first process to do so was:
+Process name: 1
+Exit code: 2
+
+"""
+
+
+def azdl(*args, cwd: Path = REPO_ROOT, timeout: int = 300, **env) -> subprocess.CompletedProcess:
+    """The `azdl` command of this checkout, run from the operator environment."""
+    environ = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    environ |= {"PYTHONPATH": str(REPO_ROOT), **env}
+    return subprocess.run(
+        [str(OPERATOR_PYTHON), "-m", "azdl", *map(str, args)],
+        cwd=cwd, env=environ, capture_output=True, text=True, timeout=timeout,
+    )  # fmt: skip
+
+
+def shard_folder(path: Path, shards: int) -> Path:
+    path.mkdir()
+    for i in range(shards):  # only the names matter before a worker starts
+        (path / f"train-{i:05d}-of-{shards:05d}").write_bytes(b"")
+    return path
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--", "--batch-size", "0"],
+         "azdl train --framework keras --: error: argument --batch-size: must be at least 1"),
+        (["--framework", "torch", "--", "--precision", "fp8"],
+         "azdl train --framework torch --: error: argument --precision: invalid choice: 'fp8'"),
+        (["--", "--data-dir", "/nowhere"],
+         "error: --data-dir: data directory '/nowhere' does not exist or is not a directory"),
+        (["--", "--data-dir", "{empty}"], "error: --data-dir: no train shards in '{empty}'"),
+        (["--workers", "2", "--", "--data-dir", "{one}"],
+         "error: --data-dir: 2 workers but only 1 shard(s)"),
+        (["--", "--checkpoint-every-steps", "5"],
+         "error: --checkpoint-every-steps needs --checkpoint-dir"),
+    ],
+)  # fmt: skip
+def test_bad_training_input_is_a_clean_error_before_any_worker_starts(tmp_path, argv, message):
+    folders = {
+        "empty": shard_folder(tmp_path / "empty", 0),
+        "one": shard_folder(tmp_path / "one", 1),
+    }
+    argv = [a.format(**folders) for a in argv]
+    run = azdl("train", *argv)
+    assert run.returncode == 2, run.stderr
+    assert message.format(**folders) in run.stderr
+    assert "Traceback" not in run.stderr + run.stdout
+    assert "horovodrun" not in run.stderr  # the launch line: no worker was started
+    assert len(run.stderr.splitlines()) <= 2  # at most a one-line usage, then the error
+
+
+def test_the_training_scripts_help_is_printed_once():
+    run = azdl("train", "--framework", "tf", "--", "--help")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.count("usage: ") == 1 and "--batch-size" in run.stdout
+
+
+@pytest.mark.training_env
+def test_a_users_scripts_help_is_printed_once(tmp_path):
+    script = tmp_path / "mine.py"
+    script.write_text(
+        "import argparse\nargparse.ArgumentParser(description='MINE-HELP').parse_args()\n"
+    )
+    run = azdl("train", "--script", script, "--workers", 2, "--", "--help", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.count("MINE-HELP") == 1
+    assert not (tmp_path / "runs").exists()  # nothing created for a help
+
+
+def relay(text: str) -> tuple[str, int | None]:
+    import io
+
+    out = io.StringIO()
+    code = workers.relay(io.StringIO(text), out)
+    return out.getvalue(), code
+
+
+def test_horovodruns_traceback_after_a_failed_worker_becomes_one_line():
+    worker = "[1]<stderr>:error: --batch-size must be at least 1\n"
+    out, code = relay(worker + HOROVODRUN_TRACEBACK)
+    assert code == 2
+    assert out == worker + "error: worker rank 1 failed (exit code 2); its messages are above\n"
+
+
+def test_any_other_traceback_passes_through_unchanged():
+    other = "Traceback (most recent call last):\n  File 'x.py', line 1\nKeyError: 'rank'\n"
+    before = "[0]<stdout>:step 1\n"
+    assert relay(before + other) == (before + other, None)
+    worker_traceback = "[1]<stderr>:Traceback (most recent call last):\n[1]<stderr>:  boom\n"
+    assert relay(worker_traceback) == (worker_traceback, None)
+
+
+@pytest.mark.slow
+@pytest.mark.training_env
+def test_a_worker_that_fails_is_reported_by_rank_without_horovodruns_traceback(tmp_path):
+    script = tmp_path / "fails.py"
+    script.write_text(
+        "import os, sys\n"
+        "if os.environ['HOROVOD_RANK'] == '1':\n"
+        "    print('error: rank 1 cannot go on', file=sys.stderr)\n"
+        "    sys.exit(2)\n"
+    )
+    run = azdl("train", "--script", script, "--workers", 2, cwd=tmp_path)
+    assert run.returncode == 2, run.stderr
+    assert "[1]<stderr>:error: rank 1 cannot go on" in run.stderr
+    assert run.stderr.rstrip("\n").endswith(
+        "error: worker rank 1 failed (exit code 2); its messages are above"
+    )
+    assert "Traceback" not in run.stderr and "RuntimeError" not in run.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.training_env
+@pytest.mark.parametrize("verbose", [False, True])
+def test_the_horovod_build_check_shows_tensorflows_start_up_lines_only_when_verbose(verbose):
+    check = REPO_ROOT / "scripts" / "horovod-check-build.sh"
+    assert (
+        f'{check.relative_to(REPO_ROOT)} "$venv"'
+        in (REPO_ROOT / "scripts" / "setup-training.sh").read_text()
+    )  # the set-up runs this very script
+    env = {k: v for k, v in os.environ.items() if k not in ("TF_CPP_MIN_LOG_LEVEL", "AZDL_VERBOSE")}
+    if verbose:
+        env["AZDL_VERBOSE"] = "1"
+    run = subprocess.run(
+        [str(check), str(REPO_ROOT / ".venv-train")],
+        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert "[X] TensorFlow" in run.stdout
+    # TensorFlow 2.15 on x86-64 Linux logs at INFO that its oneDNN custom operations are on.
+    assert ("I tensorflow/" in run.stderr) is verbose, run.stderr
