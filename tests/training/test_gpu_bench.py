@@ -94,6 +94,19 @@ def test_the_kit_builds_horovod_with_cmake_4_and_runs_every_variant_on_cpu(smoke
 
 
 @pytest.mark.slow
+def test_a_variant_that_fails_is_reported_as_failed_and_the_others_stay(smoke):
+    repo, out, _ = smoke
+    shutil.rmtree(out / "carry" / "data")  # the real-data variants have nothing to read
+    bench = _kit(repo, "--smoke", out, "bench", "real", timeout=600)
+    assert bench.returncode == 1, bench.stdout + bench.stderr
+    report = json.loads((out / "results" / "p3_gpu.json").read_text())
+    assert {r["label"] for r in report["failed"]} == {"real-gpu-decode", "real-cpu-decode"}
+    assert {r["label"] for r in report["rows"]} == set(WITHOUT_HOROVOD) | {"synthetic"}
+    md = (out / "results" / "p3_gpu.md").read_text()
+    assert "| real-gpu-decode | FAILED: exit " in md
+
+
+@pytest.mark.slow
 def test_a_failed_horovod_build_stops_the_kit_with_nothing_measured(smoke):
     """The fault CMake 4 brings, planted: build_horovod.sh without CMAKE_POLICY_VERSION_MINIMUM."""
     repo, out, _ = smoke
@@ -233,3 +246,21 @@ def test_p3_report_compares_with_the_synthetic_run_of_the_same_session(tmp_path)
     assert "| synthetic | yes | no | no | 3,200 | 1.00× | 90% |" in md
     assert "3,200, met." in md and "0.88×, NOT met." in md
     assert json.loads((tmp_path / "p3_gpu.json").read_text())["command"] == "cmd"
+
+    # A variant that failed is listed as failed; a label run again counts with its last result.
+    failed = {"label": "real-cpu-decode", "failed": "exit 124; log: real-cpu-decode.log"}
+    again = {**rows[1], "images_per_sec": 3000.0}
+    (tmp_path / "p3.jsonl").write_text("\n".join(map(json.dumps, [*rows, failed, again])))
+    p3_report.main([str(tmp_path / "p3.jsonl"), "--command", "cmd", "--results", str(tmp_path)])
+    md = (tmp_path / "p3_gpu.md").read_text()
+    assert "| real-cpu-decode | FAILED: exit 124; log: real-cpu-decode.log |" in md
+    assert "0.94×, met." in md and "0.88×" not in md
+    report = json.loads((tmp_path / "p3_gpu.json").read_text())
+    assert [r["label"] for r in report["failed"]] == ["real-cpu-decode"]
+
+    # The CPU rehearsal says so and gives no verdict.
+    p3_report.main(
+        [str(tmp_path / "p3.jsonl"), "--command", "c", "--results", str(tmp_path), "--smoke"]
+    )
+    md = (tmp_path / "p3_gpu.md").read_text()
+    assert md.startswith("SMOKE RUN on CPU") and "met" not in md
