@@ -1,6 +1,8 @@
 """The command-line options every training script shares (`--help` on any of them lists them).
 
-Defaults are ImageNet's ResNet50 recipe (224 px, 1000 classes, 90 epochs, step decay);
+Defaults are ImageNet's ResNet50 recipe (224 px, 1000 classes, 90 epochs); `--recipe` picks
+the optimisation hyperparameters (Goyal et al.'s by default, or NVIDIA's; training.recipe.RECIPES
+and docs/recipe.md give their sources), and each of their options given on its own still wins.
 `azdl train` passes small settings for the local demo.
 """
 
@@ -56,6 +58,7 @@ class _CheckedParser(argparse.ArgumentParser):
 
     def parse_known_args(self, args=None, namespace=None):
         parsed, extra = super().parse_known_args(args, namespace)
+        recipe.apply(parsed)
         if problem := check_combinations(self.framework, parsed, complete=False):
             self.error(problem)
         return parsed, extra
@@ -122,35 +125,51 @@ def build_parser(framework: str) -> argparse.ArgumentParser:
     )
     train.add_argument("--seed", type=int, default=0)
     train.add_argument(
+        "--recipe",
+        choices=tuple(recipe.RECIPES),
+        default=recipe.DEFAULT_RECIPE,
+        help="the defaults of --base-lr, --momentum, --weight-decay, --label-smoothing, "
+        f"--warmup-epochs and --lr-decay: {recipe.describe()}",
+    )
+    train.add_argument(
         "--weight-decay",
         type=_non_negative_float,
-        default=recipe.WEIGHT_DECAY,
+        default=recipe.FROM_RECIPE,
         help="L2 weight decay on convolution and fully-connected kernels only (never batch-norm "
         "scale/shift or biases)",
     )
     train.add_argument(
         "--label-smoothing",
         type=_fraction_below_one,
-        default=recipe.LABEL_SMOOTHING,
+        default=recipe.FROM_RECIPE,
         help="share of the target spread evenly over all classes",
     )
 
     lr = p.add_argument_group("learning rate")
-    lr.add_argument("--base-lr", type=_non_negative_float, default=0.1)
+    lr.add_argument(
+        "--base-lr",
+        type=_non_negative_float,
+        default=recipe.FROM_RECIPE,
+        help="learning rate per --base-batch images",
+    )
     lr.add_argument(
         "--base-batch",
         type=_at_least(1),
         default=256,
         help="global batch --base-lr is meant for; the rate scales linearly from there",
     )
-    lr.add_argument("--momentum", type=_non_negative_float, default=0.9)
+    lr.add_argument(
+        "--momentum", type=_non_negative_float, default=recipe.FROM_RECIPE, help="SGD momentum"
+    )
     lr.add_argument(
         "--warmup-epochs",
         type=_non_negative_float,
-        default=5.0,
+        default=recipe.FROM_RECIPE,
         help="linear warm-up from --base-lr to the scaled peak (Goyal et al.); fractions allowed",
     )
-    lr.add_argument("--lr-decay", choices=DECAYS, default="step")
+    lr.add_argument(
+        "--lr-decay", choices=DECAYS, default=recipe.FROM_RECIPE, help="schedule after warm-up"
+    )
     lr.add_argument("--decay-epochs", type=_at_least(1), nargs="*", default=[30, 60, 80])
     lr.add_argument("--decay-factor", type=_non_negative_float, default=0.1)
 

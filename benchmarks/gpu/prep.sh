@@ -1,39 +1,41 @@
 #!/usr/bin/env bash
 # Run HERE (a machine with network and the training environment), before a GPU session: puts
-# what the GPU machine lacks into .gpu-carry/ (git-ignored through .git/info/exclude), which
-# `run` carries there (limit 64 MiB):
+# what the GPU machine lacks into .gpu-carry/ (git-ignored by the repository's .gitignore),
+# which the device tool's `run` carries there (limit 64 MiB):
 #   horovod-0.28.1.tar.gz      Horovod's source release (checksum as training/install pins it)
-#   wheels/*.whl               CPython 3.12 wheels the GPU image lacks: google-crc32c (the
-#                              TFRecord reader), simplejpeg (CPU decode), cffi + pycparser
-#                              (Horovod's build needs cffi)
+#   wheels/*.whl               wheels the GPU image lacks, for its CPython 3.12: google-crc32c
+#                              (the TFRecord reader), simplejpeg (CPU decode), cffi + pycparser
+#                              (Horovod's build needs cffi), patch-ng (applies Horovod's patch
+#                              where no `patch` program is installed)
 #   data/                      TFRecords written by `azdl data prepare`'s converter from
 #                              generated JPEGs of ImageNet's typical size (~500x375, ~110 kB)
 # The GPU machine has no TensorFlow, which the converter needs, hence data made here.
 #
 # Usage: bash benchmarks/gpu/prep.sh [TRAIN_IMAGES] [VALIDATION_IMAGES]   (default 352 and 32)
+# GPU_CARRY=DIR writes there instead of .gpu-carry; GPU_PYTHON_VERSION=X.Y fetches wheels for
+# that CPython (default 3.12, the GPU machine's); run.sh --smoke uses both.
+# Needs no git: it works in a plain copy of the repository and in a git worktree alike.
 set -euo pipefail
-root=$(git rev-parse --show-toplevel)
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
-carry=.gpu-carry
+carry=${GPU_CARRY:-.gpu-carry}
+python_version=${GPU_PYTHON_VERSION:-3.12}
 train_images=${1:-352}
 validation_images=${2:-32}
-exclude=$(git rev-parse --git-path info/exclude)
-grep -qxF "/$carry/" "$exclude" 2>/dev/null || echo "/$carry/" >> "$exclude"
-rm -rf "$carry" && mkdir -p "$carry/wheels"
 python=${PYTHON:-.venv-train/bin/python}
+rm -rf "$carry" && mkdir -p "$carry/wheels"
 
 echo "==> Horovod 0.28.1 source release"
 sha=$(sed -n 's/^HOROVOD_SDIST_SHA256=//p' training/install/build_horovod.sh)
 "$python" -m pip download -q --no-deps --no-binary :all: -d "$carry" horovod==0.28.1
 echo "$sha  $carry/horovod-0.28.1.tar.gz" | sha256sum --check --quiet
 
-echo "==> wheels for the GPU machine's CPython 3.12"
-"$python" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
+echo "==> wheels for CPython $python_version"
+pin() { grep -E "^$1==" training/requirements.txt | cut -d' ' -f1; }
+"$python" -m pip download -q --no-deps --only-binary=:all: --python-version "$python_version" \
     --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
     --platform manylinux2014_x86_64 -d "$carry/wheels" \
-    "$(grep -E '^google-crc32c==' training/requirements.txt | cut -d' ' -f1)" \
-    "$(grep -E '^simplejpeg==' training/requirements.txt | cut -d' ' -f1)" \
-    "$(grep -E '^cffi==' training/requirements.txt | cut -d' ' -f1)" pycparser==2.22
+    "$(pin google-crc32c)" "$(pin simplejpeg)" "$(pin cffi)" pycparser==2.22 patch-ng==1.19.1
 
 echo "==> $train_images + $validation_images JPEGs (~500x375), converted by the data tool"
 classes=16
@@ -51,4 +53,4 @@ if (( total > 60 * 1024 * 1024 )); then
     echo "error: $carry holds $total bytes; the device tool carries at most 64 MiB with the tree" >&2
     exit 1
 fi
-echo "ready: carry [\"$carry\"] and run: bash benchmarks/gpu/run.sh"
+echo "ready: carry [\"$carry\"] and run the calls in benchmarks/gpu/run.sh's header"

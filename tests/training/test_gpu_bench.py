@@ -1,9 +1,14 @@
 """The GPU benchmark's scripts (benchmarks/gpu/), as far as a machine without a GPU can check
-them: P3's CPU mode on real TFRecords, its options, the runs run.sh asks for, the report."""
+them: the whole kit through `run.sh --smoke` (a fresh environment with CMake 4 from PyPI, the
+Horovod build through training/install/build_horovod.sh, every P3 variant on CPU) in a copy of
+the repository without .git; a failed build stops it with nothing measured; P3's CPU mode on
+real TFRecords, its options, the runs run.sh asks for, the report."""
 
+import filecmp
 import json
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,13 +17,117 @@ from types import SimpleNamespace
 import pytest
 from conftest import write_tiny_tfrecords
 
-from azdl.envs import REPO_ROOT, training_env
+from azdl.envs import REPO_ROOT, training_bin, training_env
 
 GPU = Path(REPO_ROOT) / "benchmarks" / "gpu"
 sys.path.insert(0, str(GPU))
 
 import p3_report  # noqa: E402
 import p3_resnet50  # noqa: E402
+
+WITH_HOROVOD = ("synthetic", "real-gpu-decode", "real-cpu-decode")
+WITHOUT_HOROVOD = ("synthetic-weights-channels-last", "synthetic-compile")
+
+
+def _kit(repo: Path, *argv, timeout: int) -> subprocess.CompletedProcess:
+    python = str(training_bin("python"))
+    base = subprocess.run(
+        [python, "-c", "import sys; print(sys._base_executable)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    # prep.sh converts with the training environment's TensorFlow; the smoke environment is
+    # made from the same interpreter, whose CPU torch build pip can install.
+    env = training_env({"PREP_PYTHON": python, "SMOKE_BASE_PYTHON": base})
+    return subprocess.run(
+        ["bash", "benchmarks/gpu/run.sh", *map(str, argv)],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    """`run.sh --smoke` in a copy of the repository's tracked files with no .git at all (as a
+    tarball or the device tool's copy has it)."""
+    root = tmp_path_factory.mktemp("kit")
+    repo = root / "repo"
+    listed = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=REPO_ROOT, capture_output=True, check=True
+    ).stdout.decode()
+    for name in filter(None, listed.split("\0")):
+        source = Path(REPO_ROOT) / name
+        if source.is_file():
+            (repo / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, repo / name)
+    proc = _kit(repo, "--smoke", root / "smoke", timeout=3600)
+    return repo, root / "smoke", proc
+
+
+@pytest.mark.slow
+def test_the_kit_builds_horovod_with_cmake_4_and_runs_every_variant_on_cpu(smoke):
+    repo, out, proc = smoke
+    assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-5000:]
+    assert "smoke run passed" in proc.stdout
+    assert re.search(r"building Horovod with cmake version 4\.", proc.stdout)
+    check = (out / "out" / "check-build.txt").read_text()
+    assert "[X] PyTorch" in check and "[X] Gloo" in check
+    report = json.loads((out / "results" / "p3_gpu.json").read_text())
+    assert report["benchmark"] == "p3_gpu_smoke" and report["failed"] == []
+    rows = {row["label"]: row for row in report["rows"]}
+    assert set(rows) == {*WITH_HOROVOD, *WITHOUT_HOROVOD}
+    for label, row in rows.items():
+        assert row["horovod"] == (label in WITH_HOROVOD), row
+        assert row["timed_steps"] == 2 and row["device"] == "cpu" and row["images_per_sec"] > 0
+    assert rows["real-cpu-decode"]["data"] == rows["real-gpu-decode"]["data"] == "real"
+    assert (out / "results" / "p3_gpu.md").read_text().startswith("SMOKE RUN on CPU")
+    # The smoke run's report stays in its own folder: the repository's results are untouched.
+    results = Path(REPO_ROOT) / "benchmarks" / "results"
+    for name in ("p3_gpu.md", "p3_gpu.json"):
+        original, copy = results / name, repo / "benchmarks" / "results" / name
+        assert copy.exists() == original.exists()
+        assert not copy.exists() or filecmp.cmp(copy, original, shallow=False)
+
+
+@pytest.mark.slow
+def test_a_variant_that_fails_is_reported_as_failed_and_the_others_stay(smoke):
+    repo, out, _ = smoke
+    shutil.rmtree(out / "carry" / "data")  # the real-data variants have nothing to read
+    bench = _kit(repo, "--smoke", out, "bench", "real", timeout=600)
+    assert bench.returncode == 1, bench.stdout + bench.stderr
+    report = json.loads((out / "results" / "p3_gpu.json").read_text())
+    assert {r["label"] for r in report["failed"]} == {"real-gpu-decode", "real-cpu-decode"}
+    assert {r["label"] for r in report["rows"]} == set(WITHOUT_HOROVOD) | {"synthetic"}
+    md = (out / "results" / "p3_gpu.md").read_text()
+    assert "| real-gpu-decode | FAILED: exit " in md
+
+
+@pytest.mark.slow
+def test_a_failed_horovod_build_stops_the_kit_with_nothing_measured(smoke):
+    """The fault CMake 4 brings, planted: build_horovod.sh without CMAKE_POLICY_VERSION_MINIMUM."""
+    repo, out, _ = smoke
+    script = repo / "training" / "install" / "build_horovod.sh"
+    text = script.read_text()
+    planted = re.sub(r"^export CMAKE_POLICY_VERSION_MINIMUM=.*$", "", text, flags=re.M)
+    assert planted != text
+    script.write_text(planted)
+    shutil.rmtree(out / "results")
+    try:
+        build = _kit(repo, "--smoke", out, "build", timeout=1800)
+        assert build.returncode == 1
+        assert "Horovod did not build" in build.stderr and "nothing was measured" in build.stderr
+        # CMake 4's own words about the Gloo copy's cmake_minimum_required(VERSION 2.8.12).
+        log = (out / "out" / "build.log").read_text()
+        assert "Compatibility with CMake < 3.5 has been removed" in log
+        bench = _kit(repo, "--smoke", out, "bench", "synthetic", timeout=300)
+        assert bench.returncode == 1 and "Horovod is not built" in bench.stderr
+        assert not (out / "results").exists() and not (out / "kit" / "p3.jsonl").exists()
+    finally:
+        script.write_text(text)
 
 
 @pytest.mark.slow
@@ -64,17 +173,18 @@ def test_p3_runs_the_flavour_with_horovod_on_tfrecords_in_cpu_mode(tmp_path):
 
 def test_every_run_in_run_sh_is_a_valid_p3_command_line():
     script = (GPU / "run.sh").read_text()
-    block = re.search(r"^runs=\(\n(.*?)^\)", script, re.M | re.S).group(1)
-    lines = re.findall(r'^\s*"(.*)"$', block, re.M)
-    assert len(lines) >= 4
+    body = re.search(r"^variants\(\) \{\n(.*?)^\}", script, re.M | re.S).group(1)
+    lines = re.findall(r'^\s*"(--data .*?)"', body, re.M)
+    assert len(lines) == 5
     labels = set()
     for line in lines:
-        line = line.replace("${horovod[*]}", "").replace("$carry", ".gpu-carry")
-        line = line.replace("$((cores - 1))", "15")
+        line = line.replace("$carry", ".gpu-carry").replace("$((cores - 1))", "15")
         args = p3_resnet50.parse(shlex.split(line))
         labels.add(args.label)
         assert (args.model, args.image_size, args.batch_size) == ("resnet50", 224, 256)
         assert args.precision == "bf16" and args.channels_last
+        # Only the variants about running without Horovod run without it.
+        assert args.horovod != (args.weights_channels_last or args.compile), line
     assert {"synthetic", "real-gpu-decode", "real-cpu-decode"} <= labels
     assert "bash training/install/build_horovod.sh" in script
     assert "HOROVOD_GPU_OPERATIONS=NCCL" in script and "HOROVOD_WITH_PYTORCH=1" in script
@@ -115,6 +225,7 @@ def test_kernel_time_counts_overlapping_kernels_once():
 
 def test_p3_report_compares_with_the_synthetic_run_of_the_same_session(tmp_path):
     common = {
+        "model": "resnet50",
         "device": "NVIDIA H100 80GB HBM3",
         "torch": "2.11.0",
         "image_size": 224,
@@ -135,3 +246,21 @@ def test_p3_report_compares_with_the_synthetic_run_of_the_same_session(tmp_path)
     assert "| synthetic | yes | no | no | 3,200 | 1.00× | 90% |" in md
     assert "3,200, met." in md and "0.88×, NOT met." in md
     assert json.loads((tmp_path / "p3_gpu.json").read_text())["command"] == "cmd"
+
+    # A variant that failed is listed as failed; a label run again counts with its last result.
+    failed = {"label": "real-cpu-decode", "failed": "exit 124; log: real-cpu-decode.log"}
+    again = {**rows[1], "images_per_sec": 3000.0}
+    (tmp_path / "p3.jsonl").write_text("\n".join(map(json.dumps, [*rows, failed, again])))
+    p3_report.main([str(tmp_path / "p3.jsonl"), "--command", "cmd", "--results", str(tmp_path)])
+    md = (tmp_path / "p3_gpu.md").read_text()
+    assert "| real-cpu-decode | FAILED: exit 124; log: real-cpu-decode.log |" in md
+    assert "0.94×, met." in md and "0.88×" not in md
+    report = json.loads((tmp_path / "p3_gpu.json").read_text())
+    assert [r["label"] for r in report["failed"]] == ["real-cpu-decode"]
+
+    # The CPU rehearsal says so and gives no verdict.
+    p3_report.main(
+        [str(tmp_path / "p3.jsonl"), "--command", "c", "--results", str(tmp_path), "--smoke"]
+    )
+    md = (tmp_path / "p3_gpu.md").read_text()
+    assert md.startswith("SMOKE RUN on CPU") and "met" not in md

@@ -15,7 +15,9 @@ micro-batches; the TF loop: 2 × batch 4), once with weight decay and once witho
   leaves every batch-norm and bias tensor (and the batch-norm statistics) alike.
 
 And the logged loss of the tiny model with `--label-smoothing 0.9` (learning rate 0) is
-`(1 - ε) · CE + ε · mean_k(-log p_k)` of its logits, recomputed here from its dumped weights.
+`(1 - ε) · CE + ε · mean_k(-log p_k)` of its logits, recomputed here from its dumped weights;
+that run also takes `--recipe nvidia`, which every flavour's recipe line shows (the options
+given on their own winning over it).
 """
 
 import json
@@ -89,6 +91,7 @@ def results(tmp_path_factory):
             "--model", "tiny", "--image-size", 32, "--num-classes", 4, "--batch-size", 8,
             "--epochs", 1, "--steps-per-epoch", 1, "--base-lr", 0, "--weight-decay", 0,
             "--label-smoothing", EPS, "--dump-weights", tiny, "--timing-warmup-steps", 0,
+            "--recipe", "nvidia",
         ])  # fmt: skip
         decayed, plain, smoothed = _launch_runs(framework, runs)
         out[framework] = {
@@ -105,6 +108,17 @@ def test_all_flavours_print_the_same_recipe_with_torchvisions_parameter_count(re
     assert "resnet50, 25,557,032 trainable parameters in 161 tensors" in line
     assert f"weight decay {WD:g} on 54 kernels" in line and "the other 107 tensors" in line
     assert "label smoothing 0.1;" in line  # the default
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_every_flavour_takes_the_recipe_from_its_command_line(results, framework):
+    default = _recipe_line(results[framework]["steps"][WD][0].output)
+    assert default.startswith("Recipe: goyal, resnet50,")
+    assert default.endswith("warm-up 5 epochs, step decay, momentum 0.9")
+    nvidia = _recipe_line(results[framework]["smoothed"][0].output)
+    assert nvidia.startswith("Recipe: nvidia, tiny,")
+    assert nvidia.endswith("warm-up 8 epochs, cosine decay, momentum 0.875")
+    assert f"label smoothing {EPS:g};" in nvidia  # given on its own, it wins over the recipe
 
 
 def test_all_flavours_have_the_same_kernel_shapes(results):

@@ -245,6 +245,62 @@ def test_options_reject_bad_values_with_clear_messages(capsys):
         assert message in capsys.readouterr().err
 
 
+# NVIDIA DeepLearningExamples PyTorch/Classification/ConvNets/configs.yml (commit 097c7ff9, read
+# 2026-11-24): resnet50 uses `resnet_params` (momentum 0.875, warmup 8, lr_schedule cosine,
+# label_smoothing 0.1) with `resnet_params_2k` (optimizer_batch_size 2048, lr 2.048,
+# weight_decay 3.0517578125e-05).
+NVIDIA_CONFIG = {"optimizer_batch_size": 2048, "lr": 2.048, "weight_decay": 3.0517578125e-05}
+NVIDIA_CONFIG |= {"momentum": 0.875, "warmup": 8, "lr_schedule": "cosine", "label_smoothing": 0.1}
+# Goyal et al. 2017 (arXiv 1706.02677): lr 0.1 per 256 (§2.1), 5 warm-up epochs (§2.2),
+# momentum 0.9, weight decay 1e-4, ÷10 at epochs 30, 60, 80 (§5.1).
+GOYAL = {"base_lr": 0.1, "warmup_epochs": 5, "momentum": 0.9, "weight_decay": 1e-4}
+
+
+def _recipe_values(args):
+    keys = ("base_lr", "base_batch", "momentum", "weight_decay", "label_smoothing")
+    return {k: getattr(args, k) for k in (*keys, "warmup_epochs", "lr_decay")}
+
+
+@pytest.mark.parametrize("framework", options.FRAMEWORKS)
+def test_recipe_goyal_is_the_default_and_nvidia_gives_nvidias_resnet50_values(framework):
+    default = options.parse_args(framework, [])
+    assert default.recipe == "goyal"
+    assert _recipe_values(default) == {
+        **GOYAL, "base_batch": 256, "label_smoothing": 0.1, "lr_decay": "step"
+    }  # fmt: skip
+    assert default.decay_epochs == [30, 60, 80] and default.decay_factor == 0.1
+    assert options.parse_args(framework, ["--recipe", "goyal"]) == default
+
+    nvidia = options.parse_args(framework, ["--recipe", "nvidia"])
+    c = NVIDIA_CONFIG
+    # The rate per --base-batch images, scaled linearly to NVIDIA's batch, is NVIDIA's rate.
+    assert nvidia.base_lr * c["optimizer_batch_size"] / nvidia.base_batch == pytest.approx(c["lr"])
+    assert (nvidia.momentum, nvidia.weight_decay) == (c["momentum"], c["weight_decay"])
+    assert (nvidia.warmup_epochs, nvidia.lr_decay) == (c["warmup"], c["lr_schedule"])
+    assert nvidia.label_smoothing == c["label_smoothing"]
+
+
+def test_an_option_given_on_its_own_wins_over_the_recipe(capsys):
+    argv = ["--recipe", "nvidia", "--momentum", "0.5", "--lr-decay", "step", "--base-lr", "0"]
+    args = options.parse_args("torch", [*argv, "--label-smoothing", "0", "--warmup-epochs", "1"])
+    assert (args.momentum, args.lr_decay, args.base_lr) == (0.5, "step", 0.0)
+    assert (args.label_smoothing, args.warmup_epochs) == (0.0, 1.0)
+    assert args.weight_decay == NVIDIA_CONFIG["weight_decay"]  # the one left to the recipe
+    with pytest.raises(SystemExit) as exc:
+        options.parse_args("keras", ["--recipe", "imagenet"])
+    assert exc.value.code == 2
+    assert "invalid choice: 'imagenet' (choose from 'goyal', 'nvidia')" in capsys.readouterr().err
+
+
+def test_help_lists_every_recipe_with_its_values_and_source():
+    text = " ".join(options.build_parser("tf").format_help().split())
+    assert "goyal: lr 0.1 per 256, momentum 0.9, weight decay 0.0001" in text
+    assert "Goyal et al. 2017 (arXiv 1706.02677" in text
+    assert "nvidia: lr 0.256 per 256, momentum 0.875, weight decay 3.0517578125e-05" in text
+    assert "PyTorch/Classification/ConvNets/configs.yml" in text
+    assert "(default: from --recipe)" in text
+
+
 def test_synthetic_samples_are_deterministic_and_sliced_by_rank():
     images, labels = synthetic.samples(0, 8, 32, 5, seed=3)
     assert images.shape == (8, 32, 32, 3) and images.dtype == np.float32

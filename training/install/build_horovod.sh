@@ -8,12 +8,23 @@
 # the C++17 copy of Gloo). horovod-0.28.1-torch-cxx17.patch beside this script applies
 # the same change to the release source. Used by the local setup and by the GPU images.
 #
+# CMake 4 (the PyPI `cmake` package today) refuses projects that declare a minimum below 3.5,
+# and the Gloo copy inside Horovod 0.28.1 declares 2.8.12 (third_party/gloo/CMakeLists.txt).
+# CMAKE_POLICY_VERSION_MINIMUM=3.5 in the environment lets CMake >= 4.0 configure it; older
+# CMakes ignore it (https://cmake.org/cmake/help/latest/envvar/CMAKE_POLICY_VERSION_MINIMUM.html,
+# added in 4.0; NVIDIA/DALI#5871 builds Horovod the same way, April 2025).
+#
 # Usage: PYTHON=/path/to/python build_horovod.sh
 # HOROVOD_SDIST=/path/to/horovod-0.28.1.tar.gz uses that file instead of downloading it (its
 # checksum is verified all the same): benchmarks/gpu/ builds on a machine with no network.
+# HOROVOD_WHEEL_DIR=DIR builds a wheel into DIR instead of installing into the environment.
+# HOROVOD_PATCHER=patch|patch-ng applies the patch with the `patch` program or with the
+# patch-ng Python package (PyPI; for machines without `patch`); default: `patch` if on PATH.
+# HOROVOD_CMAKE=/path/to/cmake picks the CMake (Horovod's setup.py reads it; default: `cmake`).
 # The HOROVOD_WITH_* / HOROVOD_WITHOUT_* / HOROVOD_GPU_OPERATIONS variables are passed
 # through to Horovod's build unchanged.
 set -euo pipefail
+export CMAKE_POLICY_VERSION_MINIMUM=${CMAKE_POLICY_VERSION_MINIMUM:-3.5}
 
 HOROVOD_VERSION=0.28.1
 HOROVOD_SDIST_SHA256=92a43f5a94c43907a56805bad15f19700c62ffc83b7ca483f9e104e229f67ef0
@@ -33,10 +44,31 @@ fi
 echo "$HOROVOD_SDIST_SHA256  $work/horovod-$HOROVOD_VERSION.tar.gz" | sha256sum --check --quiet
 tar -xzf "$work/horovod-$HOROVOD_VERSION.tar.gz" -C "$work"
 
-echo "==> applying the upstream C++17 change for PyTorch >= 2.1 (horovod#3998)"
-patch -d "$work/horovod-$HOROVOD_VERSION" -p1 < "$here/horovod-0.28.1-torch-cxx17.patch"
+patcher=${HOROVOD_PATCHER:-}
+if [[ -z $patcher ]]; then
+    if command -v patch >/dev/null; then patcher=patch; else patcher=patch-ng; fi
+fi
+echo "==> applying the upstream C++17 change for PyTorch >= 2.1 (horovod#3998) with $patcher"
+case $patcher in
+    patch) patch -d "$work/horovod-$HOROVOD_VERSION" -p1 < "$here/horovod-0.28.1-torch-cxx17.patch" ;;
+    patch-ng)
+        if ! "$python" -c "import patch_ng" 2>/dev/null; then
+            echo "error: no \`patch\` program and no patch-ng package for $python:" \
+                "install either (pip install patch-ng==1.19.1)" >&2
+            exit 1
+        fi
+        "$python" -m patch_ng --quiet -d "$work/horovod-$HOROVOD_VERSION" -p 1 \
+            "$here/horovod-0.28.1-torch-cxx17.patch" ;;
+    *) echo "error: HOROVOD_PATCHER=$patcher; allowed: patch, patch-ng" >&2; exit 1 ;;
+esac
 
-echo "==> building Horovod (several minutes; HOROVOD_* build flags below)"
-env | grep -E '^HOROVOD_' | sort || true
-MAKEFLAGS="-j$(nproc)" "$python" -m pip install --no-build-isolation --no-cache-dir --no-deps \
-    "$work/horovod-$HOROVOD_VERSION"
+cmake=${HOROVOD_CMAKE:-cmake}
+echo "==> building Horovod with $("$cmake" --version | head -1) (several minutes; flags below)"
+env | grep -E '^(HOROVOD_|CMAKE_POLICY)' | sort
+if [[ -n ${HOROVOD_WHEEL_DIR:-} ]]; then
+    MAKEFLAGS="-j$(nproc)" "$python" -m pip wheel --no-build-isolation --no-cache-dir --no-deps \
+        -w "$HOROVOD_WHEEL_DIR" "$work/horovod-$HOROVOD_VERSION"
+else
+    MAKEFLAGS="-j$(nproc)" "$python" -m pip install --no-build-isolation --no-cache-dir --no-deps \
+        "$work/horovod-$HOROVOD_VERSION"
+fi

@@ -6,11 +6,16 @@ step then sums gradients taken at different scales, and a worker whose own micro
 overflowed halves its scale and skips while the others don't. The order here is the other way
 round, `hvd.DistributedOptimizer(loss-scale optimizer(SGD))`:
 
-    loss × scale → local gradients → ÷ scale → Horovod accumulates k micro-batches (unscaled)
-    and allreduces them → the loss-scale optimizer checks the averaged gradients, skips or
-    applies, and updates the scale: once per optimizer step, the same on every worker.
+    loss × scale → local gradients, still scaled → Horovod accumulates k micro-batches and
+    allreduces them (fp16-compressed with --fp16-allreduce) → ÷ scale → the loss-scale
+    optimizer checks the averaged gradients, skips or applies, and updates the scale: once
+    per optimizer step, the same on every worker.
 
-An overflowing micro-batch makes the accumulated sum inf, so the whole step is skipped.
+The gradients Horovod compresses are the scaled ones, as in the PyTorch flavour (GradScaler's
+scaled gradients are allreduced, then unscaled) and the TF loop (scaled loss through
+`DistributedGradientTape`): unscaled, a gradient below fp16's smallest subnormal (6e-8) would
+arrive as zero. An overflowing micro-batch, or a sum that overflows fp16, makes the averaged
+gradients inf, so the whole step is skipped and the scale halved.
 
 Three adaptations let Horovod 0.28.1's `create_distributed_optimizer` (horovod/_keras/__init__.py)
 wrap Keras 2.15's `LossScaleOptimizerV3`: Horovod rebuilds the optimizer with keyword arguments
@@ -41,8 +46,19 @@ def _optimizer_class():
         def variables(self):
             return _CallableList(self._optimizer.variables)
 
+        def compute_gradients(self, loss, var_list, tape=None):
+            """The gradients of the scaled loss, left scaled (Keras unscales them here)."""
+            tape = tf.GradientTape() if tape is None else tape
+            with tape:
+                loss = self.get_scaled_loss(loss)
+            return self._optimizer.compute_gradients(loss, var_list, tape=tape)
+
         def apply_gradients(self, grads_and_vars, **kwargs):
-            super().apply_gradients(grads_and_vars, **kwargs)
+            """Unscales the (allreduced) gradients, then checks, applies or skips."""
+            grads_and_vars = list(grads_and_vars)
+            unscaled = self.get_unscaled_gradients([g for g, _ in grads_and_vars])
+            variables = [v for _, v in grads_and_vars]
+            super().apply_gradients(list(zip(unscaled, variables, strict=True)), **kwargs)
             return tf.identity(self.iterations)
 
         def aggregate_gradients(self, grads_and_vars):

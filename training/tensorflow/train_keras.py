@@ -151,17 +151,7 @@ def train(args) -> None:
     size = hvd.size()
 
     peak = schedule.peak_lr(args.base_lr, args.base_batch, args.batch_size * args.grad_accum, size)
-    optimizer = tf.keras.optimizers.SGD(learning_rate=peak, momentum=args.momentum)
-    if args.precision == "fp16":
-        # Inside Horovod's optimizer: one loss scale per accumulated step, checked on the
-        # averaged gradients, so every worker skips or applies alike (loss_scale).
-        optimizer = loss_scale.loss_scale_optimizer(optimizer)
-    optimizer = hvd.DistributedOptimizer(
-        optimizer,
-        compression=common.compression(args),
-        backward_passes_per_step=args.grad_accum,
-        average_aggregated_gradients=True,
-    )
+    optimizer = distributed_optimizer(args, peak)
     model = models.build_model(args.model, args.image_size, args.num_classes)
     recipe.add_weight_decay(model, args.weight_decay)
     common.print_recipe(args, model, peak, size)
@@ -191,6 +181,22 @@ def train(args) -> None:
     checkpoint = fit.track.last if fit.track else None
     epochs.close(
         common.report(args, FRAMEWORK, fit.meter, fit.source, hvd.size(), hvd.rank(), checkpoint)
+    )
+
+
+def distributed_optimizer(args, peak: float):
+    """SGD at `peak` inside Horovod's DistributedOptimizer; under fp16 with the loss scale
+    inside Horovod's optimizer: one loss scale per accumulated step, checked on the averaged
+    gradients, so every worker skips or applies alike, and Horovod allreduces (and with
+    --fp16-allreduce compresses) the scaled gradients (training.tensorflow.loss_scale)."""
+    optimizer = tf.keras.optimizers.SGD(learning_rate=peak, momentum=args.momentum)
+    if args.precision == "fp16":
+        optimizer = loss_scale.loss_scale_optimizer(optimizer)
+    return hvd.DistributedOptimizer(
+        optimizer,
+        compression=common.compression(args),
+        backward_passes_per_step=args.grad_accum,
+        average_aggregated_gradients=True,
     )
 
 
