@@ -188,6 +188,13 @@ def policies_table() -> str:
     return "\n".join(lines)
 
 
+def benchmark_targets() -> str:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import targets
+
+    return targets.table(links=False)
+
+
 def _parsers(parser, prog="azdl"):
     yield prog, parser
     subparsers = parser._subparsers._group_actions if parser._subparsers else ()
@@ -223,6 +230,7 @@ GENERATORS = {
     "cost-tables": cost_tables,
     "policies": policies_table,
     "cli-reference": cli_reference,
+    "benchmark-targets": benchmark_targets,
 }
 
 
