@@ -183,6 +183,7 @@ def check_page(page: str, text: str, folder: Path) -> int:
         scratch.close()
 
 
+@pytest.mark.slow  # the commands take seconds (rendering, converting, Azurite)
 @pytest.mark.parametrize("page", sorted(CHECKED))
 def test_the_commands_a_page_shows_run_and_print_what_it_shows(page, tmp_path):
     checked = check_page(page, (ROOT / page).read_text(), tmp_path)
@@ -195,6 +196,7 @@ def test_only_the_listed_pages_have_checked_blocks():
             assert examples(page, (ROOT / page).read_text()) == [], page
 
 
+@pytest.mark.slow  # the commands take seconds (rendering, converting, Azurite)
 def test_a_wrong_output_in_a_page_fails(tmp_path):
     """A planted wrong line in a real page's checked output block must fail the check."""
     text = (ROOT / "docs" / "own-code.md").read_text()
