@@ -121,3 +121,19 @@ def test_the_docs_speak_of_the_product_not_of_how_it_was_built(page):
         assert not hit, (
             f"{page.name}: {hit[0]!r} in {text[max(0, hit.start() - 80) : hit.end() + 80]!r}"
         )
+
+
+def test_the_scaling_chart_is_drawn_from_its_results_file():
+    """P2's chart (what the docs show for local scaling) has exactly the results file's
+    figures: bar heights = the images/sec column, the lines at 2 × and 1.8 × the 1-worker rate."""
+    import p2_scaling
+
+    record = json.loads((targets.RESULTS_DIR / "p2_scaling.json").read_text())
+    figure = p2_scaling.chart(record)
+    axes = figure.axes[0]
+    heights = [round(bar.get_height(), 1) for bar in axes.patches]
+    assert heights == [float(row[1]) for row in record["rows"]]
+    single = float(record["rows"][0][1])
+    lines = sorted(line.get_ydata()[0] for line in axes.lines)
+    assert lines == pytest.approx([1.8 * single, 2 * single], rel=0.01)
+    assert "loaded machine" in axes.get_title()  # the run flags itself as loaded
