@@ -10,14 +10,16 @@ not the model, sets the pace; the default 128 px keeps a run near a minute. Effi
 images/sec with 2 workers / (2 × images/sec with 1 worker); target ≥ 0.90. A fourth variant,
 two separate 1-worker jobs at the same time, measures what this machine gives two processes
 at all (its "efficiency" is the ceiling for Horovod's). Variants are interleaved round by
-round and the median is reported. Writes a chart to
-benchmarks/results/p2_scaling.png.
+round and the median is reported. The chart, benchmarks/results/p2_scaling.png, is drawn from the
+results file alone (`--chart-only` redraws it from the committed one).
 """
 
 import argparse
+import json
 import statistics
 import subprocess
 import sys
+from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
@@ -61,13 +63,15 @@ def images_per_sec(framework: str, workers: int, extra: list[str], jobs: int, a)
     return total
 
 
-def plot(medians: dict[str, float], a) -> None:
+def chart(record: dict):
+    """P2's chart, drawn from its results file alone (benchmarks/results/p2_scaling.json): the
+    median images/sec of each variant, the linear line and the 90 % target."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    OUT.mkdir(parents=True, exist_ok=True)
+    medians = {name: statistics.median(v) for name, v in record["data"]["rates"].items()}
     ideal = 2 * medians["1 worker"]
     fig, ax = plt.subplots(figsize=(7, 3.6))
     colours = ["grey", "tab:blue", "tab:orange", "lightgrey"]
@@ -75,12 +79,21 @@ def plot(medians: dict[str, float], a) -> None:
     ax.axhline(ideal, linestyle="--", color="black", label="linear (2 × 1 worker)")
     ax.axhline(0.9 * ideal, linestyle=":", color="red", label="target (90 %)")
     ax.set_ylabel("images/sec (all workers)")
-    ax.set_title(
-        f"P2: {a.framework} ({a.launcher}), ResNet50 {a.image_size}px, batch {a.batch_size}"
-    )
+    import bench_results
+
+    title = record["title"].split(", one thread")[0].replace("P2 ", "P2: ", 1)
+    loaded = "Measured on a shared machine" in bench_results.markdown(record)
+    when = f"measured {record['date']}" + (" on a loaded machine" if loaded else "")
+    ax.set_title(f"{title}\n{when}", fontsize=10)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(OUT / "p2_scaling.png", dpi=120)
+    return fig
+
+
+def write_chart(results_json: Path = OUT / "p2_scaling.json") -> Path:
+    path = results_json.with_suffix(".png")
+    chart(json.loads(results_json.read_text())).savefig(path, dpi=120)
+    return path
 
 
 def main() -> int:
@@ -93,7 +106,15 @@ def main() -> int:
     p.add_argument("--steps", type=int, default=6, help="timed steps per run")
     p.add_argument("--warmup-steps", type=int, default=2)
     p.add_argument("--rounds", type=int, default=2)
+    p.add_argument(
+        "--chart-only",
+        action="store_true",
+        help="redraw the chart from benchmarks/results/p2_scaling.json, run nothing",
+    )
     a = p.parse_args()
+    if a.chart_only:
+        print(f"chart: {write_chart()}")
+        return 0
     from bench_results import Run
 
     run = Run()
@@ -116,20 +137,19 @@ def main() -> int:
         rounds = ", ".join(f"{x:.1f}" for x in rates[name])
         table.add_row(name, f"{value:.1f}", rounds, f"{value / (workers * single):.2f}")
     console.print(table)
-    plot(medians, a)
-    console.print(f"chart: {OUT / 'p2_scaling.png'}")
     rows = []
     for name, value in medians.items():
         workers = VARIANTS[name][0] * VARIANTS[name][2]
         rounds = ", ".join(f"{x:.1f}" for x in rates[name])
         rows.append([name, f"{value:.1f}", rounds, f"{value / (workers * single):.2f}"])
-    run.write(
+    md = run.write(
         "p2_scaling",
         f"{title}, one thread per worker; median of {a.rounds} rounds; target ≥ 0.90",
         ["variant", "images/sec", "per round", "efficiency"],
         rows,
         data={"rates": rates},
     )
+    console.print(f"chart: {write_chart(md.with_suffix('.json'))}")
     return 0
 
 

@@ -190,6 +190,13 @@ def policies_table() -> str:
     return "\n".join(lines)
 
 
+def benchmark_targets() -> str:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import targets
+
+    return targets.table(links=False)
+
+
 def _parsers(parser, prog="azdl"):
     yield prog, parser
     subparsers = parser._subparsers._group_actions if parser._subparsers else ()
@@ -319,6 +326,7 @@ GENERATORS = {
     "estimate-example": estimate_example,
     "published-rates": published_rates,
     "nccl-baselines": nccl_baselines,
+    "benchmark-targets": benchmark_targets,
 }
 
 

@@ -27,8 +27,17 @@ def render_tree(doc: dict[str, Any]) -> str:
     width_name = max(len(r[1]) for r in rows) + 2
     header = (
         f"Plan of stack {doc['stack']} (offline, no cloud access): {custom} resources to "
-        f"create in {len(resources) - custom} components"
+        f"create in {len(resources) - custom} components (`pulumi up` reports "
+        f"`+ {pulumi_count(doc)} created`: it counts the stack and the components too)"
     )
     lines = [header, "", f"  {'Type':<{width_type}}{'Name':<{width_name}}Options"]
     lines += [f"+ {t:<{width_type}}{n:<{width_name}}{o}".rstrip() for t, n, o in rows]
     return "\n".join(lines) + "\n"
+
+
+def pulumi_count(doc: dict[str, Any]) -> int:
+    """What `pulumi up` reports as `Resources: + N created` for this plan on a new stack: every
+    registered resource, components and the root `pulumi:pulumi:Stack` included, default providers
+    left out (pulumi/pulumi pkg/engine/deployment.go: `isDefaultProviderStep` steps are not
+    reported in the summary; read 2026-11-24)."""
+    return len(doc["resources"]) + 1

@@ -1,5 +1,7 @@
 """The real program for both shipped stacks: faithful, deterministic, within every policy."""
 
+from pathlib import Path
+
 import pytest
 
 from azdl.review import manifest
@@ -72,6 +74,22 @@ def test_tree_shows_every_resource_under_its_component(shipped_plans, stack):
     assert "pulumi:pulumi:Stack" in tree and f"azdl-{stack}" in tree
     assert tree.count("\n+ ") == len(doc["resources"]) + 1
     assert "│  ├─ azure-native:machinelearningservices:Compute" in tree
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_plan_gives_the_count_pulumi_up_reports(shipped_plans, stack):
+    """`pulumi up` ends with `Resources: + N created`, N counting every row of its preview: the
+    stack, the components and the resources (default providers are not reported: pulumi/pulumi
+    pkg/engine/deployment.go, `isDefaultProviderStep`, read 2026-11-24). The README's step 4
+    tells users to expect the number the plan's first line gives."""
+    doc = shipped_plans[stack]
+    tree = render_tree(doc)
+    rows = tree.count("\n+ ")
+    custom = sum(r["custom"] for r in doc["resources"])
+    assert f"{custom} resources to create" in tree.splitlines()[0]
+    assert f"`pulumi up` reports `+ {rows} created`" in tree.splitlines()[0]
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert "`Resources: + N created` (N as\n   `azdl plan mine` gives it for `pulumi up`" in readme
 
 
 @pytest.mark.parametrize("stack", STACKS)

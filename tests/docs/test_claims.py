@@ -1,0 +1,139 @@
+"""Claims in the README and the docs that code can hold to the truth: the performance targets
+table is what the results files say, prices are named for what they are, figures come from
+results files, pointers lead somewhere, and the docs speak of the product."""
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import targets  # noqa: E402
+
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
+        *sorted((ROOT / "examples").glob("*/README.md"))]  # fmt: skip
+
+
+def test_the_readme_targets_table_is_what_the_results_files_say():
+    readme = (ROOT / "README.md").read_text()
+    assert targets.readme_section(readme) == targets.table(), (
+        "README's targets table is stale: run `.venv/bin/python benchmarks/targets.py --readme`"
+    )
+
+
+def test_a_changed_results_file_changes_the_table(tmp_path):
+    """Planted: P2's efficiency raised above the target, and its run made quiet."""
+    for path in targets.RESULTS_DIR.glob("*.json"):
+        (tmp_path / path.name).write_text(path.read_text())
+    record = json.loads((tmp_path / "p2_scaling.json").read_text())
+    assert "| P2: 2 workers vs 1, efficiency ≥ 0.90 | 2 workers 0.86 | not met |" in (
+        targets.table(tmp_path)
+    )
+    assert "**loaded**" in targets.row(targets.TARGETS[1], tmp_path)[-1]
+    record["rows"][1][3] = "0.95"
+    record["load_average"] = {"before": [0.1, 0, 0], "after": [0.2, 0, 0]}
+    (tmp_path / "p2_scaling.json").write_text(json.dumps(record))
+    row = targets.row(targets.TARGETS[1], tmp_path)
+    assert row[1:3] == ["2 workers 0.95", "met"] and "loaded" not in row[-1]
+
+
+@pytest.mark.parametrize("target", targets.TARGETS, ids=lambda t: t.results)
+def test_each_target_is_the_one_its_benchmark_states(target):
+    """The goal in the table is the one the benchmark's own results file (or script) states."""
+    if target.results == "p3_gpu":  # P3's report script holds its targets
+        sys.path.insert(0, str(ROOT / "benchmarks" / "gpu"))
+        import p3_report
+
+        assert target.at_least == p3_report.SYNTHETIC_TARGET
+        return
+    record = json.loads((targets.RESULTS_DIR / f"{target.results}.json").read_text())
+    stated = record["title"] + " ".join(record["notes"])
+    goals = [float(g) for g in re.findall(r"target[^≥\n]{0,12}≥ ([\d.]+)", stated)]
+    assert target.at_least in goals, (target.results, goals)
+
+
+def test_every_results_file_is_in_the_targets_table_or_has_no_target():
+    listed = {t.results for t in targets.TARGETS}
+    for path in targets.RESULTS_DIR.glob("*.json"):
+        record = json.loads(path.read_text())
+        if path.stem not in listed:
+            assert "target" not in record.get("title", "").lower(), path.name
+
+
+def test_the_cost_table_names_the_prices_it_uses():
+    """The README's cost figures are mostly GPU; say whose list prices those are."""
+    raw = yaml.safe_load((ROOT / "azdl" / "review" / "prices.yaml").read_text())
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    for stack in ("dev", "prod"):
+        region = yaml.safe_load((ROOT / "stacks" / f"Pulumi.{stack}.yaml").read_text())["config"][
+            "azdl:location"
+        ]
+        stand_in = raw["regions"][region].get("standIn") or {}
+        if "vmHourly" in stand_in.get("sections", []):
+            assert f"**{stand_in['region']} list prices** standing in" in readme
+            assert f"{region} list prices" not in readme
+        else:
+            assert f"{region} list prices" in readme
+
+
+def test_figures_come_only_from_results_files():
+    """No chart is committed beside the docs: the pages show benchmarks/results/*.png, which
+    the benchmark runs write beside their results files."""
+    assert not [p.name for p in (ROOT / "docs").rglob("*") if p.suffix in (".png", ".svg")]
+    for page in (ROOT / "docs").glob("*.md"):
+        for image in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", page.read_text()):
+            name = re.fullmatch(r"results/([\w-]+)\.png", image)
+            assert name, f"{page.name}: {image}"
+            assert (targets.RESULTS_DIR / f"{name[1]}.json").is_file(), image
+    assert "not a results file" not in (ROOT / "docs" / "gpu.md").read_text()
+
+
+def test_pointers_to_doc_sections_lead_somewhere():
+    """Comments such as `(docs/review.md: "In CI")` in the workflows and scripts."""
+    sources = [*(ROOT / ".github" / "workflows").glob("*.yml"), ROOT / "Makefile"]
+    found = 0
+    for source in sources:
+        for path, section in re.findall(r"([\w/.-]+\.md): \"([^\"]+)\"", source.read_text()):
+            found += 1
+            headings = re.findall(r"^#+ (.+)$", (ROOT / path).read_text(), re.M)
+            assert section in headings, f"{source.name}: {path} has no section {section!r}"
+    assert found
+
+
+HISTORY = [
+    r"\bissue \d+", r"(?<!SSH )sessions?\b(?! (?:host|token))", r"\bseeds' ",
+    r"while this was built", r"\blent\b", r"device tool", r"reference implementation", r"available to this project",
+    r"this project's (?:development|test|CI)",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("page", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_docs_speak_of_the_product_not_of_how_it_was_built(page):
+    text = page.read_text()
+    text = re.sub(r"https?://\S+", "", text)  # links to upstream issues are fine
+    text = text.replace("to open a session", "")  # Azure Bastion's own word
+    for pattern in HISTORY:
+        hit = re.search(pattern, text, re.I)
+        assert not hit, (
+            f"{page.name}: {hit[0]!r} in {text[max(0, hit.start() - 80) : hit.end() + 80]!r}"
+        )
+
+
+def test_the_scaling_chart_is_drawn_from_its_results_file():
+    """P2's chart (what the docs show for local scaling) has exactly the results file's
+    figures: bar heights = the images/sec column, the lines at 2 × and 1.8 × the 1-worker rate."""
+    import p2_scaling
+
+    record = json.loads((targets.RESULTS_DIR / "p2_scaling.json").read_text())
+    figure = p2_scaling.chart(record)
+    axes = figure.axes[0]
+    heights = [round(bar.get_height(), 1) for bar in axes.patches]
+    assert heights == [float(row[1]) for row in record["rows"]]
+    single = float(record["rows"][0][1])
+    lines = sorted(line.get_ydata()[0] for line in axes.lines)
+    assert lines == pytest.approx([1.8 * single, 2 * single], rel=0.01)
+    assert "loaded machine" in axes.get_title()  # the run flags itself as loaded
