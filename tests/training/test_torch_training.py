@@ -367,3 +367,36 @@ def test_each_worker_takes_a_gpu_it_can_see(monkeypatch):
         monkeypatch.setattr(torch.cuda, "device_count", lambda n=visible: n)
         assert worker_device(local_rank) == torch.device("cuda", index)
         assert chosen[-1] == index
+
+
+def test_a_step_leaves_its_figures_on_the_device(monkeypatch):
+    """No host sync inside Trainer.step: reading a tensor's value (item, tolist, float) during
+    the step fails this test, and the step's loss and accuracy come back as a tensor, read by
+    the loop only where it must (the timed window's ends, the progress bar's readings)."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from training.options import parse_args
+    from training.torch.train import Trainer
+
+    args = parse_args("torch", ["--model", "tiny", "--image-size", "32", "--num-classes", "4",
+                                "--batch-size", "4", "--grad-accum", "2"])  # fmt: skip
+    hvd = SimpleNamespace(  # one worker: Horovod's optimizer adds only the allreduce
+        size=lambda: 1,
+        DistributedOptimizer=lambda optimizer, **_: optimizer,
+        Compression=SimpleNamespace(fp16=None, none=None),
+    )
+    trainer = Trainer(args, hvd, torch.device("cpu"))
+    batch = (torch.randn(4, 3, 32, 32), torch.tensor([0, 1, 2, 3]))
+
+    def host_sync(*_args, **_kwargs):
+        raise AssertionError("Trainer.step read a tensor's value on the host")
+
+    for name in ("item", "tolist", "__float__"):
+        monkeypatch.setattr(torch.Tensor, name, host_sync)
+    result = trainer.step(iter([batch, batch]))
+    monkeypatch.undo()
+    assert isinstance(result, torch.Tensor) and result.shape == (2,)
+    loss, accuracy = result.tolist()
+    assert loss > 0 and 0 <= accuracy <= 1

@@ -100,7 +100,9 @@ class ElasticRun:
             while state.step < steps:
                 self.trainer.set_lr(state.epoch + state.step / steps)
                 self.meter.begin()
-                loss, _ = self.trainer.step(self.data.train)
+                # A Python number for the elastic state (a commit saves it): one host sync per
+                # step, which elastic training accepts for commits that can roll back anywhere.
+                loss = float(self.trainer.step(self.data.train)[0])
                 self.meter.end()
                 state.step += 1
                 state.global_step += 1
