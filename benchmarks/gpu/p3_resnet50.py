@@ -115,20 +115,33 @@ def _classes(data_dir: str) -> int:
     return 1000
 
 
-def kernel_share(profiler, wall_us: float) -> float:
-    """The share of `wall_us` covered by at least one GPU kernel."""
-    spans = sorted(
-        (e.time_range.start, e.time_range.end)
-        for e in profiler.events()
-        if e.device_type.name == "CUDA" and e.time_range.end > e.time_range.start
-    )
+def _covered(spans: list[tuple[float, float]]) -> float:
+    """Time covered by at least one of `spans` (overlaps counted once)."""
     covered, end = 0.0, float("-inf")
-    for start, stop in spans:
+    for start, stop in sorted(spans):
         if stop <= end:
             continue
         covered += stop - max(start, end)
         end = stop
-    return min(1.0, covered / wall_us) if wall_us > 0 else 0.0
+    return covered
+
+
+def kernel_share(profiler, wall_us: float) -> float:
+    """The share of `wall_us` in which a kernel of the training stream ran.
+
+    Kernels are grouped by their CUDA stream (the profiler's `device_resource_id` of a device
+    event); the training stream is the one with the most kernel time, so the `--decode gpu`
+    stream's decode and augmentation kernels, which overlap the step on a stream of their own
+    (training.torch.data.prefetched), do not count."""
+    streams: dict[int, list[tuple[float, float]]] = {}
+    for e in profiler.events():
+        if e.device_type.name == "CUDA" and e.time_range.end > e.time_range.start:
+            spans = streams.setdefault(e.device_resource_id, [])
+            spans.append((e.time_range.start, e.time_range.end))
+    if not streams or wall_us <= 0:
+        return 0.0
+    training = max(streams.values(), key=_covered)
+    return min(1.0, _covered(training) / wall_us)
 
 
 def run(args) -> dict:

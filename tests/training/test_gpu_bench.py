@@ -206,20 +206,34 @@ def test_p3_refuses_impossible_combinations(argv, message, capsys):
     assert exit_info.value.code == 2 and message in capsys.readouterr().err
 
 
-def test_kernel_time_counts_overlapping_kernels_once():
-    def event(kind, start, end):
-        return SimpleNamespace(
-            device_type=SimpleNamespace(name=kind), time_range=SimpleNamespace(start=start, end=end)
-        )
+def _event(kind, start, end, stream=7):
+    """A torch.profiler FunctionEvent's fields that kernel_share reads (device_resource_id:
+    the CUDA stream of a device event, torch/autograd/profiler_util.py)."""
+    return SimpleNamespace(
+        device_type=SimpleNamespace(name=kind),
+        time_range=SimpleNamespace(start=start, end=end),
+        device_resource_id=stream,
+    )
 
+
+def test_kernel_time_counts_overlapping_kernels_once():
     events = [
-        event("CUDA", 0, 40),
-        event("CUDA", 30, 50),
-        event("CPU", 0, 100),
-        event("CUDA", 45, 48),
-        event("CUDA", 80, 90),
+        _event("CUDA", 0, 40),
+        _event("CUDA", 30, 50),
+        _event("CPU", 0, 100, stream=1234),
+        _event("CUDA", 45, 48),
+        _event("CUDA", 80, 90),
     ]
     profiler = SimpleNamespace(events=lambda: events)
+    assert p3_resnet50.kernel_share(profiler, 100.0) == pytest.approx(0.6)
+
+
+def test_kernel_time_counts_the_training_stream_only():
+    """The decode stream's kernels fill the training stream's gaps: counting them would make
+    a starved GPU look busy (0.9 here instead of 0.6)."""
+    training = [_event("CUDA", 0, 40), _event("CUDA", 50, 70)]
+    decode = [_event("CUDA", 40, 50, stream=21), _event("CUDA", 70, 90, stream=21)]
+    profiler = SimpleNamespace(events=lambda: training + decode)
     assert p3_resnet50.kernel_share(profiler, 100.0) == pytest.approx(0.6)
 
 
