@@ -125,6 +125,13 @@ def register(subparsers) -> None:
     out.add_argument("--plot", type=Path, metavar="FILE", help="write cost against time as PNG")
     out.add_argument("--json", action="store_true", help="print the estimate as JSON only")
     out.add_argument("--all", action="store_true", help="list every option, not only the frontier")
+    out.add_argument(
+        "--quota",
+        action="store_true",
+        help="read the deployed stack's free vCPU quota for each size and priority (needs -s "
+        "STACK deployed and an Azure sign-in; azure-ai-ml's usage calls, as `azdl submit` reads "
+        "them)",
+    )
     p.set_defaults(func=run)
 
 
@@ -192,8 +199,32 @@ def _fixed_cost(stack: str, config, prices, console: Console) -> tuple[float, st
     return fixed, what
 
 
+def read_quotas(stack: str, opts) -> dict[tuple[str, str], int | None]:
+    """Free cores per (VM size, priority) of the options, from the stack's workspace
+    (azdl.jobs.quota.read_quota: the family's and the regional total's free cores)."""
+    from azdl.jobs.quota import read_quota
+    from azdl.jobs.stack_outputs import load_outputs
+    from azdl.jobs.workspace import ml_client
+
+    outputs = load_outputs(stack)
+    client = ml_client(outputs)
+    location = outputs.values.get("location")
+    tiers = {frontier.DEDICATED: "dedicated", frontier.LOW_PRIORITY: "low_priority"}
+    found = {}
+    for size, priority in dict.fromkeys((o.vm_size, o.priority) for o in opts):
+        quota = read_quota(client, location, size, tiers[priority])
+        if quota is None:
+            raise AzdlError(
+                f"--quota: Azure ML lists no {size} in {location}; its quota is unknown"
+            )
+        found[size, priority] = quota.free
+    return found
+
+
 def run(args: argparse.Namespace) -> int:
     _check_numbers(args)
+    if args.quota and not args.stack:
+        raise AzdlError("--quota reads a deployed stack's quota: give -s STACK")
     deadline = parse_duration(args.deadline) if args.deadline is not None else None
     console = Console(stderr=True, highlight=False)
     config = None
@@ -253,6 +284,7 @@ def run(args: argparse.Namespace) -> int:
         checkpoint_hours=args.checkpoint_minutes / 60 if args.checkpoint_minutes else None,
     )
     opts = frontier.options(sizes, settings, inputs)
+    quota = read_quotas(args.stack, opts) if args.quota else None
     chosen = frontier.recommend(opts, deadline, args.budget)
     needs: list[str] = []
     if chosen is None and (deadline is not None or args.budget is not None):
@@ -260,6 +292,11 @@ def run(args: argparse.Namespace) -> int:
         more = [o for o in frontier.options(sizes, wider, inputs) if o.nodes > max_nodes]
         needs = frontier.nearest(opts, deadline, args.budget, more, max_nodes)
     sources = _sources(workload, prices, fixed_note, sizes, max_nodes, settings, inputs, opts)
+    if quota is not None:
+        sources[-1] = (
+            "quota: cores needed = nodes × vCPUs (infra/vm_sizes.yaml); free cores read from "
+            f"stack {args.stack}'s workspace now (family and regional totals, the smaller)"
+        )
     if kit_note:
         sources.append(kit_note)
     where = f"stack {args.stack}" if args.stack else f"region {prices.region}"
@@ -274,12 +311,13 @@ def run(args: argparse.Namespace) -> int:
             "stack": args.stack, "region": prices.region, "maxNodes": max_nodes,
             "deadlineHours": deadline, "budgetUsd": args.budget, "fixedHourlyUsd": fixed,
         }  # fmt: skip
-        sys.stdout.write(json.dumps(report.document(opts, chosen, needs, sources, context),
-                                    indent=2) + "\n")  # fmt: skip
+        document = report.document(opts, chosen, needs, sources, context, quota)
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
         return 0 if chosen is not None or (deadline is None and args.budget is None) else 1
     out = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
     heading = f"Time and cost of {title} (USD, estimate)"
-    out.print(report.frontier_table(opts, deadline, args.budget, chosen, heading, args.all))
+    table = report.frontier_table(opts, deadline, args.budget, chosen, heading, args.all, quota)
+    out.print(table)
     out.print("→ recommendation, * on the time/cost frontier; ≤ an upper bound: low priority "
               "priced as dedicated, for want of a low-priority price", soft_wrap=True)  # fmt: skip
     if chosen is not None:
@@ -332,7 +370,7 @@ def _sources(workload, prices, fixed_note, sizes, max_nodes, settings, inputs, o
         )
     lines.append(
         "quota: cores needed = nodes × vCPUs (infra/vm_sizes.yaml); the subscription's quota "
-        f"is {report.QUOTA_NOT_READ} by this command"
+        f"is {report.QUOTA_NOT_READ} (--quota reads it from a deployed stack)"
     )
     return lines
 

@@ -12,6 +12,13 @@ from azdl.estimate.frontier import LOW_PRIORITY, Option, describe
 QUOTA_NOT_READ = "not read"
 
 
+def quota_text(free: int | None, cores: int) -> str:
+    """An option's quota cell: the free cores of its family and tier (None: no limit)."""
+    if free is None:
+        return "no limit"
+    return f"{free:,} free" + ("" if cores <= free else f", short {cores - free:,}")
+
+
 def _hours(value: float | None) -> str:
     if value is None:
         return "–"
@@ -38,7 +45,9 @@ def frontier_table(
     recommended: Option | None,
     title: str,
     show_all: bool = False,
+    quota: dict[tuple[str, str], int | None] | None = None,
 ) -> Table:
+    """`quota`: free cores per (VM size, priority) as `azdl estimate --quota` read them."""
     target = " / ".join(
         name for name, given in (("deadline", deadline), ("budget", budget)) if given is not None
     )
@@ -61,7 +70,9 @@ def frontier_table(
             o.vm_size, str(o.nodes), "low" if o.priority == LOW_PRIORITY else "dedicated",
             f"{o.rate.images_per_sec:,.0f}", _hours(o.hours), evictions, usd,
             _within(o, deadline, budget),
-            f"{o.cores:,}", QUOTA_NOT_READ, o.rate.short,
+            f"{o.cores:,}",
+            quota_text(quota[o.vm_size, o.priority], o.cores) if quota else QUOTA_NOT_READ,
+            o.rate.short,
             style="bold" if o is recommended else None,
         )  # fmt: skip
     return table
@@ -126,6 +137,7 @@ def document(
     needs: list[str],
     sources: list[str],
     context: dict,
+    quota: dict[tuple[str, str], int | None] | None = None,
 ) -> dict:
     rec = None
     if recommended is not None:
@@ -140,6 +152,8 @@ def document(
         "recommendation": rec,
         "nearest": needs,
         "sources": sources,
-        "quota": QUOTA_NOT_READ,
+        "quota": QUOTA_NOT_READ
+        if quota is None
+        else [{"vmSize": s, "priority": p, "freeCores": f} for (s, p), f in quota.items()],
         "options": [o.as_dict() for o in opts],
     }

@@ -349,3 +349,55 @@ def test_published_rates_name_catalogue_sizes_models_and_their_sources():
             assert row["gpus"] < gpus_per_node or row["gpus"] % gpus_per_node == 0, (size, row)
             assert row["images_per_sec"] > 0 and row["batch_per_gpu"] > 0
             assert "/" in row["source"] and ("commit" in row["source"] or "run of" in row["source"])
+
+
+def test_quota_is_read_from_the_deployed_stack_and_marks_what_does_not_fit(monkeypatch, capsys):
+    """--quota: the free cores of each size and priority, read with azdl submit's own quota
+    read over azure-ai-ml's conversion of the REST API's documented responses."""
+    from types import SimpleNamespace
+
+    from azdl.jobs import stack_outputs, workspace
+    from tests.jobs.test_quota import documented, sdk_sizes, sdk_usages
+
+    size = documented("vm_sizes_list.json")[0] | {
+        "name": "Standard_ND96isr_H100_v5",
+        "family": "standardNDSH100v5Family",
+        "vCPUs": 96,
+    }
+    name = "Standard NDSH100v5 Family Cluster Dedicated vCPUs"
+    family = documented("usage_list.json")[1] | {
+        "id": "/subscriptions/s/usages/h100",
+        "currentValue": 0,
+        "limit": 192,
+        "name": {"value": name, "localizedValue": name},
+    }
+    regional = documented("usage_list.json")[0] | {"currentValue": 0, "limit": 1000}
+    low = {
+        **regional,
+        "id": "/subscriptions/s/usages/low",
+        "limit": 500,
+        "name": {"value": "Total Cluster LowPriority Regional vCPUs", "localizedValue": "x"},
+    }
+    compute = SimpleNamespace(
+        list_usage=lambda location=None: sdk_usages([regional, family, low]),
+        list_sizes=lambda location=None: sdk_sizes([size]),
+    )  # fmt: skip
+    asked = []
+    monkeypatch.setattr(stack_outputs, "load_outputs", lambda stack: asked.append(stack) or
+                        SimpleNamespace(values={"location": "westeurope"}))  # fmt: skip
+    monkeypatch.setattr(workspace, "ml_client", lambda outputs: SimpleNamespace(compute=compute))
+    code, doc = estimate(capsys, "-s", "prod", "--deadline", "12h", "--quota")
+    assert code == 0 and asked == ["prod"]
+    assert {(q["vmSize"], q["priority"]): q["freeCores"] for q in doc["quota"]} == {
+        ("Standard_ND96isr_H100_v5", "Dedicated"): 192,
+        ("Standard_ND96isr_H100_v5", "LowPriority"): 500,
+    }
+    assert main(["estimate", "-s", "prod", "--deadline", "12h", "--quota", "--all"]) == 0
+    table = capsys.readouterr().out
+    assert "192 free, short 192" in table  # 4 dedicated nodes: 384 cores
+    assert "192 free" in table and "free cores read from stack prod's workspace" in table
+
+
+def test_quota_needs_a_stack(capsys):
+    assert main(["estimate", "--vm-size", "Standard_ND96isr_H100_v5", "--quota"]) == 2
+    assert "--quota reads a deployed stack's quota: give -s STACK" in capsys.readouterr().err
