@@ -181,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.no_tree:
             print(render_tree(doc), flush=True)
         print_cost(console, est)
-        console.print(f"manifest: {target} (rendered in {seconds:.1f} s)\n")
+        console.print(f"manifest: {target} (rendered in {seconds:.1f} s)\n", soft_wrap=True)
     if args.json:
         print_json(JSON_SCHEMA, {"stacks": results})
     return 0

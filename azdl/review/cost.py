@@ -173,6 +173,12 @@ def _fixed(
     )
 
 
+def _name(value: Any, logical: str) -> str:
+    """A resource's Azure name for a note; its logical name where Azure's is known only after
+    deploy (the Key Vault's ends in the deployment id)."""
+    return logical if value is None or mf.is_unknown(value) else str(value)
+
+
 def _usage_note(prices: Prices, what: str, key: str, unit: str) -> str:
     rate = prices.usage.get(key)
     shown = f"{rate} USD {unit}" if rate is not None else f"no usage.{key} price"
@@ -287,7 +293,7 @@ def estimate(doc: dict[str, Any], prices: Prices | None = None) -> Estimate:
             est.notes.append(
                 _usage_note(
                     prices,
-                    f"Key Vault {inputs.get('vaultName', res['name'])}",
+                    f"Key Vault {_name(inputs.get('vaultName'), res['name'])}",
                     "keyVaultPer10kOperations",
                     "per 10,000 operations",
                 )
