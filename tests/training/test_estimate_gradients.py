@@ -1,5 +1,5 @@
 """`azdl estimate`'s communication model all-reduces each model's gradients: the parameter counts
-it uses are those of the models the jobs train (training/torch_models.py and the Keras ones), and
+it uses are those of the models the jobs train (training/torch/models.py and the Keras ones), and
 ResNet50's is torchvision's published 25,557,032 (pytorch/vision, torchvision/models/resnet.py:
 ResNet50_Weights.IMAGENET1K_V1 meta `num_params`)."""
 
