@@ -164,6 +164,7 @@ def test_the_estimate_page_shows_what_azdl_estimate_computed(site):
     rec = doc["recommendation"]
     assert f"Recommendation: {rec['nodes']} × {rec['vmSize']} ({rec['priority']})" in html
     assert f"{rec['costUsd']:,.0f} USD (estimate)" in html
-    assert "published, not measured here" in html and "not read by this command" in html
+    assert "published, not measured here" in html
+    assert "not read (--quota reads it from a deployed stack)" in html
     assert (site / "estimate" / "prod.png").read_bytes() == png
     assert 'src="prod.png"' in html  # the page is estimate/index.html
