@@ -16,5 +16,4 @@ if [ "${QUICK:-0}" != 1 ]; then
     "$op" benchmarks/p2_scaling.py
     "$op" benchmarks/p1_vs_horovod.py --rounds 2
 fi
-"$op" benchmarks/targets.py --readme   # the README's targets table, from the new results
 ls -l benchmarks/results/

@@ -18,26 +18,36 @@ DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
         *sorted((ROOT / "examples").glob("*/README.md"))]  # fmt: skip
 
 
-def test_the_readme_targets_table_is_what_the_results_files_say():
+def test_the_readme_leads_to_the_generated_targets_table():
+    """The table itself is generated at every docs build (benchmark-targets), so it cannot go
+    stale; the README points to it."""
     readme = (ROOT / "README.md").read_text()
-    assert targets.readme_section(readme) == targets.table(), (
-        "README's targets table is stale: run `.venv/bin/python benchmarks/targets.py --readme`"
+    assert "(docs/benchmarks.md#targets-which-are-met)" in readme
+    page = (ROOT / "docs" / "benchmarks.md").read_text()
+    assert (
+        "## Targets: which are met" in page and "<!-- azdl:generate benchmark-targets -->" in page
     )
 
 
 def test_a_changed_results_file_changes_the_table(tmp_path):
-    """Planted: P2's efficiency raised above the target, and its run made quiet."""
+    """Planted in a copy of P2's results: an efficiency below the target on a loaded machine,
+    then one above it on a quiet one."""
     for path in targets.RESULTS_DIR.glob("*.json"):
         (tmp_path / path.name).write_text(path.read_text())
     record = json.loads((tmp_path / "p2_scaling.json").read_text())
-    assert "| P2: 2 workers vs 1, efficiency ≥ 0.90 | 2 workers 0.86 | not met |" in (
+
+    def planted(efficiency: str, load: float) -> list[str]:
+        record["rows"][1][3] = efficiency
+        record["load_average"] = {"before": [load, 0, 0], "after": [load, 0, 0]}
+        (tmp_path / "p2_scaling.json").write_text(json.dumps(record))
+        return targets.row(targets.TARGETS[1], tmp_path)
+
+    row = planted("0.80", 5.0)
+    assert row[1:3] == ["2 workers 0.80", "not met"] and "**loaded**" in row[-1]
+    assert "| P2: 2 workers vs 1, efficiency ≥ 0.90 | 2 workers 0.80 | not met |" in (
         targets.table(tmp_path)
     )
-    assert "**loaded**" in targets.row(targets.TARGETS[1], tmp_path)[-1]
-    record["rows"][1][3] = "0.95"
-    record["load_average"] = {"before": [0.1, 0, 0], "after": [0.2, 0, 0]}
-    (tmp_path / "p2_scaling.json").write_text(json.dumps(record))
-    row = targets.row(targets.TARGETS[1], tmp_path)
+    row = planted("0.95", 0.1)
     assert row[1:3] == ["2 workers 0.95", "met"] and "loaded" not in row[-1]
 
 
