@@ -48,7 +48,7 @@ def images_per_sec(framework: str, workers: int, extra: list[str], jobs: int, a)
         "--warmup-epochs", "0", "--lr-decay", "none", *extra,
     ]  # fmt: skip
     cmd = launch_command(framework, workers, a.launcher, args)
-    env = local_env("2")
+    env = local_env()
     procs = [
         subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, text=True)
         for _ in range(jobs)
