@@ -53,3 +53,16 @@ def shards_for_rank(shards: list[str], rank: int, size: int) -> list[str]:
             "shard; use at most as many workers as shards, or write more shards"
         )
     return shards[rank::size]
+
+
+def validation_shards(data_dir: str | Path, required: bool) -> list[str]:
+    """Every validation shard of `data_dir`; none when it has no validation split and validation
+    is not `required` (--val-steps), which trains without validation. Split by rank like the
+    train shards, a worker may get none: it evaluates nothing, and counts summed over workers
+    stay right."""
+    try:
+        return list_shards(data_dir, "validation")
+    except TrainingError:
+        if required:
+            raise
+        return []

@@ -82,14 +82,7 @@ def _synthetic(args, rank, size) -> Data:
 def _tfrecords(args, rank, size, threads, start, gather) -> Data:
     all_train = shards.list_shards(args.data_dir, "train")
     train_files = shards.shards_for_rank(all_train, rank, size)
-    try:
-        all_val = shards.list_shards(args.data_dir, "validation")
-    except TrainingError:
-        if args.val_steps:
-            raise
-        all_val = []  # no validation split: train without validation
-    # With fewer validation shards than workers the last ranks have none: they evaluate
-    # nothing, and the correct/seen counts summed over workers stay right.
+    all_val = shards.validation_shards(args.data_dir, bool(args.val_steps))
     val_files = all_val[rank::size]
 
     if args.steps_per_epoch:

@@ -541,14 +541,7 @@ class TFRecordData:
         self.args, self.rank, self.workers, self.prefetch = args, rank, workers, prefetch
         all_train = shards.list_shards(args.data_dir, "train")
         train_files = shards.shards_for_rank(all_train, rank, size)
-        try:
-            all_val = shards.list_shards(args.data_dir, "validation")
-        except TrainingError:
-            if args.val_steps:
-                raise
-            all_val = []  # no validation split: train without validation
-        # Fewer validation shards than workers: the last ranks evaluate nothing, and the
-        # correct/seen counts summed over workers stay right.
+        all_val = shards.validation_shards(args.data_dir, bool(args.val_steps))
         self.decode = resolve_decode(getattr(args, "decode", "auto"), device)
         self.finish = Finisher(device, args.image_size, args.channels_last)
         self.train_split = index_split(train_files)
