@@ -7,6 +7,7 @@ import difflib
 import re
 
 from azdl.commands.options import SCRIPT_ARGS
+from training.flavours import DEFAULT_FRAMEWORK
 
 # argparse's message for a value outside `choices` (commands included); Python 3.11 quotes the
 # choices, later releases may not.
@@ -43,7 +44,7 @@ def script_option(args: argparse.Namespace, option: str) -> str | None:
         return None
     from training.options import build_parser  # the scripts' own parser; no TensorFlow import
 
-    framework = getattr(args, "framework", None) or "keras"
+    framework = getattr(args, "framework", None) or DEFAULT_FRAMEWORK
     theirs = options_of(build_parser(framework))
     name = option.split("=", 1)[0]
     return name if name in theirs else nearest(name, theirs)

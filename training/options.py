@@ -8,11 +8,11 @@ and docs/recipe.md give their sources), and each of their options given on its o
 
 import argparse
 
-from training import ENTRY_MODULES, recipe
+from training import recipe
 from training.data.synthetic import IMAGENET_TRAIN_IMAGES
+from training.flavours import FRAMEWORKS, entry_module
 from training.schedule import DECAYS
 
-FRAMEWORKS = ("keras", "tf", "torch")
 MODELS = ("resnet50", "tiny")
 PRECISIONS = ("fp32", "fp16", "bf16")
 
@@ -69,7 +69,7 @@ def build_parser(framework: str) -> argparse.ArgumentParser:
         raise ValueError(f"unknown framework {framework!r}; allowed: {', '.join(FRAMEWORKS)}")
     p = _CheckedParser(
         framework,
-        prog=f"python -m {ENTRY_MODULES[framework]}",
+        prog=f"python -m {entry_module(framework)}",
         description=f"Horovod data-parallel training ({framework}); run one process per worker "
         "(horovodrun or mpirun). Rank 0 prints the throughput lines at the end.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,

@@ -19,7 +19,6 @@ from rich.console import Console
 from azdl.commands.options import add_script_args, add_stack_options, script_args
 from azdl.commands.submit import new_run_id
 from azdl.commands.train import (
-    FRAMEWORK_MODULES,
     check_training_options,
     launch_command,
     local_env,
@@ -30,6 +29,7 @@ from azdl.jobs import quota
 from azdl.jobs.report import Run, write_report
 from azdl.jobs.spec import JobRequest, build_job, processes_per_node, validate
 from azdl.jobs.stack_outputs import load_outputs
+from training.flavours import DEFAULT_FRAMEWORK, FRAMEWORKS
 from training.throughput import parse_throughput_lines
 
 # Short synthetic runs: enough timed steps for a stable median, little cluster time.
@@ -53,7 +53,7 @@ def register(subparsers) -> None:
         "Arguments after `--` go to the training script, after the bench's own short settings.",
     )
     add_stack_options(p)
-    p.add_argument("--framework", choices=sorted(FRAMEWORK_MODULES), default="keras")
+    p.add_argument("--framework", choices=sorted(FRAMEWORKS), default=DEFAULT_FRAMEWORK)
     p.add_argument(
         "--nodes",
         help="comma-separated node counts (default 1,2,4,… up to the cluster's maximum)",

@@ -24,7 +24,6 @@ from azdl.commands.options import (
     positive_int,
     script_args,
 )
-from azdl.commands.train import FRAMEWORK_MODULES
 from azdl.console import print_json
 from azdl.errors import AzdlError
 from azdl.jobs import export, health, quota, retry
@@ -32,6 +31,7 @@ from azdl.jobs import script as own_script
 from azdl.jobs.safeguards import CLUSTER_STALL_TIMEOUT_S
 from azdl.jobs.spec import DEFAULT_LOCAL_DIR, STORAGE_MODES, JobRequest, OwnScript, build_job
 from azdl.jobs.stack_outputs import load_outputs
+from training.flavours import DEFAULT_FRAMEWORK, FRAMEWORKS
 
 
 def register(subparsers) -> None:
@@ -47,7 +47,7 @@ def register(subparsers) -> None:
     add_stack_options(p)
     p.add_argument(
         "--framework",
-        choices=sorted(FRAMEWORK_MODULES),
+        choices=sorted(FRAMEWORKS),
         help="built-in training script (default keras); with --script: the image it needs "
         "(torch: PyTorch; keras or tf: TensorFlow), found from its imports when left out",
     )
@@ -233,7 +233,7 @@ def own_script_of(args: argparse.Namespace) -> OwnScript | None:
 def framework_of(args: argparse.Namespace, script: OwnScript | None) -> str:
     """--framework, else (for a script) the one its imports name, else keras."""
     if args.framework or script is None:
-        return args.framework or "keras"
+        return args.framework or DEFAULT_FRAMEWORK
     found = own_script.detect_framework(script.path)
     if found is None:
         raise AzdlError(

@@ -28,7 +28,7 @@ from azdl.envs import REPO_ROOT, training_bin, training_env
 from azdl.errors import AzdlError
 from azdl.jobs import safeguards
 from azdl.jobs import script as own_script
-from training import ENTRY_MODULES as FRAMEWORK_MODULES
+from training.flavours import DEFAULT_FRAMEWORK, FRAMEWORKS, entry_module
 
 # The demo: ResNet50 small enough for 2 CPU workers to run 20 steps in about a minute.
 DEMO_ARGS = [
@@ -89,7 +89,7 @@ def register(subparsers) -> None:
     )
     p.add_argument(
         "--framework",
-        choices=sorted(FRAMEWORK_MODULES),
+        choices=sorted(FRAMEWORKS),
         help="built-in training script to run (default keras); not with --script",
     )
     p.add_argument(
@@ -164,11 +164,11 @@ def launch_command(
         raise AzdlError(f"--workers must be at least 1, got {workers}")
     if script is not None:
         worker = [str(training_bin("python")), str(script), *script_args]
-    elif framework not in FRAMEWORK_MODULES:
-        allowed = ", ".join(sorted(FRAMEWORK_MODULES))
+    elif framework not in FRAMEWORKS:
+        allowed = ", ".join(sorted(FRAMEWORKS))
         raise AzdlError(f"unknown framework {framework!r}; allowed: {allowed}")
     else:
-        worker = [str(training_bin("python")), "-m", FRAMEWORK_MODULES[framework], *script_args]
+        worker = [str(training_bin("python")), "-m", entry_module(framework), *script_args]
     worker = [*(guard or []), *worker]
     if launcher == "gloo":
         hosts = f"localhost:{workers}"
@@ -248,7 +248,7 @@ def run(args: argparse.Namespace) -> int:
                 "--data and --run-dir go with --script; built-in scripts take "
                 "`-- --data-dir DIR --checkpoint-dir DIR`"
             )
-        framework = args.framework or "keras"
+        framework = args.framework or DEFAULT_FRAMEWORK
         run_dir = REPO_ROOT / "runs"  # one MLflow store for runs with their own folders
         if user_args:
             check_training_options(framework, user_args, args.workers)

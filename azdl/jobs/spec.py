@@ -18,11 +18,11 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from azdl.commands.train import FRAMEWORK_MODULES
 from azdl.errors import AzdlError
 from azdl.jobs import code_folder, health, safeguards
 from azdl.jobs import script as own_script
 from azdl.jobs.stack_outputs import StackOutputs
+from training.flavours import FRAMEWORKS, entry_module
 
 # synthetic: no data input; mount: the data container read-only mounted (blob);
 # nfs: the stack's NFS share; copy: blob mount, then each node copies its shards to local disk.
@@ -99,9 +99,9 @@ def nccl_environment(outputs: StackOutputs, debug: str) -> dict[str, str]:
 
 def validate(outputs: StackOutputs, request: JobRequest) -> None:
     """Every check that can fail before Azure is called."""
-    if request.framework not in FRAMEWORK_MODULES:
+    if request.framework not in FRAMEWORKS:
         raise AzdlError(
-            f"unknown framework {request.framework!r}; allowed: {', '.join(FRAMEWORK_MODULES)}"
+            f"unknown framework {request.framework!r}; allowed: {', '.join(FRAMEWORKS)}"
         )
     if not 1 <= request.nodes <= outputs.max_nodes:
         raise AzdlError(
@@ -280,7 +280,7 @@ def training_command(request: JobRequest, threads: int, guard: list[str] = ()) -
         return script_command(request, guard)
     steps = copy_step(request)
     data_dir = data_folder(request)
-    train = [*guard, "python", "-m", FRAMEWORK_MODULES[request.framework], *request.training_args]
+    train = [*guard, "python", "-m", entry_module(request.framework), *request.training_args]
     if not _has_option(request.training_args, "--threads"):
         train += ["--threads", str(threads)]
     if data_dir is not None:

@@ -11,6 +11,7 @@ from typing import Any
 from azdl.envs import REPO_ROOT
 from azdl.errors import AzdlError
 from infra.catalogue import UnknownVmSize, VmSize, get_vm_size
+from training.flavours import FLAVOURS
 
 # The outputs submit and bench need (tests/infra checks that the program exports them all);
 # nfsMountTarget is read too, but may be null (a stack without an NFS share).
@@ -19,8 +20,6 @@ REQUIRED = (
     "clusterMaxNodes", "clusterIdentityClientId", "dataDatastore", "outputsDatastore",
     "environments",
 )  # fmt: skip
-# Training frameworks (azdl train --framework) -> the image that runs them.
-IMAGE_OF = {"keras": "tensorflow", "tf": "tensorflow", "torch": "pytorch"}
 
 
 @dataclass(frozen=True)
@@ -48,7 +47,7 @@ class StackOutputs:
         return self.values.get("trainingOutbound") == "restricted"
 
     def environment(self, framework: str) -> str:
-        image = IMAGE_OF[framework]
+        image = FLAVOURS[framework].image
         env = (self.values.get("environments") or {}).get(image)
         if not env:
             raise AzdlError(

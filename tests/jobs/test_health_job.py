@@ -4,7 +4,7 @@ from the size's baseline, shown by a dry run; `azdl cluster check` runs it as a 
 import pytest
 
 from azdl.cli import main
-from azdl.commands.train import FRAMEWORK_MODULES
+from training.flavours import entry_module
 
 
 def gate_of(command: str) -> str | None:
@@ -36,7 +36,7 @@ def test_the_gate_runs_before_training_where_asked_or_by_default(
         assert (
             job.outputs["health"].path == "azureml://datastores/azdl_outputs/paths/azdl/g1/health/"
         )
-        assert f"python -m {FRAMEWORK_MODULES['keras']} " in job.command.split(" && ")[1]
+        assert f"python -m {entry_module('keras')} " in job.command.split(" && ")[1]
 
 
 def test_a_dry_run_shows_the_gate_and_its_levels(ml_client, outputs_file, capsys):

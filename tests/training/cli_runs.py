@@ -3,7 +3,7 @@
     horovodrun --gloo -np 2 -H localhost:2 python tests/training/cli_runs.py torch '[[...], [...]]'
 
 Each argument list goes through the `main(argv)` of the flavour's entry module
-(`training.ENTRY_MODULES`), one after the other in the same workers, so a test that needs
+(`training.flavours`), one after the other in the same workers, so a test that needs
 several short runs pays the process start and framework imports once. Rank 0 prints
 `=== run <i> ===` before each; the exit code is the first non-zero one.
 """
@@ -13,12 +13,12 @@ import json
 import os
 import sys
 
-from training import ENTRY_MODULES
+from training.flavours import entry_module
 
 
 def main() -> int:
     framework, runs = sys.argv[1], json.loads(sys.argv[2])
-    script = importlib.import_module(ENTRY_MODULES[framework])
+    script = importlib.import_module(entry_module(framework))
     for index, argv in enumerate(runs):
         # Rank 0 only; HOROVOD_RANK is set by horovodrun before the script starts.
         if os.environ.get("HOROVOD_RANK", "0") == "0":

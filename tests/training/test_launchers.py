@@ -9,6 +9,7 @@ from conftest import TINY, launch
 from azdl.commands import train
 from azdl.errors import AzdlError
 from training import options
+from training.flavours import FRAMEWORKS
 from training.throughput import parse_throughput_lines
 
 
@@ -68,7 +69,7 @@ def test_unknown_framework_is_refused(capsys):
         train.launch_command("keras", 0, "gloo", [])
 
 
-@pytest.mark.parametrize("framework", sorted(train.FRAMEWORK_MODULES))
+@pytest.mark.parametrize("framework", sorted(FRAMEWORKS))
 def test_demo_arguments_are_valid_for_every_training_script(framework):
     args = options.parse_args(framework, train.demo_args(framework, workers=2))
     assert args.model == "resnet50" and args.data_dir is None  # synthetic data

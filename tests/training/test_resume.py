@@ -21,7 +21,7 @@ from conftest import TINY, launch
 
 from azdl.commands.train import launch_command
 from azdl.envs import REPO_ROOT, training_env
-from training import ENTRY_MODULES
+from training.flavours import FLAVOURS
 from training.throughput import parse_throughput_lines
 
 pytestmark = pytest.mark.slow
@@ -33,7 +33,7 @@ def _worker(job: psutil.Process, rank: int) -> psutil.Process | None:
     for child in job.children(recursive=True):
         try:
             cmdline = " ".join(child.cmdline())
-            if any(m in cmdline for m in ENTRY_MODULES.values()) and (
+            if any(m in cmdline for m in (f.entry_module for f in FLAVOURS.values())) and (
                 child.environ().get("HOROVOD_RANK") == str(rank)
             ):
                 return child
