@@ -26,7 +26,7 @@ from infra.images import TrainingImages, TrainingImagesArgs
 from infra.naming import DEPLOYMENT_ID_BYTES, with_deployment
 from infra.network import Network, NetworkArgs
 from infra.private_link import Endpoint, PrivateLink, PrivateLinkArgs
-from infra.registry import Registry, RegistryArgs
+from infra.registry import Registry, RegistryArgs, registry_domain
 from infra.storage import Storage, StorageArgs, data_protection, strongest
 from infra.workspace import BlobContainer, Workspace, WorkspaceArgs
 
@@ -57,6 +57,7 @@ def read_config() -> StackConfig:
 
 def declare(cfg: StackConfig) -> dict[str, Any]:
     """Declare the stack's resources; return its outputs (camelCase keys, see README)."""
+    domain = registry_domain()  # checked before anything is declared
     client = authorization.get_client_config_output()
     group = resources.ResourceGroup(
         "resource-group",
@@ -105,7 +106,7 @@ def declare(cfg: StackConfig) -> dict[str, Any]:
             workspace_id=workspace_instances,
         ),
     )
-    registry = Registry("registry", RegistryArgs(cfg, group.name))
+    registry = Registry("registry", RegistryArgs(cfg, group.name, domain))
     workspace = Workspace(
         "workspace",
         WorkspaceArgs(

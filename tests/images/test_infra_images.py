@@ -42,9 +42,10 @@ ENV_ID = re.compile(
 )
 
 
-def render(extra: dict | None = None, preview: bool = True, stack=DEV_STACK, **kwargs):
+def render(extra: dict | None = None, stack=DEV_STACK, **kwargs):
+    """The stack as `pulumi up` deploys it (mocks.UPDATE unless `mode` says otherwise)."""
     config = {**read_stack_file(stack), **(extra or {})}
-    return mocks.render(config, stack.stem.split(".")[1], preview=preview, **kwargs)
+    return mocks.render(config, stack.stem.split(".")[1], **kwargs)
 
 
 @pytest.fixture(scope="module")
@@ -144,7 +145,7 @@ def test_up_completes_with_the_stacks_registry_and_storage_unreachable(network_g
     that leave are the build contexts, PUT to the upload URL the registry's control plane
     handed out; nothing connects to the stack's registry or storage accounts."""
     endpoint, received = source_store
-    up = render(stack=PROD_STACK, preview=False, upload_endpoint=endpoint)
+    up = render(stack=PROD_STACK, upload_endpoint=endpoint)
     assert network_guard == []
     # the guard is real: the stack's registry and storage would have been refused
     for host in (

@@ -122,7 +122,7 @@ class SubscriptionMocks(mocks.AzureMocks):
     behaviour, https://www.pulumi.com/registry/packages/random/api-docs/randomid/)."""
 
     def __init__(self, subscription: Subscription):
-        super().__init__(preview=False, random_bytes=self.draw)
+        super().__init__(state=subscription.state, random_bytes=self.draw)
         self.subscription = subscription
 
     def draw(self, name: str, n: int) -> bytes:
@@ -155,7 +155,7 @@ def up(subscription: Subscription, stack_file, **changes) -> mocks.Rendering:
     config = {**read_stack_file(stack_file), **PREBUILT, **changes}
     subscription.created = []
     stack = stack_file.stem.split(".", 1)[1]
-    return mocks.render(config, stack, preview=False, mocks=SubscriptionMocks(subscription))
+    return mocks.render(config, stack, mocks=SubscriptionMocks(subscription))
 
 
 def names_of(rendering, token, key):
