@@ -336,7 +336,10 @@ class AzureMocks(pulumi.runtime.Mocks):
             # The engine's same step: the old id and outputs; no provider is called.
             record.step, record.id, record.state = SAME, old.id, old.state
             return record.id, record.state
-        record.step = CREATE if old is None else UPDATED if urn not in self.replace else REPLACE
+        # A change is an update, or a replacement where `replace_on_changes` says "*" (the
+        # engine's applyReplaceOnChanges) or `pulumi up --replace` names the resource.
+        replaced = urn in self.replace or "*" in getattr(self._local, "replace_on_changes", ())
+        record.step = CREATE if old is None else REPLACE if replaced else UPDATED
         if self.preview:
             record.id, record.state = self._preview(args.typ, inputs, old, record.step)
         else:
@@ -378,13 +381,13 @@ class AzureMocks(pulumi.runtime.Mocks):
         """What ACR answers a task run with once it has ended (RunResponse): its id, its status
         (`run_status`) and, when it succeeded, the images it pushed."""
         request = state.get("runRequest", {})
-        if request.get("type") == "DockerBuildRequest":
-            build, context = request, request.get("sourceLocation")
-        else:  # a TaskRunRequest: the task's Docker step, its context overridden or not
-            task = next(r for r in self.resources if r.id and r.id == request.get("taskId"))
-            build = task.inputs["step"]
-            context = request.get("overrideTaskStepProperties", {}).get("contextPath")
-            context = context or build.get("contextPath")
+        if request.get("type") != "TaskRunRequest":
+            raise NotImplementedError(f"no ACR answer is mocked for a {request.get('type')}")
+        # The task's Docker step, its context overridden by the run or not.
+        task = next(r for r in self.resources if r.id and r.id == request.get("taskId"))
+        build = task.inputs["step"]
+        context = request.get("overrideTaskStepProperties", {}).get("contextPath")
+        context = context or build.get("contextPath")
         seed = json.dumps([name, state.get("forceUpdateTag"), context], sort_keys=True)
         run_id = "ca" + hashlib.sha256(seed.encode()).hexdigest()[:4]
         status = self.run_status(name, state)
@@ -572,6 +575,7 @@ class _RecordingMonitor(MockMonitor):
     def RegisterResource(self, request):
         self.mocks._local.last = None
         self.mocks._local.urn = self.make_urn(request.parent, request.type, request.name)
+        self.mocks._local.replace_on_changes = list(request.replaceOnChanges)
         response = super().RegisterResource(request)
         record = getattr(self.mocks._local, "last", None)
         if record is not None:

@@ -234,8 +234,8 @@ def declare(cfg: StackConfig) -> dict[str, Any]:
             cfg,
             group.name,
             workspace.workspace.name,
-            registry.name,
-            registry.login_server,
+            registry,
+            client.subscription_id,
             cfg.prebuilt_images,
         ),
     )

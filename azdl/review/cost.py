@@ -94,6 +94,8 @@ NO_CHARGE = {
     "azure-native:privatedns:VirtualNetworkLink": "no charge of its own; DNS queries are "
     "billed per million (usage)",
     "azure-native:authorization:RoleAssignment": "role assignments are free",
+    "azure-native:containerregistry:Task": "a task definition is free; ACR Tasks bill the "
+    "build time of its runs (the TaskRun, usage)",
     "azure-native:managedidentity:UserAssignedIdentity": "managed identities are free",
     "azure-native:machinelearningservices:Workspace": "Azure ML charges no fee for the "
     "workspace, only for compute and the services it uses (priced separately)",

@@ -176,12 +176,13 @@ def test_the_program_renders_in_both_preview_modes(name):
 
 def _old_login_server_read(monkeypatch):
     """Planted: the login server read from the generic registry's computed properties (what
-    infra/registry.py did before)."""
+    infra/registry.py did before), as an output of the registry component."""
     real = registry.Registry.__init__
 
     def reads_computed(self, name, args, opts=None):
         real(self, name, args, opts)
-        self.login_server = self.registry.properties.apply(lambda p: p["loginServer"])
+        read = self.registry.properties.apply(lambda p: p["loginServer"])
+        self.register_outputs({"loginServer": read})
 
     monkeypatch.setattr(registry.Registry, "__init__", reads_computed)
 
