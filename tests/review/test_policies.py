@@ -742,4 +742,4 @@ def test_prod_outputs_keep_deleted_and_overwritten_blobs(settings, recoverable):
 
 def test_the_packs_required_outbound_tags_are_the_documented_ones():
     documented = {t.split(".{region}")[0] for t, _, _ in PUBLIC_INTERNET_REQUIRED}
-    assert set(rules.REQUIRED_OUTBOUND_TAGS) == documented
+    assert set(rules.network.REQUIRED_OUTBOUND_TAGS) == documented
