@@ -8,11 +8,12 @@ from infra.deployer import ASSIGNABLE_PRINCIPAL_TYPES, ASSIGNABLE_ROLES
 
 from .pack import ROLE_ASSIGNMENT, get, resource_policy
 
-# Built-in roles that can change resources or hand out access (fixed GUIDs in every tenant).
+# Built-in roles that can change resources or hand out access (fixed GUIDs in every tenant:
+# learn.microsoft.com/azure/role-based-access-control/built-in-roles, "Privileged").
 PRIVILEGED_ROLES = {
-    "8e3af657-a8ff-404c-9d86-bca7d93b5e97": "Owner",
+    "8e3af657-a8ff-443c-a75c-2fe8c4bcb635": "Owner",
     "b24988ac-6180-42a0-ab88-20f7382dd24c": "Contributor",
-    "18d7d88d-d35e-4fb5-a5c3-7773c6a72089": "User Access Administrator",
+    "18d7d88d-d35e-4fb5-a5c3-7773c20a72d9": "User Access Administrator",
     "f58310d9-a9f6-439a-9e8d-f62e7b41a168": "Role Based Access Control Administrator",
 }
 
