@@ -4,18 +4,17 @@ from collections.abc import Iterator
 
 from pulumi_policy import EnforcementLevel, ResourceValidationArgs, Severity
 
+from infra.azure_facts import BUILT_IN_ROLES, ROLE_ASSIGNMENT, lookup
 from infra.deployer import ASSIGNABLE_PRINCIPAL_TYPES, ASSIGNABLE_ROLES
 
-from .pack import ROLE_ASSIGNMENT, get, resource_policy
+from .pack import resource_policy
 
-# Built-in roles that can change resources or hand out access (fixed GUIDs in every tenant:
-# learn.microsoft.com/azure/role-based-access-control/built-in-roles, "Privileged").
+# Built-in roles that can change resources or hand out access: role id -> name.
 PRIVILEGED_ROLES = {
-    "8e3af657-a8ff-443c-a75c-2fe8c4bcb635": "Owner",
-    "b24988ac-6180-42a0-ab88-20f7382dd24c": "Contributor",
-    "18d7d88d-d35e-4fb5-a5c3-7773c20a72d9": "User Access Administrator",
-    "f58310d9-a9f6-439a-9e8d-f62e7b41a168": "Role Based Access Control Administrator",
-}
+    BUILT_IN_ROLES[name]: name
+    for name in ("Owner", "Contributor", "User Access Administrator",
+                 "Role Based Access Control Administrator")
+}  # fmt: skip
 
 
 @resource_policy(
@@ -30,7 +29,7 @@ PRIVILEGED_ROLES = {
     applies_to=(ROLE_ASSIGNMENT,),
 )
 def _role_breadth(args: ResourceValidationArgs) -> Iterator[str]:
-    role_id = get(args.props, "roleDefinitionId")
+    role_id = lookup(args.props, "roleDefinitionId")
     if isinstance(role_id, str):
         role = PRIVILEGED_ROLES.get(role_id.rstrip("/").rsplit("/", 1)[-1].lower())
         if role:
@@ -38,7 +37,7 @@ def _role_breadth(args: ResourceValidationArgs) -> Iterator[str]:
                 f"role assignment '{args.name}' grants {role}; the cluster identity needs only "
                 "data-plane roles (AcrPull, Storage Blob Data Reader/Contributor)"
             )
-    scope = get(args.props, "scope")
+    scope = lookup(args.props, "scope")
     if isinstance(scope, str) and "/resourcegroups/" not in scope.lower():
         yield (
             f"role assignment '{args.name}' is scoped above a resource group (a subscription, "
@@ -64,7 +63,7 @@ def _deployer_can_assign(args: ResourceValidationArgs) -> Iterator[str]:
     """The least-privilege deployer's condition (docs/deploy.md, infra/deployer.py) lets it
     assign only the stack's roles to managed identities, users and groups: any other role or
     principal type in the plan fails at deploy time with AuthorizationFailed."""
-    role_id = get(args.props, "roleDefinitionId")
+    role_id = lookup(args.props, "roleDefinitionId")
     if isinstance(role_id, str):
         guid = role_id.rstrip("/").rsplit("/", 1)[-1].lower()
         if guid not in ASSIGNABLE_ROLES.values():
@@ -72,7 +71,7 @@ def _deployer_can_assign(args: ResourceValidationArgs) -> Iterator[str]:
                 f"role assignment '{args.name}' grants role {guid}, which the deployer's "
                 "role-assignment condition does not allow"
             )
-    kind = get(args.props, "principalType")
+    kind = lookup(args.props, "principalType")
     if isinstance(kind, str) and kind not in ASSIGNABLE_PRINCIPAL_TYPES:
         yield (
             f"role assignment '{args.name}' is for a {kind}; the deployer's condition allows "

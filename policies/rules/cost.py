@@ -13,9 +13,10 @@ from pulumi_policy import (
 )
 
 from azdl.review.prices import load_prices
+from infra.azure_facts import ML_COMPUTE, UNKNOWN, lookup
 from infra.catalogue import VM_SIZES
 
-from .pack import COMPUTE, UNKNOWN, get, stack_policy
+from .pack import stack_policy
 
 
 def gpu_spend_per_hour(resources: list[Any]) -> tuple[float, list[str], list[str], list[str]]:
@@ -23,13 +24,13 @@ def gpu_spend_per_hour(resources: list[Any]) -> tuple[float, list[str], list[str
     clusters whose size or node count is known only after deployment, left out of the sum)."""
     total, lines, unpriced, unknown = 0.0, [], [], []
     for res in resources:
-        if res.resource_type != COMPUTE:
+        if res.resource_type != ML_COMPUTE:
             continue
-        node = get(res.props, "properties", "properties", default={})
+        node = lookup(res.props, "properties", "properties", default={})
         if node is UNKNOWN:
             unknown.append(f"{res.name} (properties)")
             continue
-        size, max_nodes = get(node, "vmSize"), get(node, "scaleSettings", "maxNodeCount")
+        size, max_nodes = lookup(node, "vmSize"), lookup(node, "scaleSettings", "maxNodeCount")
         missing = [k for k, v in (("vmSize", size), ("maxNodeCount", max_nodes)) if v is UNKNOWN]
         if missing:
             unknown.append(f"{res.name} ({', '.join(missing)})")
@@ -39,7 +40,7 @@ def gpu_spend_per_hour(resources: list[Any]) -> tuple[float, list[str], list[str
         catalogue = VM_SIZES.get(size)
         if catalogue is not None and catalogue.gpus == 0:
             continue  # a CPU cluster (image builds): not GPU spend
-        location = get(res.props, "location")  # prices are per region (prices.yaml)
+        location = lookup(res.props, "location")  # prices are per region (prices.yaml)
         price = load_prices(region=location if isinstance(location, str) else None).vm(size)
         if price is None or catalogue is None:
             unpriced.append(size)

@@ -3,19 +3,13 @@
 from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs
 
 from azdl.review import arm, deploy_order
+from infra.azure_facts import DIAGNOSTIC_SETTING, KEY_VAULT, ML_WORKSPACE, STORAGE_ACCOUNT, lookup
 
-from .pack import (
-    DIAGNOSTIC_SETTING,
-    STORAGE,
-    VAULT,
-    WORKSPACE,
-    get,
-    is_prod,
-    stack_policy,
-)
+from .pack import is_prod, stack_policy
 
-# What each prod service must send to Log Analytics (infra/diagnostics.py has the categories).
-DIAGNOSED_TYPES = (VAULT, WORKSPACE, STORAGE)  # and the registry, whichever form declares it
+# What each prod service must send to Log Analytics (infra/diagnostics.py has the categories),
+# and the registry, whichever form declares it.
+DIAGNOSED_TYPES = (KEY_VAULT, ML_WORKSPACE, STORAGE_ACCOUNT)
 
 
 def _needs_diagnostics(node: deploy_order.Node) -> bool:
@@ -23,7 +17,7 @@ def _needs_diagnostics(node: deploy_order.Node) -> bool:
     if not diagnosed or not is_prod(node.props):
         return False
     # The NFS (FileStorage) account is a documented trade-off (docs/access.md).
-    return node.type != STORAGE or get(node.props, "kind") != "FileStorage"
+    return node.type != STORAGE_ACCOUNT or lookup(node.props, "kind") != "FileStorage"
 
 
 @stack_policy(
@@ -48,7 +42,7 @@ def _prod_diagnostics(args: StackValidationArgs, report_violation: ReportViolati
         if not _needs_diagnostics(node):
             continue
         settings = graph.dependents(node, DIAGNOSTIC_SETTING)
-        if not any(get(s.props, "workspaceId") is not None for s in settings):
+        if not any(lookup(s.props, "workspaceId") is not None for s in settings):
             report_violation(
                 f"{deploy_order.label(node)} (prod) sends no resource logs to Log Analytics: no "
                 "diagnostic setting with a workspaceId takes it",

@@ -7,7 +7,9 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, ResourceValidationArgs, Severity
 
-from .pack import NSG, NSG_RULE, UNKNOWN, get, is_prod, resource_policy
+from infra.azure_facts import NETWORK_SECURITY_GROUP, SECURITY_RULE, UNKNOWN, lookup
+
+from .pack import is_prod, resource_policy
 
 # Sources that may reach the training subnet inbound: Azure ML's control plane and in-VNet
 # traffic. Service tags may carry a region suffix (AzureMachineLearning.westeurope).
@@ -34,10 +36,10 @@ def _is_allowed_source(source: str) -> bool:
 
 
 def _rule_violations(label: str, rule: Any) -> Iterator[str]:
-    if get(rule, "direction") != "Inbound" or get(rule, "access") != "Allow":
+    if lookup(rule, "direction") != "Inbound" or lookup(rule, "access") != "Allow":
         return
-    prefixes = get(rule, "sourceAddressPrefixes", default=[])
-    sources = [get(rule, "sourceAddressPrefix"), *([] if prefixes is UNKNOWN else prefixes)]
+    prefixes = lookup(rule, "sourceAddressPrefixes", default=[])
+    sources = [lookup(rule, "sourceAddressPrefix"), *([] if prefixes is UNKNOWN else prefixes)]
     for source in sources:
         if isinstance(source, str) and not _is_allowed_source(source):
             yield (
@@ -55,27 +57,27 @@ def _rule_violations(label: str, rule: Any) -> Iterator[str]:
         "remove the rule; Azure ML needs inbound only from BatchNodeManagement and "
         "AzureMachineLearning"
     ),
-    applies_to=(NSG, NSG_RULE),
+    applies_to=(NETWORK_SECURITY_GROUP, SECURITY_RULE),
 )
 def _nsg_inbound(args: ResourceValidationArgs) -> Iterator[str]:
-    if args.resource_type == NSG:
-        rules = get(args.props, "securityRules", default=[])
+    if args.resource_type == NETWORK_SECURITY_GROUP:
+        rules = lookup(args.props, "securityRules", default=[])
         if rules is UNKNOWN:
             return
         for i in range(len(rules)):
-            rule = get(rules, i)
-            yield from _rule_violations(f"NSG '{args.name}' rule '{get(rule, 'name')}'", rule)
+            rule = lookup(rules, i)
+            yield from _rule_violations(f"NSG '{args.name}' rule '{lookup(rule, 'name')}'", rule)
     else:
         yield from _rule_violations(f"NSG rule '{args.name}'", args.props)
 
 
 def _is_deny_all_outbound(rule: Any) -> bool:
     return (
-        get(rule, "direction") == "Outbound"
-        and get(rule, "access") == "Deny"
-        and get(rule, "destinationAddressPrefix") in ("*", "Internet")
-        and get(rule, "protocol") == "*"
-        and get(rule, "destinationPortRange") == "*"
+        lookup(rule, "direction") == "Outbound"
+        and lookup(rule, "access") == "Deny"
+        and lookup(rule, "destinationAddressPrefix") in ("*", "Internet")
+        and lookup(rule, "protocol") == "*"
+        and lookup(rule, "destinationPortRange") == "*"
     )
 
 
@@ -88,7 +90,7 @@ def _is_deny_all_outbound(rule: Any) -> bool:
         "set network.outbound: restricted in the prod stack (infra/network.py adds Azure ML's "
         "outbound rules and a deny-all at priority 4096)"
     ),
-    applies_to=(NSG,),
+    applies_to=(NETWORK_SECURITY_GROUP,),
 )
 def _prod_nsg_outbound(args: ResourceValidationArgs) -> Iterator[str]:
     """A prod compute subnet's NSG (one admitting Azure ML's control plane) ends its outbound
@@ -97,13 +99,13 @@ def _prod_nsg_outbound(args: ResourceValidationArgs) -> Iterator[str]:
     network-security-groups-overview#default-security-rules)."""
     if not is_prod(args.props):
         return
-    rules = get(args.props, "securityRules", default=[])
+    rules = lookup(args.props, "securityRules", default=[])
     if rules is UNKNOWN:
         return
-    rules = [get(rules, i) for i in range(len(rules))]
+    rules = [lookup(rules, i) for i in range(len(rules))]
     compute_subnet = any(
-        get(r, "direction") == "Inbound"
-        and str(get(r, "sourceAddressPrefix") or "").split(".")[0] in INBOUND_SERVICE_TAGS
+        lookup(r, "direction") == "Inbound"
+        and str(lookup(r, "sourceAddressPrefix") or "").split(".")[0] in INBOUND_SERVICE_TAGS
         for r in rules
     )
     if not compute_subnet:
@@ -115,14 +117,14 @@ def _prod_nsg_outbound(args: ResourceValidationArgs) -> Iterator[str]:
             "allow all outbound traffic"
         )
         return
-    deny_priority = min(get(r, "priority") for r in denies)
+    deny_priority = min(lookup(r, "priority") for r in denies)
     later = [
-        get(r, "name")
+        lookup(r, "name")
         for r in rules
-        if get(r, "direction") == "Outbound"
-        and get(r, "access") == "Allow"
-        and isinstance(get(r, "priority"), (int, float))
-        and get(r, "priority") > deny_priority
+        if lookup(r, "direction") == "Outbound"
+        and lookup(r, "access") == "Allow"
+        and isinstance(lookup(r, "priority"), (int, float))
+        and lookup(r, "priority") > deny_priority
     ]
     if later:
         yield (
@@ -130,12 +132,12 @@ def _prod_nsg_outbound(args: ResourceValidationArgs) -> Iterator[str]:
             f"the deny-all (priority {deny_priority}) and never apply"
         )
     allowed = {
-        _service_tag(get(r, "destinationAddressPrefix"))
+        _service_tag(lookup(r, "destinationAddressPrefix"))
         for r in rules
-        if get(r, "direction") == "Outbound"
-        and get(r, "access") == "Allow"
-        and isinstance(get(r, "priority"), (int, float))
-        and get(r, "priority") < deny_priority
+        if lookup(r, "direction") == "Outbound"
+        and lookup(r, "access") == "Allow"
+        and isinstance(lookup(r, "priority"), (int, float))
+        and lookup(r, "priority") < deny_priority
     }
     missing = [tag for tag in REQUIRED_OUTBOUND_TAGS if tag not in allowed]
     if missing:

@@ -1,7 +1,7 @@
 """What every rule module shares: the decorators that declare a policy beside its check, the
-list they fill, and how a check reads a resource's inputs."""
+list they fill, and what "prod" is to a policy (the resource's own `environment` tag)."""
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from pulumi_policy import (
@@ -15,24 +15,8 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
-from pulumi_policy.proxy import UnknownValueError
 
-STORAGE = "azure-native:storage:StorageAccount"
-CONTAINER = "azure-native:storage:BlobContainer"
-COMPUTE = "azure-native:machinelearningservices:Compute"
-NSG = "azure-native:network:NetworkSecurityGroup"
-NSG_RULE = "azure-native:network:SecurityRule"
-ROLE_ASSIGNMENT = "azure-native:authorization:RoleAssignment"
-VM = "azure-native:compute:VirtualMachine"
-NIC = "azure-native:network:NetworkInterface"
-TASK_RUN = "azure-native:containerregistry:TaskRun"
-DATASTORE = "azure-native:machinelearningservices:Datastore"
-WORKSPACE = "azure-native:machinelearningservices:Workspace"
-RESOURCE_GROUP = "azure-native:resources:ResourceGroup"
-VAULT = "azure-native:keyvault:Vault"
-RANDOM_ID = "random:index/randomId:RandomId"
-DIAGNOSTIC_SETTING = "azure-native:monitor:DiagnosticSetting"
-BLOB_SERVICE = "azure-native:storage:BlobServiceProperties"
+from infra.azure_facts import lookup
 
 POLICIES: list[Policy] = []  # every declared policy, in the order the rule modules declare them
 
@@ -42,32 +26,8 @@ StackCheck = Callable[[StackValidationArgs, ReportViolation], None]
 AppliesTo = tuple[str, ...] | Callable[[str, Any], bool]
 
 
-class _Unknown:
-    def __repr__(self) -> str:
-        return "<unknown until deploy>"
-
-
-UNKNOWN = _Unknown()
-
-
-def get(props: Any, *path: str | int, default: Any = None) -> Any:
-    """`props[path...]`, `default` where absent, UNKNOWN where not known until deploy."""
-    value = props
-    for step in path:
-        container = Sequence if isinstance(step, int) else Mapping
-        if not isinstance(value, container) or isinstance(value, str):
-            return default
-        try:
-            value = value[step]
-        except UnknownValueError:
-            return UNKNOWN
-        except (IndexError, KeyError):
-            return default
-    return value
-
-
 def is_prod(props: Any) -> bool:
-    return get(props, "tags", "environment") == "prod"
+    return lookup(props, "tags", "environment") == "prod"
 
 
 def resource_policy(

@@ -12,8 +12,9 @@ from pulumi_policy import (
 )
 
 from azdl.review import arm
+from infra.azure_facts import TASK_RUN, UNKNOWN, lookup
 
-from .pack import TASK_RUN, UNKNOWN, get, is_prod, resource_policy, stack_policy
+from .pack import is_prod, resource_policy, stack_policy
 
 # Image resources that build on the machine running `pulumi up` (pulumi-docker-build,
 # pulumi-docker).
@@ -29,7 +30,7 @@ LOCAL_IMAGE_BUILDS = ("docker-build:index:Image", "docker:index:Image")
     applies_to=arm.is_registry,
 )
 def _registry_admin(args: ResourceValidationArgs) -> Iterator[str]:
-    if get(arm.arm_properties(args.resource_type, args.props), "adminUserEnabled") is True:
+    if lookup(arm.arm_properties(args.resource_type, args.props), "adminUserEnabled") is True:
         yield f"container registry '{args.name}': the admin user is enabled"
 
 
@@ -62,9 +63,9 @@ def _prod_registry_zone_redundancy(args: ResourceValidationArgs) -> Iterator[str
     a Premium option; the SDK's default is Disabled)."""
     if not is_prod(args.props):
         return
-    if get(args.props, "sku", "name") != "Premium":
+    if lookup(args.props, "sku", "name") != "Premium":
         return
-    zones = get(arm.arm_properties(args.resource_type, args.props), "zoneRedundancy")
+    zones = lookup(arm.arm_properties(args.resource_type, args.props), "zoneRedundancy")
     if zones not in ("Enabled", UNKNOWN):
         yield (
             f"container registry '{args.name}' (prod): zoneRedundancy is "
@@ -96,14 +97,14 @@ def _tasks_reach_their_registry(args: StackValidationArgs, report_violation: Rep
             name = arm.arm_name(res.resource_type, res.props, "registryName")
             registries[name] = (res, arm.arm_properties(res.resource_type, res.props))
     for run in (r for r in args.resources if r.resource_type == TASK_RUN):
-        found = registries.get(get(run.props, "registryName"))
+        found = registries.get(lookup(run.props, "registryName"))
         if found is None:
             continue
         registry, props = found
-        restricted = get(props, "publicNetworkAccess") == "Disabled" or (
-            get(props, "networkRuleSet", "defaultAction") == "Deny"
+        restricted = lookup(props, "publicNetworkAccess") == "Disabled" or (
+            lookup(props, "networkRuleSet", "defaultAction") == "Deny"
         )
-        bypass = get(props, "networkRuleBypassAllowedForTasks")
+        bypass = lookup(props, "networkRuleBypassAllowedForTasks")
         if restricted and bypass is not True and bypass is not UNKNOWN:
             report_violation(
                 f"task run '{run.name}' builds into registry '{registry.name}', whose network "

@@ -13,19 +13,17 @@ from pulumi_policy import (
 )
 
 from azdl.review import deploy_order
-
-from .pack import (
-    BLOB_SERVICE,
-    CONTAINER,
+from infra.azure_facts import (
+    BLOB_CONTAINER,
+    BLOB_SERVICE_PROPERTIES,
+    ML_WORKSPACE,
     RESOURCE_GROUP,
-    STORAGE,
+    STORAGE_ACCOUNT,
     UNKNOWN,
-    WORKSPACE,
-    get,
-    is_prod,
-    resource_policy,
-    stack_policy,
+    lookup,
 )
+
+from .pack import is_prod, resource_policy, stack_policy
 
 GOOD_TLS = ("TLS1_2", "TLS1_3")
 DATA_ACCOUNT_KINDS = ("BlockBlobStorage", "FileStorage")  # premium accounts holding datasets
@@ -39,10 +37,10 @@ ZONE_REDUNDANT_SKUS = ("Standard_ZRS", "Standard_GZRS", "Standard_RAGZRS", "Prem
     enforcement=EnforcementLevel.MANDATORY,
     severity=Severity.HIGH,
     remediation="set minimum_tls_version='TLS1_2' on the storage account",
-    applies_to=(STORAGE,),
+    applies_to=(STORAGE_ACCOUNT,),
 )
 def _storage_tls(args: ResourceValidationArgs) -> Iterator[str]:
-    tls = get(args.props, "minimumTlsVersion")
+    tls = lookup(args.props, "minimumTlsVersion")
     if tls is UNKNOWN or tls in GOOD_TLS:
         return
     shown = "not set (Azure then accepts TLS 1.0)" if tls is None else f"{tls}"
@@ -57,18 +55,18 @@ def _storage_tls(args: ResourceValidationArgs) -> Iterator[str]:
     remediation=(
         "set allow_blob_public_access=False on the account and public_access='None' on containers"
     ),
-    applies_to=(STORAGE, CONTAINER),
+    applies_to=(STORAGE_ACCOUNT, BLOB_CONTAINER),
 )
 def _public_blob_access(args: ResourceValidationArgs) -> Iterator[str]:
-    if args.resource_type == STORAGE:
-        allowed = get(args.props, "allowBlobPublicAccess")
+    if args.resource_type == STORAGE_ACCOUNT:
+        allowed = lookup(args.props, "allowBlobPublicAccess")
         if allowed is not UNKNOWN and allowed is not False:
             yield (
                 f"storage account '{args.name}': allowBlobPublicAccess is {allowed}; "
                 "anonymous blob access must be off (false)"
             )
     else:
-        access = get(args.props, "publicAccess")
+        access = lookup(args.props, "publicAccess")
         if access not in (None, "None", UNKNOWN):
             yield f"blob container '{args.name}': publicAccess is {access}; it must be None"
 
@@ -86,7 +84,7 @@ def _public_blob_access(args: ResourceValidationArgs) -> Iterator[str]:
         "public_network_access='Disabled'; the workspace's storage: firewall default_action "
         "'Deny' with no ip_rules or virtual_network_rules, or storage.workspaceStorage: private)"
     ),
-    applies_to=(STORAGE,),
+    applies_to=(STORAGE_ACCOUNT,),
 )
 def _prod_public_network(args: ResourceValidationArgs) -> Iterator[str]:
     """Prod data accounts take no public network access. Other prod accounts (the workspace's
@@ -97,22 +95,22 @@ def _prod_public_network(args: ResourceValidationArgs) -> Iterator[str]:
     https://learn.microsoft.com/azure/machine-learning/how-to-secure-workspace-vnet)."""
     if not is_prod(args.props):
         return
-    access = get(args.props, "publicNetworkAccess")
+    access = lookup(args.props, "publicNetworkAccess")
     if access in ("Disabled", UNKNOWN):
         return
     shown = access or "not set (Enabled)"
-    if get(args.props, "kind") in DATA_ACCOUNT_KINDS:
+    if lookup(args.props, "kind") in DATA_ACCOUNT_KINDS:
         yield (
             f"storage account '{args.name}' (prod): publicNetworkAccess is {shown}; prod data "
             "accounts are reached only by private endpoints"
         )
         return
-    rules = get(args.props, "networkRuleSet", default={})
+    rules = lookup(args.props, "networkRuleSet", default={})
     if rules is UNKNOWN:
         return
-    default_action = get(rules, "defaultAction")
-    ip_rules = get(rules, "ipRules", default=[])
-    vnet_rules = get(rules, "virtualNetworkRules", default=[])
+    default_action = lookup(rules, "defaultAction")
+    ip_rules = lookup(rules, "ipRules", default=[])
+    vnet_rules = lookup(rules, "virtualNetworkRules", default=[])
     if UNKNOWN in (default_action, ip_rules, vnet_rules):
         return
     admits = []
@@ -138,14 +136,14 @@ def _prod_public_network(args: ResourceValidationArgs) -> Iterator[str]:
         "give the NFS account network_rule_set default_action='Deny' with VNet rules only, or "
         "disable public network access"
     ),
-    applies_to=(STORAGE,),
+    applies_to=(STORAGE_ACCOUNT,),
 )
 def _nfs_internet(args: ResourceValidationArgs) -> Iterator[str]:
-    if get(args.props, "kind") != "FileStorage":
+    if lookup(args.props, "kind") != "FileStorage":
         return
-    access = get(args.props, "publicNetworkAccess")
-    default_action = get(args.props, "networkRuleSet", "defaultAction")
-    ip_rules = get(args.props, "networkRuleSet", "ipRules", default=[])
+    access = lookup(args.props, "publicNetworkAccess")
+    default_action = lookup(args.props, "networkRuleSet", "defaultAction")
+    ip_rules = lookup(args.props, "networkRuleSet", "ipRules", default=[])
     if UNKNOWN in (access, default_action, ip_rules) or access == "Disabled":
         return
     if default_action != "Deny":
@@ -163,12 +161,12 @@ def _nfs_internet(args: ResourceValidationArgs) -> Iterator[str]:
     enforcement=EnforcementLevel.MANDATORY,
     severity=Severity.HIGH,
     remediation="set storage.dataProtection: protect in the prod stack",
-    applies_to=(STORAGE,),
+    applies_to=(STORAGE_ACCOUNT,),
 )
 def _prod_data_protected(args: ResourceValidationArgs) -> Iterator[str]:
     if not is_prod(args.props):
         return
-    if get(args.props, "kind") in DATA_ACCOUNT_KINDS and not args.opts.protect:
+    if lookup(args.props, "kind") in DATA_ACCOUNT_KINDS and not args.opts.protect:
         yield f"data account '{args.name}' (prod) is not protected: `pulumi destroy` can delete it"
 
 
@@ -178,16 +176,16 @@ def _prod_data_protected(args: ResourceValidationArgs) -> Iterator[str]:
     enforcement=EnforcementLevel.MANDATORY,
     severity=Severity.MEDIUM,
     remediation="set storage.outputsRedundancy: ZRS or GZRS (sku Standard_ZRS/Standard_GZRS)",
-    applies_to=(STORAGE,),
+    applies_to=(STORAGE_ACCOUNT,),
 )
 def _prod_outputs_zone_redundant(args: ResourceValidationArgs) -> Iterator[str]:
     """Prod general-purpose accounts (the outputs account: checkpoints, logs) keep copies in
     three zones (storage-redundancy: ZRS, GZRS, RA-GZRS)."""
     if not is_prod(args.props):
         return
-    if get(args.props, "kind") != "StorageV2":
+    if lookup(args.props, "kind") != "StorageV2":
         return
-    sku = get(args.props, "sku", "name")
+    sku = lookup(args.props, "sku", "name")
     if sku is UNKNOWN or sku in ZONE_REDUNDANT_SKUS:
         return
     yield (
@@ -213,26 +211,26 @@ def _prod_outputs_recoverable(args: StackValidationArgs, report_violation: Repor
     delete) and either versions or deleted containers (versioning or container soft delete):
     soft-delete-blob-overview, versioning-overview, soft-delete-container-overview."""
     graph = deploy_order.graph_from_policy_resources(args.resources)
-    for node in graph.of_type(STORAGE):
-        if not is_prod(node.props) or get(node.props, "kind") != "StorageV2":
+    for node in graph.of_type(STORAGE_ACCOUNT):
+        if not is_prod(node.props) or lookup(node.props, "kind") != "StorageV2":
             continue
-        services = graph.dependents(node, BLOB_SERVICE)
+        services = graph.dependents(node, BLOB_SERVICE_PROPERTIES)
         props = [s.props for s in services]
         if any(
             UNKNOWN
             in (
-                get(p, "deleteRetentionPolicy", "enabled"),
-                get(p, "isVersioningEnabled"),
-                get(p, "containerDeleteRetentionPolicy", "enabled"),
+                lookup(p, "deleteRetentionPolicy", "enabled"),
+                lookup(p, "isVersioningEnabled"),
+                lookup(p, "containerDeleteRetentionPolicy", "enabled"),
             )
             for p in props
         ):
             continue  # fmt: skip
         recoverable = any(
-            get(p, "deleteRetentionPolicy", "enabled") is True
+            lookup(p, "deleteRetentionPolicy", "enabled") is True
             and (
-                get(p, "isVersioningEnabled") is True
-                or get(p, "containerDeleteRetentionPolicy", "enabled") is True
+                lookup(p, "isVersioningEnabled") is True
+                or lookup(p, "containerDeleteRetentionPolicy", "enabled") is True
             )
             for p in props
         )
@@ -263,12 +261,12 @@ def _kept_data_outlives_its_group(args: StackValidationArgs, report_violation: R
     retainOnDelete says about a child (pulumi/pulumi-azure-native#2522). So storage accounts
     never share a group with the workspace (which `pulumi destroy` deletes with its group),
     and a protected account's group, where the stack declares it, is protected as well."""
-    groups = {get(r.props, "resourceGroupName"): r for r in args.resources
+    groups = {lookup(r.props, "resourceGroupName"): r for r in args.resources
               if r.resource_type == RESOURCE_GROUP}  # fmt: skip
-    platform = {get(r.props, "resourceGroupName") for r in args.resources
-                if r.resource_type == WORKSPACE}  # fmt: skip
-    for account in (r for r in args.resources if r.resource_type == STORAGE):
-        group_name = get(account.props, "resourceGroupName")
+    platform = {lookup(r.props, "resourceGroupName") for r in args.resources
+                if r.resource_type == ML_WORKSPACE}  # fmt: skip
+    for account in (r for r in args.resources if r.resource_type == STORAGE_ACCOUNT):
+        group_name = lookup(account.props, "resourceGroupName")
         if not isinstance(group_name, str):
             continue
         if group_name in platform:

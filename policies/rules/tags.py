@@ -6,9 +6,9 @@ from importlib import import_module
 
 from pulumi_policy import EnforcementLevel, ResourceValidationArgs, Severity
 
-from .pack import UNKNOWN, get, resource_policy
+from infra.azure_facts import REQUIRED_TAGS, UNKNOWN, lookup
 
-REQUIRED_TAGS = ("environment", "project", "owner", "costCenter")
+from .pack import resource_policy
 
 
 @cache
@@ -36,10 +36,12 @@ def is_taggable(resource_type: str) -> bool:
     applies_to=lambda resource_type, _props: is_taggable(resource_type),
 )
 def _required_tags(args: ResourceValidationArgs) -> Iterator[str]:
-    tags = get(args.props, "tags", default={})
+    tags = lookup(args.props, "tags", default={})
     if tags is UNKNOWN:
         return
-    missing = [t for t in REQUIRED_TAGS if not isinstance(get(tags, t), str) or not get(tags, t)]
+    missing = [
+        t for t in REQUIRED_TAGS if not isinstance(lookup(tags, t), str) or not lookup(tags, t)
+    ]
     if missing:
         kind = args.resource_type.split(":")[-1]
         yield f"{kind} '{args.name}' lacks the tags {', '.join(missing)}"

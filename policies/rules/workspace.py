@@ -12,21 +12,16 @@ from pulumi_policy import (
 )
 
 from azdl.review import deploy_order
+from infra.azure_facts import KEY_VAULT, ML_DATASTORE, ML_WORKSPACE, UNKNOWN, lookup
 
-from .pack import (
-    DATASTORE,
-    RANDOM_ID,
-    UNKNOWN,
-    VAULT,
-    WORKSPACE,
-    get,
-    resource_policy,
-    stack_policy,
-)
+from .pack import resource_policy, stack_policy
+
+# pulumi-random's RandomId, which draws the per-deployment id (infra/program.py).
+RANDOM_ID = "random:index/randomId:RandomId"
 
 # Resources Azure soft-deletes, keeping their names (workspace 14 days: concept-soft-delete,
 # ms.date 2025-10-31; Key Vault 7-90 days: key-vault/general/soft-delete-overview).
-SOFT_DELETED = {WORKSPACE: "workspace", VAULT: "Key Vault"}
+SOFT_DELETED = {ML_WORKSPACE: "workspace", KEY_VAULT: "Key Vault"}
 
 
 @resource_policy(
@@ -37,14 +32,14 @@ SOFT_DELETED = {WORKSPACE: "workspace", VAULT: "Key Vault"}
     enforcement=EnforcementLevel.MANDATORY,
     severity=Severity.MEDIUM,
     remediation="set skip_validation=True on the Datastore",
-    applies_to=(DATASTORE,),
+    applies_to=(ML_DATASTORE,),
 )
 def _datastore_skips_validation(args: ResourceValidationArgs) -> Iterator[str]:
     """Azure ML validates a datastore at creation by reaching its storage with the caller's
     credentials (the ARM spec's `skipValidation`: "Flag to skip validation", on the datastore
     PUT, machinelearningservices 2025-12-01); with identity-based access that asks the
     deploying identity for a data-plane role it need not have."""
-    skip = get(args.props, "skipValidation")
+    skip = lookup(args.props, "skipValidation")
     if skip is not True and skip is not UNKNOWN:
         yield (
             f"datastore '{args.name}': skipValidation is {'not set' if skip is None else skip}, "
