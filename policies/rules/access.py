@@ -54,8 +54,9 @@ def _role_breadth(args: ResourceValidationArgs) -> Iterator[str]:
     enforcement=EnforcementLevel.MANDATORY,
     severity=Severity.HIGH,
     remediation=(
-        "take the role from infra/roles.py (which the condition in docs/deploy.md is generated "
-        "from) and set principalType to ServicePrincipal, User or Group"
+        "take the role from ASSIGNABLE_ROLES in infra/deployer.py (which the condition in "
+        "docs/deploy.md is generated from) and set principalType to ServicePrincipal, User or "
+        "Group"
     ),
     applies_to=(ROLE_ASSIGNMENT,),
 )
