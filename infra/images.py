@@ -55,12 +55,12 @@ from typing import Any
 import pulumi
 from pulumi_azure_native import authorization, containerregistry, machinelearningservices
 
+from infra.azure_facts import BUILT_IN_ROLES
 from infra.build_context import SourceUpload, content_hash
 from infra.cluster import role_assignment_name
 from infra.config import IMAGE_FRAMEWORKS as FRAMEWORKS
 from infra.config import StackConfig
 from infra.registry import Registry
-from infra.roles import BUILT_IN_ROLES
 
 # A CUDA image with Horovod compiled from source can take longer than ACR Tasks' default run
 # timeout of 3600 s (the task's `timeout`: default 3600, 300 to 28800, ARM spec 2019-06-01-preview).
