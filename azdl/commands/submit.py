@@ -320,11 +320,13 @@ def send(outputs, job, *, dry_run: bool, wait: bool, as_json: bool = False) -> i
         print(export.job_yaml(job, Path.cwd()), end="")
         return 0
 
-    from azdl.propagation import while_propagating
+    from azdl.propagation import code_upload_refusals, while_propagating
 
     client = ml_client_checked(outputs, job.resources.instance_count or 1)
     created = while_propagating(
-        lambda: client.jobs.create_or_update(job), f"submitting {job.name or 'the job'}"
+        lambda: client.jobs.create_or_update(job),
+        f"submitting {job.name or 'the job'}",
+        wrapped=code_upload_refusals(),
     )
     if not as_json:
         print(f"submitted {created.name}: {created.studio_url}")

@@ -7,6 +7,7 @@ import pytest
 
 from azdl.jobs.stack_outputs import parse_outputs
 from infra.catalogue import VM_SIZES
+from tests.jobs.blob_endpoint import upload  # noqa: F401 (a fixture: azure-ai-ml's code upload)
 
 ENV_PREFIX = (
     "/subscriptions/sub-1/resourceGroups/azdlprod-rg/providers/Microsoft.MachineLearningServices"
