@@ -714,6 +714,35 @@ class ImagesSettings(_Section):
     )
 
 
+class ResourceGroupsSettings(_Section):
+    """Existing resource groups to deploy into instead of the two the stack creates: the
+    deploying identity then needs its roles on these two groups only, none on the subscription
+    (docs/deploy.md, Bring your own resource groups)."""
+
+    platform: azure_name("resource group") = setting(
+        "The existing group for everything but the data: network, workspace, registry, "
+        "compute, identities.",
+        allowed="an existing resource group's name (1-90 letters, digits, _ - . ( ), not "
+        "ending in .)",
+        example="team-ml-rg",
+    )  # fmt: skip
+    data: azure_name("resource group") = setting(
+        "The existing group for the data and outputs accounts (and the NFS share's account); "
+        "another group than `platform`.",
+        allowed="an existing resource group's name, other than platform",
+        example="team-ml-data-rg",
+    )  # fmt: skip
+
+    @model_validator(mode="after")
+    def _two_groups(self) -> "ResourceGroupsSettings":
+        if self.data.lower() == self.platform.lower():
+            # Deleting a group deletes everything in it (pulumi/pulumi-azure-native#2522): the
+            # data lives apart from what `pulumi destroy` removes.
+            raise Invalid(self.data, "another group than platform: the data and outputs live "
+                          "apart from what `pulumi destroy` removes", "data")  # fmt: skip
+        return self
+
+
 class Operator(_Section):
     """A person or group that runs `azdl data stage`, `azdl submit` and `azdl bench`."""
 
@@ -904,6 +933,10 @@ class StackConfig(_Section):
         [],
     )  # fmt: skip
     access: AccessSettings = setting(AccessSettings.__doc__, {})
+    resource_groups: ResourceGroupsSettings | None = setting(
+        ResourceGroupsSettings.__doc__,
+        default_words="unset: the stack creates <prefix>-rg and <prefix>-data-rg",
+    )
 
     _project: str = PrivateAttr(PROJECT)
     _stack: str = PrivateAttr("")
@@ -1008,8 +1041,11 @@ class StackConfig(_Section):
         return self
 
     def _derive_names(self) -> Names:
+        groups = self.resource_groups
+        existing = (groups.platform, groups.data) if groups else None
         return derive_names(self._project, self._stack, self.name_prefix, self.cluster.name,
-                            self._subscription_id, self.name_suffix)  # fmt: skip
+                            self._subscription_id, self.name_suffix,
+                            resource_groups=existing)  # fmt: skip
 
     # -- what the program reads besides the settings --
     project = property(lambda self: self._project)

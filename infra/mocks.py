@@ -106,6 +106,14 @@ ARM = {
         "containerName",
         "Microsoft.Storage/storageAccounts/{accountName}/blobServices/default/containers/{name}",
     ),
+    "storage:BlobServiceProperties": (
+        "blobServicesName",
+        "Microsoft.Storage/storageAccounts/{accountName}/blobServices/{name}",
+    ),
+    "storage:ManagementPolicy": (
+        "managementPolicyName",
+        "Microsoft.Storage/storageAccounts/{accountName}/managementPolicies/{name}",
+    ),
     "storage:FileShare": (
         "shareName",
         "Microsoft.Storage/storageAccounts/{accountName}/fileServices/default/shares/{name}",
@@ -156,6 +164,8 @@ ARM = {
         "Microsoft.MachineLearningServices/workspaces/{workspaceName}/datastores/{name}",
     ),
     "authorization:RoleAssignment": ("roleAssignmentName", None),
+    # An extension resource: its id is below the resource it configures.
+    "monitor:DiagnosticSetting": ("name", None),
 }
 DYNAMIC = "pulumi-python:dynamic:Resource"  # a Python dynamic provider's resource
 RANDOM_ID = "random:index/randomId:RandomId"
@@ -517,6 +527,9 @@ def arm_id(
 ) -> str:
     if short_type == "authorization:RoleAssignment":
         return f"{state['scope']}/providers/Microsoft.Authorization/roleAssignments/{state['name']}"
+    if short_type == "monitor:DiagnosticSetting":
+        target, name = state["resourceUri"], state["name"]
+        return f"{target}/providers/Microsoft.Insights/diagnosticSettings/{name}"
     group = f"/subscriptions/{subscription_id}/resourceGroups/"
     if path is None:  # the resource group itself
         return group + state["name"]
