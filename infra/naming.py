@@ -116,7 +116,7 @@ SOFT_DELETED = ("workspace", "key_vault")
 
 
 # The CPU compute private stacks create for the workspace's image builds (a fixed name, so
-# the GPU cluster may not take it: infra/config.py refuses it for cluster.name).
+# the GPU cluster may not take it: infra/config/ refuses it for cluster.name).
 IMAGE_BUILD_COMPUTE = "image-build"
 
 
