@@ -39,17 +39,10 @@ from dataclasses import dataclass
 import pulumi
 from pulumi_azure_native import authorization, compute, network
 
-from infra.cluster import role_assignment_name
 from infra.config import Operator, StackConfig
-from infra.deployer import ASSIGNABLE_ROLES
 from infra.network import standard_public_ip
+from infra.role_assignments import assign_role
 
-# Operators' roles (of those the deployer may assign: infra/deployer.py).
-OPERATOR_ROLES = {
-    name: ASSIGNABLE_ROLES[name]
-    for name in ("Storage Blob Data Contributor", "AzureML Data Scientist",
-                 "Virtual Machine User Login", "Reader")
-}  # fmt: skip
 # What each operator gets without a jump host: (purpose, role, the resource it is granted on).
 OPERATOR_GRANTS = (
     ("data-stage", "Storage Blob Data Contributor", "the training-data container"),
@@ -131,40 +124,6 @@ JUMP_HOST_IMAGE = compute.ImageReferenceArgs(
 )
 
 
-def grant(
-    parent: pulumi.Resource,
-    logical: str,
-    role: str,
-    principal_id: pulumi.Input[str],
-    principal_type: str,
-    scope: pulumi.Input[str],
-    subscription_id: pulumi.Input[str],
-    description: str,
-) -> authorization.RoleAssignment:
-    """A role assignment with a deterministic GUID name (see cluster.role_assignment_name)."""
-    definition = pulumi.Output.concat(
-        "/subscriptions/",
-        subscription_id,
-        "/providers/Microsoft.Authorization/roleDefinitions/",
-        OPERATOR_ROLES[role],
-    )
-    name = pulumi.Output.all(scope, principal_id, definition).apply(
-        lambda a: role_assignment_name(*a)
-    )
-    return authorization.RoleAssignment(
-        logical,
-        authorization.RoleAssignmentArgs(
-            role_assignment_name=name,
-            principal_id=principal_id,
-            principal_type=principal_type,
-            role_definition_id=definition,
-            scope=scope,
-            description=description,
-        ),
-        pulumi.ResourceOptions(parent=parent, delete_before_replace=True),
-    )
-
-
 def _label(operator: Operator) -> str:
     return operator.name or operator.object_id
 
@@ -196,7 +155,7 @@ class OperatorAccess(pulumi.ComponentResource):
         for operator in cfg.operators:
             for purpose, role, _scope in OPERATOR_GRANTS:
                 self.role_assignments.append(
-                    grant(
+                    assign_role(
                         self,
                         f"operator-{operator.object_id}-{purpose}",
                         role,
@@ -346,7 +305,7 @@ class JumpHost(pulumi.ComponentResource):
             for purpose, role, _where in JUMP_HOST_GRANTS:
                 scope = scopes[purpose]
                 self.role_assignments.append(
-                    grant(
+                    assign_role(
                         self,
                         f"operator-{operator.object_id}-jump-host-{purpose}",
                         role,

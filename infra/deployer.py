@@ -7,12 +7,13 @@ and principal types" example (https://learn.microsoft.com/azure/role-based-acces
 delegate-role-assignments-examples, ms.date 2024-04-15): one clause for roleAssignments/write
 (request attributes), one for roleAssignments/delete (resource attributes).
 
-ASSIGNABLE_ROLES is every role a stack can assign: the table the cluster's and image-build
-identities' roles (infra/cluster.py) and the operators' and jump host's (infra/access.py) are
-taken from. tests/infra/test_deployer_roles.py derives the same set from
-rendered plans (both shipped stacks and the settings that add roles) and checks docs/deploy.md's
-condition against it; the policy pack's `role-assignments-deployer-can-make` fails a plan that
-assigns any other role. Pure data and string work: the policy pack imports it.
+ASSIGNABLE_ROLES is every role a stack can assign: infra/role_assignments.py, which assigns the
+cluster's and image-build identities' roles (infra/cluster.py) and the operators' and jump
+host's (infra/access.py), takes each role from it. tests/infra/test_deployer_roles.py derives
+the same set from rendered plans (both shipped stacks and the settings that add roles) and
+checks docs/deploy.md's condition against it; the policy pack's
+`role-assignments-deployer-can-make` fails a plan that assigns any other role. Pure data and
+string work: the policy pack imports it.
 """
 
 from infra.azure_facts import BUILT_IN_ROLES
