@@ -1,38 +1,7 @@
-"""Access: the roles `azdl:operators` get, and the optional way into a private stack.
-
-Operators are Microsoft Entra users or groups. Each gets exactly what the operator commands
-need, on the one resource that needs it (role ids: Azure's built-in roles,
-https://learn.microsoft.com/azure/role-based-access-control/built-in-roles). OPERATOR_GRANTS
-says which role on which resource; COMMAND_ACCESS says which README command needs which of
-them and where Azure documents it (docs/access.md renders both; tests check the plans and the
-page against them). In short:
-
-- `azdl data stage` writes shards into the training-data container: Storage Blob Data
-  Contributor on that container;
-- `azdl submit` and `azdl bench` submit jobs and poll them in the workspace: AzureML Data
-  Scientist on the workspace (every workspace action except creating compute and changing the
-  workspace: learn.microsoft.com/azure/machine-learning/how-to-assign-roles);
-- the workspace's default storage is the outputs account, reached through identity-based
-  datastores (`systemDatastoresAuthMode: Identity`), so the user's own identity writes there:
-  `azdl submit --script` uploads the code folder, `--wait` and `azdl bench` download job logs,
-  and checkpoints are read from the outputs container. Storage Blob Data Contributor on that
-  account (how-to-disable-local-auth-storage: users of the default datastores need it; without
-  it the upload fails with AuthorizationPermissionMismatch, MicrosoftDocs/azure-docs#111210).
-  The same page also lists Storage File Data Privileged Contributor, for the workspace's file
-  share; no azdl command uses the file share (code and logs go to blob storage), so operators
-  do not get it (add it by hand for studio notebooks).
-
-`access.jumpHost` adds Azure Bastion and a small Linux VM in the stack's VNet, for a team with
-no VPN or peered network yet, as Microsoft's secure Azure ML quickstart does
-(Azure/azure-quickstart-templates, quickstarts/microsoft.machinelearningservices/
-machine-learning-end-to-end-secure, modules/bastion.bicep and dsvmjumpbox.bicep), but with no
-password: operators sign in with their Entra identity through the AADSSHLoginForLinux extension
-(learn.microsoft.com/entra/identity/devices/howto-vm-sign-in-azure-ad-linux), which needs the
-VM's system-assigned identity and gives them Virtual Machine User Login on the VM; Bastion needs
-Reader on the bastion, the VM and its NIC (learn.microsoft.com/azure/bastion/
-bastion-connect-vm-ssh-linux, prerequisites). The VM's own identity gets no role. The SSH public
-key in the stack is only the admin's break-glass login (Azure requires one way to sign in).
-"""
+"""Access: the roles `azdl:operators` get (OPERATOR_GRANTS; which command needs which:
+COMMAND_ACCESS, rendered in docs/access.md) and the optional jump host into a private stack,
+Azure Bastion plus a VM that operators sign in to with Entra ID. Why each role, with sources:
+docs/architecture.md, "Operators and the jump host"."""
 
 from dataclasses import dataclass
 
@@ -138,7 +107,7 @@ class OperatorAccessArgs:
 
 
 class OperatorAccess(pulumi.ComponentResource):
-    """The roles of `azdl:operators` (see the module docstring)."""
+    """The roles of `azdl:operators` (OPERATOR_GRANTS, on the resources each needs)."""
 
     def __init__(
         self, name: str, args: OperatorAccessArgs, opts: pulumi.ResourceOptions | None = None
@@ -279,6 +248,8 @@ class JumpHost(pulumi.ComponentResource):
             ),
             child,
         )
+        # Entra ID SSH login: needs the VM's system-assigned identity
+        # (learn.microsoft.com/entra/identity/devices/howto-vm-sign-in-azure-ad-linux).
         compute.VirtualMachineExtension(
             "jump-host-entra-login",
             compute.VirtualMachineExtensionArgs(

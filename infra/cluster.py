@@ -1,18 +1,6 @@
-"""Cluster: the AmlCompute GPU cluster, its managed identity and that identity's roles.
-
-The identity is user-assigned so its roles exist before the first node boots: AcrPull on the
-registry, Storage Blob Data Reader on the training-data container, Storage Blob Data
-Contributor on the outputs account (the workspace's storage too, where job logs land). Role
-assignments get GUID names derived from scope, principal and role (infra/role_assignments.py).
-Nodes get no SSH and, unless the stack allows it, no public IP.
-
-Private stacks also get the small CPU image-build compute that the workspace names (a workspace
-whose registry is private builds environment images on it and pushes them with the compute's
-identity: how-to-secure-workspace-vnet, how-to-identity-based-service-authentication). It has
-its own identity holding only AcrPush on the stack's registry (push and pull), none of the
-cluster's data roles. Computes without node public IPs are created after `after` (the
-workspace's private endpoint, DNS zone group and VNet links: azdl/review/deploy_order.py).
-"""
+"""Cluster: the AmlCompute GPU cluster, its user-assigned identity and that identity's roles, and
+in private stacks the image-build compute with an identity of its own that can only push to the
+registry (docs/architecture.md, "Workspace and cluster")."""
 
 from collections.abc import Sequence
 from dataclasses import dataclass

@@ -1,15 +1,7 @@
-"""What the settings' one declaration (infra/config/'s models) gives editors, Pulumi and docs.
-
-- `stack_file_schema()`: the JSON Schema of a Pulumi stack file (`stacks/azdl.schema.json`;
-  the shipped stacks name it in a `# yaml-language-server: $schema=...` line, so editors
-  complete keys and flag bad values);
-- `pulumi_project_config()`: the typed `config:` declarations of `Pulumi.yaml` (shown by
-  `pulumi config`);
-- `reference_rows()`: one row per key for docs/configuration.md (scripts/docs_hooks.py).
-
-`python -m infra.config_schema` rewrites the schema file and Pulumi.yaml's `config:` section;
-tests/infra/test_config_schema.py fails while either differs from what the models give.
-"""
+"""What the settings' one declaration (infra/config/) gives editors, Pulumi and docs: the stack
+files' JSON Schema (`stack_file_schema`), Pulumi.yaml's typed `config:` (`pulumi_project_config`)
+and docs/configuration.md's rows (`reference_rows`). `python -m infra.config_schema` rewrites
+the first two; tests/infra/test_config_schema.py fails while either differs."""
 
 import json
 import sys
