@@ -6,7 +6,8 @@ import pytest
 
 from azdl.cli import main
 from azdl.review import manifest
-from azdl.review.diff import arm_id_inputs, diff, flatten, forces_replacement, render_text
+from azdl.review.diff import diff, flatten, render_text
+from azdl.review.replacement import arm_id_inputs, forces_replacement
 from tests.review.builders import compute, plan, resource, storage
 
 
