@@ -15,7 +15,7 @@ from collections import Counter
 from functools import cache
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from mkdocs.exceptions import PluginError  # noqa: E402
@@ -121,7 +121,7 @@ def stack_outputs() -> str:
     missing = [k for k in keys if k not in OUTPUT_DOCS]
     stale = [k for k in OUTPUT_DOCS if k not in keys]
     if missing or stale:
-        raise PluginError(f"scripts/docs_hooks.py OUTPUT_DOCS: describe {missing}, drop {stale}")
+        raise PluginError(f"docs/hooks/docs_hooks.py OUTPUT_DOCS: describe {missing}, drop {stale}")
     lines = ["| output | what it holds | dev (offline render) | prod (offline render) |",
              "| --- | --- | --- | --- |"]  # fmt: skip
     for key in keys:
