@@ -16,26 +16,13 @@ from azdl.errors import AzdlError
 from azdl.review import arm
 from azdl.review import manifest as mf
 from azdl.review.prices import Prices, load_prices
+from infra import azure_facts
 from infra.catalogue import VM_SIZES
 from training.throughput import parse_throughput_lines
 
-COMPUTE = "azure-native:machinelearningservices:Compute"
 IMAGENET_TRAIN_IMAGES = 1_281_167
-
-NAT_GATEWAY = "azure-native:network:NatGateway"
-PUBLIC_IP = "azure-native:network:PublicIPAddress"
-PRIVATE_ENDPOINT = "azure-native:network:PrivateEndpoint"
-PRIVATE_ZONE = "azure-native:privatedns:PrivateZone"
-BASTION = "azure-native:network:BastionHost"
-VIRTUAL_MACHINE = "azure-native:compute:VirtualMachine"
-STORAGE_ACCOUNT = "azure-native:storage:StorageAccount"
-LOG_ANALYTICS = "azure-native:operationalinsights:Workspace"
-TASK_RUN = "azure-native:containerregistry:TaskRun"  # ACR Tasks bill build time (usage)
-KEY_VAULT = "azure-native:keyvault:Vault"
-FILE_SHARE = "azure-native:storage:FileShare"
-REGISTRY = "azure-native:containerregistry:Registry"
 # A FileStorage account as the estimate takes it: billed through its provisioned file share.
-FILE_STORAGE_ACCOUNT = f"{STORAGE_ACCOUNT} (FileStorage)"
+FILE_STORAGE_ACCOUNT = f"{azure_facts.STORAGE_ACCOUNT} (FileStorage)"
 DISK_TIERS = {"Standard_LRS": "S", "StandardSSD_LRS": "E", "Premium_LRS": "P"}
 
 
@@ -363,53 +350,51 @@ def _free(why: str) -> Pricing:
 # Every resource type a plan may declare, as `_pricing_kind` names it. The `together` lines
 # follow every resource's own, in this order. Sources: the Azure pricing pages in prices.yaml.
 PRICING: dict[str, Pricing] = {
-    COMPUTE: Pricing("priced", each=_cluster),
-    FILE_SHARE: Pricing("priced", each=_file_share),
-    REGISTRY: Pricing("priced", each=_registry),
-    NAT_GATEWAY: Pricing("priced", each=_nat_gateway),
-    PUBLIC_IP: Pricing("priced", each=_public_ip),
-    BASTION: Pricing("priced", each=_bastion),
-    VIRTUAL_MACHINE: Pricing("priced", each=_virtual_machine),
-    PRIVATE_ENDPOINT: Pricing("priced", together=_private_endpoints),
-    PRIVATE_ZONE: Pricing("priced", together=_private_zones),
-    LOG_ANALYTICS: Pricing("usage", each=_log_analytics),
-    KEY_VAULT: Pricing("usage", each=_key_vault),
-    STORAGE_ACCOUNT: Pricing("usage", each=_storage_account),
-    TASK_RUN: Pricing("usage", each=_task_run),
+    azure_facts.ML_COMPUTE: Pricing("priced", each=_cluster),
+    azure_facts.FILE_SHARE: Pricing("priced", each=_file_share),
+    azure_facts.REGISTRY: Pricing("priced", each=_registry),
+    azure_facts.NAT_GATEWAY: Pricing("priced", each=_nat_gateway),
+    azure_facts.PUBLIC_IP_ADDRESS: Pricing("priced", each=_public_ip),
+    azure_facts.BASTION_HOST: Pricing("priced", each=_bastion),
+    azure_facts.VIRTUAL_MACHINE: Pricing("priced", each=_virtual_machine),
+    azure_facts.PRIVATE_ENDPOINT: Pricing("priced", together=_private_endpoints),
+    azure_facts.PRIVATE_DNS_ZONE: Pricing("priced", together=_private_zones),
+    azure_facts.LOG_ANALYTICS_WORKSPACE: Pricing("usage", each=_log_analytics),
+    azure_facts.KEY_VAULT: Pricing("usage", each=_key_vault),
+    azure_facts.STORAGE_ACCOUNT: Pricing("usage", each=_storage_account),
+    azure_facts.TASK_RUN: Pricing("usage", each=_task_run),
     FILE_STORAGE_ACCOUNT: _free("billed through its provisioned file share"),
-    "azure-native:resources:ResourceGroup": _free("resource groups are free"),
-    "azure-native:network:VirtualNetwork": _free(
-        "virtual networks are free (peering would be billed)"
-    ),
-    "azure-native:network:Subnet": _free("part of the free virtual network"),
-    "azure-native:network:NetworkSecurityGroup": _free("network security groups are free"),
-    "azure-native:network:NetworkInterface": _free("network interfaces are free"),
-    "azure-native:network:PrivateDnsZoneGroup": _free("DNS settings of a private endpoint"),
-    "azure-native:privatedns:VirtualNetworkLink": _free(
+    azure_facts.RESOURCE_GROUP: _free("resource groups are free"),
+    azure_facts.VIRTUAL_NETWORK: _free("virtual networks are free (peering would be billed)"),
+    azure_facts.SUBNET: _free("part of the free virtual network"),
+    azure_facts.NETWORK_SECURITY_GROUP: _free("network security groups are free"),
+    azure_facts.NETWORK_INTERFACE: _free("network interfaces are free"),
+    azure_facts.PRIVATE_DNS_ZONE_GROUP: _free("DNS settings of a private endpoint"),
+    azure_facts.VIRTUAL_NETWORK_LINK: _free(
         "no charge of its own; DNS queries are billed per million (usage)"
     ),
-    "azure-native:authorization:RoleAssignment": _free("role assignments are free"),
-    "azure-native:managedidentity:UserAssignedIdentity": _free("managed identities are free"),
-    "azure-native:machinelearningservices:Workspace": _free(
+    azure_facts.ROLE_ASSIGNMENT: _free("role assignments are free"),
+    azure_facts.USER_ASSIGNED_IDENTITY: _free("managed identities are free"),
+    azure_facts.ML_WORKSPACE: _free(
         "Azure ML charges no fee for the workspace, only for compute and the services it uses "
         "(priced separately)"
     ),
-    "azure-native:machinelearningservices:Datastore": _free("a workspace setting"),
-    "azure-native:machinelearningservices:EnvironmentContainer": _free("a workspace setting"),
-    "azure-native:machinelearningservices:EnvironmentVersion": _free("a workspace setting"),
-    "azure-native:storage:BlobContainer": _free("billed through its storage account"),
-    "azure-native:applicationinsights:Component": _free(
+    azure_facts.ML_DATASTORE: _free("a workspace setting"),
+    azure_facts.ML_ENVIRONMENT_CONTAINER: _free("a workspace setting"),
+    azure_facts.ML_ENVIRONMENT_VERSION: _free("a workspace setting"),
+    azure_facts.BLOB_CONTAINER: _free("billed through its storage account"),
+    azure_facts.APPLICATION_INSIGHTS: _free(
         "workspace-based: its data is billed as Log Analytics ingestion"
     ),
-    "azure-native:compute:VirtualMachineExtension": _free("the Entra ID login extension is free"),
-    "azure-native:monitor:DiagnosticSetting": _free(
+    azure_facts.VIRTUAL_MACHINE_EXTENSION: _free("the Entra ID login extension is free"),
+    azure_facts.DIAGNOSTIC_SETTING: _free(
         "no charge of its own; the logs it sends are billed as Log Analytics ingestion (usage)"
     ),
-    "azure-native:storage:BlobServiceProperties": _free(
+    azure_facts.BLOB_SERVICE_PROPERTIES: _free(
         "settings of its storage account; soft-deleted blobs and versions are billed as the "
         "account's storage"
     ),
-    "azure-native:storage:ManagementPolicy": _free(
+    azure_facts.MANAGEMENT_POLICY: _free(
         "lifecycle rules are free (their actions are billed as the account's operations)"
     ),
     "pulumi-python:dynamic:Resource": _free(
@@ -424,8 +409,8 @@ def _pricing_kind(res: dict[str, Any]) -> str:
     (infra/registry.py); FILE_STORAGE_ACCOUNT for a FileStorage account."""
     kind, inputs = res["type"], res["inputs"]
     if arm.is_registry(kind, inputs):
-        return REGISTRY
-    if kind == STORAGE_ACCOUNT and inputs.get("kind") == "FileStorage":
+        return azure_facts.REGISTRY
+    if kind == azure_facts.STORAGE_ACCOUNT and inputs.get("kind") == "FileStorage":
         return FILE_STORAGE_ACCOUNT
     return kind
 
@@ -487,7 +472,7 @@ def add_epoch_cost(
         raise AzdlError(f"images/sec must be positive, got {images_per_sec}")
     prices = prices or load_prices(region=region_of(doc))
     name = doc["outputs"].get("clusterName")
-    clusters = [r for r in doc["resources"] if r["type"] == COMPUTE]
+    clusters = [r for r in doc["resources"] if r["type"] == azure_facts.ML_COMPUTE]
     cluster = next((r for r in clusters if r["inputs"].get("computeName") == name), None)
     if cluster is None:
         raise AzdlError(f"stack {doc['stack']} declares no training cluster to price an epoch on")

@@ -21,6 +21,7 @@ from azdl.review.widening import (
     scope_level,
     security_widening,
 )
+from infra.azure_facts import ROLE_ASSIGNMENT, SECURITY_RULE
 
 EXIT_CODES = {
     0: "no changes",
@@ -29,8 +30,6 @@ EXIT_CODES = {
     3: "needs a reviewer's attention: a replacement, a removal, removed deletion protection, "
     "a security-widening change or a raised GPU budget",
 }
-ROLE_ASSIGNMENT = "azure-native:authorization:RoleAssignment"
-SECURITY_RULE = "azure-native:network:SecurityRule"
 BUDGET_KEY = "maxGpuSpendPerHourUsd"
 
 

@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from azdl.errors import AzdlError
+from infra.azure_facts import UNKNOWN_KEY
 
 FORMAT = "azdl.plan/v1"
 SECRET = "[secret]"
-UNKNOWN_KEY = "$unknown"
 STACK_TYPE = "pulumi:pulumi:Stack"
 _REQUIRED = ("format", "project", "stack", "config", "resources", "outputs")
 

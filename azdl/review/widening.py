@@ -6,21 +6,22 @@ import json
 from typing import Any
 
 from azdl.review import manifest as mf
+from infra.azure_facts import ROLE_NAMES
 
 TLS_ORDER = {"TLS1_0": 0, "TLS1_1": 1, "TLS1_2": 2, "TLS1_3": 3}
-# Built-in roles (fixed GUIDs in every tenant) and how much they allow: 4 can hand out access,
-# 3 can change resources, 2 writes data or images, 1 reads. A role not listed cannot be ranked,
-# so any change to or from it counts as widening.
-ROLES = {
-    "8e3af657-a8ff-404c-9d86-bca7d93b5e97": ("Owner", 4),
-    "18d7d88d-d35e-4fb5-a5c3-7773c6a72089": ("User Access Administrator", 4),
-    "f58310d9-a9f6-439a-9e8d-f62e7b41a168": ("Role Based Access Control Administrator", 4),
-    "b24988ac-6180-42a0-ab88-20f7382dd24c": ("Contributor", 3),
-    "ba92f5b4-2d11-453d-a403-e96b0029c9fe": ("Storage Blob Data Contributor", 2),
-    "8311e382-0749-4cb8-b61a-304f252e45ec": ("AcrPush", 2),
-    "acdd72a7-3385-48ef-bd42-f606fba81ae7": ("Reader", 1),
-    "2a2b9908-6ea1-4ae2-8e65-a410df84e7d1": ("Storage Blob Data Reader", 1),
-    "7f951dda-4ed3-4680-a7ca-43fe172d538d": ("AcrPull", 1),
+# How much a built-in role (infra.azure_facts) allows: 4 can hand out access, 3 can change
+# resources, 2 writes data or images, 1 reads. A role not ranked here cannot be compared, so any
+# change to or from it counts as widening (and it is shown by its id).
+ROLE_RANKS = {
+    "Owner": 4,
+    "User Access Administrator": 4,
+    "Role Based Access Control Administrator": 4,
+    "Contributor": 3,
+    "Storage Blob Data Contributor": 2,
+    "AcrPush": 2,
+    "Reader": 1,
+    "Storage Blob Data Reader": 1,
+    "AcrPull": 1,
 }
 SCOPE_LEVELS = ("resource", "resource group", "subscription", "management group", "tenant root")
 # Properties that open a resource up: leaf name -> (Azure's value when the property is not
@@ -104,7 +105,8 @@ def _created_with(leaf: str, value: Any) -> str:
 def ranked_role(role_id: Any) -> tuple[str, int | None]:
     """(readable name, rank) of a role definition id."""
     guid = str(role_id).rstrip("/").rsplit("/", 1)[-1].lower()
-    return ROLES.get(guid, (guid, None))
+    name = ROLE_NAMES.get(guid, guid)
+    return (name, ROLE_RANKS[name]) if name in ROLE_RANKS else (guid, None)
 
 
 def scope_level(scope: Any) -> int | None:
