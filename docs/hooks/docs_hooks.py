@@ -18,6 +18,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+# private_surfaces is beside this file: mkdocs puts the hook's folder on the path to load it.
+import private_surfaces  # noqa: E402
 from mkdocs.exceptions import PluginError  # noqa: E402
 
 STACKS = ("dev", "prod")
@@ -327,6 +329,7 @@ GENERATORS = {
     "published-rates": published_rates,
     "nccl-baselines": nccl_baselines,
     "benchmark-targets": benchmark_targets,
+    "private-sdk-surfaces": private_surfaces.markdown,
 }
 
 
