@@ -1,10 +1,5 @@
-"""Resource kinds as Azure knows them, whichever Pulumi resource declares them.
-
-The stacks declare the container registry through azure-native's generic ARM resource
-(`resources.Resource`, at an API version the typed one lacks: infra/registry.py), so checks
-that look for a registry ask `kind(...)` rather than compare type tokens; `arm_properties`
-gives the ARM `properties` of either form (the typed form carries them at the top level).
-"""
+"""Resource kinds as Azure knows them, whichever Pulumi resource declares them: a typed one or
+the generic ARM resource (the stacks declare the registry that way: infra/registry.py)."""
 
 from typing import Any
 

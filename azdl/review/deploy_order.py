@@ -1,24 +1,6 @@
-"""Deploy-order rules: Azure's documented deploy-time preconditions, checked on a plan's graph.
-
-Pulumi creates a resource only after everything it depends on exists, and runs everything else
-in parallel. Some Azure resources are refused, or come up unusable, when another resource does
-not exist yet, and nothing in a preview or in the SDK's mocks notices. Each `Rule` here names
-such a precondition, the documentation it comes from, and the fix; `Rule.check(graph)` finds the
-resources it applies to and reports each precondition that is not among their transitive
-dependencies.
-
-The graph is the one Pulumi's engine orders a deployment by: a resource's dependencies
-(explicit `depends_on` and every resource whose outputs feed its inputs), transitively. A
-dependency on a component resource stands for its descendants, as the Pulumi SDKs expand it:
-custom children and, recursively, the children of component children, never the children of a
-custom resource.
-
-One module, two callers: the policy pack (`policies/azdl_rules.py`, stack policies that
-CrossGuard hands every resource with its dependencies, so `pulumi preview --policy-pack
-policies` and `azdl policy` enforce them) and the tests, which run them on rendered plans.
-Resources are matched by type and by dependency, not by name or id (ids are unknown in a
-preview), so the rules hold for an adopter's own program as well as for ours.
-"""
+"""Deploy-order rules: Azure's documented deploy-time preconditions, checked on a plan's
+dependency graph as Pulumi's engine orders a deployment. The policy pack and the tests run them;
+the graph's rules are in docs/architecture.md ("Review: plan, diff, cost")."""
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field

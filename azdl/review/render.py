@@ -1,17 +1,7 @@
 """Render one stack offline: run the real infra program under the Pulumi SDK's mocks, as a
-`pulumi preview` of a new stack would, and record what it declares.
-
-A recording `MockMonitor` sees every resource registration exactly as the engine would: type,
-name, parent, dependencies (per property too), protect / retainOnDelete and the serialized
-inputs (camelCase; secrets and unknowns still marked). The program runs in preview mode and
-the mocks hand back no ids and no computed outputs, so every value Azure computes stays
-unknown, like in a real preview; `infra.mocks.AzureMocks` still answers the invokes
-(`getClientConfig`).
-
-The Pulumi runtime keeps global state, so each stack renders in a fresh interpreter:
-`python -m azdl.review.render STACK_FILE` prints the manifest JSON; `azdl.review.plan`
-drives it.
-"""
+`pulumi preview` of a new stack would, and record what it declares. `python -m
+azdl.review.render STACK_FILE` prints the manifest; `azdl.review.plan` runs it in a fresh
+interpreter, because the Pulumi runtime's state is global."""
 
 import json
 import sys
