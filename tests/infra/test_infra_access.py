@@ -554,7 +554,7 @@ def test_every_operator_command_is_covered_by_the_roles_granted():
 
     from infra.access import COMMAND_ACCESS, JUMP_HOST_GRANTS, NO_AZURE_ROLE, OPERATOR_GRANTS
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "docs" / "hooks"))
     import docs_hooks
 
     commands = docs_hooks.cli_commands()
