@@ -26,8 +26,9 @@ from azdl.commands.train import (
 from azdl.envs import REPO_ROOT
 from azdl.errors import AzdlError
 from azdl.jobs import quota
+from azdl.jobs.azureml import processes_per_node
 from azdl.jobs.report import Run, write_report
-from azdl.jobs.spec import JobRequest, build_job, processes_per_node, validate
+from azdl.jobs.spec import JobRequest, build_job, validate
 from azdl.jobs.stack_outputs import load_outputs
 from training.flavours import DEFAULT_FRAMEWORK, FRAMEWORKS
 from training.throughput import parse_throughput_lines

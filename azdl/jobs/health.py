@@ -7,6 +7,7 @@ on InfiniBand sizes. It needs GPUs (it runs nvidia-smi and nccl-tests).
 """
 
 from azdl.errors import AzdlError
+from azdl.jobs.azureml import command_job, nccl_environment, output_folder
 from azdl.jobs.stack_outputs import StackOutputs
 from infra.nccl_baselines import Level, baseline
 
@@ -74,10 +75,7 @@ def levels_text(vm_size: str, across_nodes: bool = False) -> str:
 
 def build_check_job(outputs: StackOutputs, nodes: int, run_id: str, experiment: str):
     """`azdl cluster check`: a job that runs the gate alone on `nodes` nodes."""
-    from azure.ai.ml import MpiDistribution, Output, command
-    from azure.ai.ml.entities import ManagedIdentityConfiguration
-
-    from azdl.jobs.spec import datastore_uri, nccl_environment
+    from azure.ai.ml import MpiDistribution
 
     if outputs.vm_size.gpus == 0:
         wanted(outputs, nodes, True)  # raises the GPU-size error
@@ -86,19 +84,16 @@ def build_check_job(outputs: StackOutputs, nodes: int, run_id: str, experiment: 
             f"--nodes {nodes}: allowed 1 to {outputs.max_nodes}, the maximum of cluster "
             f"{outputs['clusterName']!r} (clusterMaxNodes)"
         )
-    folder = datastore_uri(outputs["outputsDatastore"], experiment, run_id, OUTPUT)
-    return command(
-        name=run_id,
-        display_name=run_id,
-        experiment_name=experiment,
+    return command_job(
+        outputs,
+        run_id,
+        experiment,
         description=f"azdl cluster check: GPU and NCCL all-reduce health gate on {nodes} node(s)",
         command=gate_step(outputs, nodes, across_nodes=True),
         environment=outputs.environment("torch"),  # both images carry nccl-tests
-        compute=outputs["clusterName"],
         instance_count=nodes,
         distribution=MpiDistribution(process_count_per_instance=outputs.vm_size.gpus),
-        outputs={OUTPUT: Output(type="uri_folder", path=folder, mode="rw_mount")},
+        outputs={OUTPUT: output_folder(outputs, experiment, run_id, OUTPUT)},
         environment_variables=nccl_environment(outputs, "WARN"),
-        identity=ManagedIdentityConfiguration(client_id=outputs["clusterIdentityClientId"]),
         tags={"azdl.task": "cluster-check", "azdl.nodes": str(nodes)},
     )

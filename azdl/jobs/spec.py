@@ -21,13 +21,21 @@ from pathlib import Path
 from azdl.errors import AzdlError
 from azdl.jobs import code_folder, health, safeguards
 from azdl.jobs import script as own_script
+from azdl.jobs.azureml import (
+    NFS_MOUNT_POINT,
+    command_job,
+    data_input,
+    nccl_environment,
+    nfs_docker_args,
+    output_folder,
+    processes_per_node,
+)
 from azdl.jobs.stack_outputs import StackOutputs
 from training.flavours import FRAMEWORKS, entry_module
 
 # synthetic: no data input; mount: the data container read-only mounted (blob);
 # nfs: the stack's NFS share; copy: blob mount, then each node copies its shards to local disk.
 STORAGE_MODES = ("synthetic", "mount", "nfs", "copy")
-NFS_MOUNT_POINT = "/mnt/azdl-nfs"
 # The container's own file system sits on the node's local disk on AmlCompute.
 DEFAULT_LOCAL_DIR = "/tmp/azdl-data"
 # Options `submit` sets itself from the storage mode and the outputs account.
@@ -71,30 +79,6 @@ class JobRequest:
     stall_timeout: int | None = safeguards.CLUSTER_STALL_TIMEOUT_S  # None: no stall shutdown
     timeout: int | None = None  # Azure ML's limit on the job's run time, seconds
     infiniband_check: bool = True  # on InfiniBand GPU sizes: NCCL must use IB (+ GDR across nodes)
-
-
-def processes_per_node(outputs: StackOutputs) -> int:
-    return outputs.vm_size.gpus or 1
-
-
-def nccl_environment(outputs: StackOutputs, debug: str) -> dict[str, str]:
-    """NCCL settings for the cluster's network; none on CPU sizes (Gloo/MPI over TCP)."""
-    size = outputs.vm_size
-    if size.gpus == 0:
-        return {}
-    env = {"NCCL_DEBUG": debug, "NCCL_SOCKET_IFNAME": "eth0"}  # bootstrap over the VNet NIC
-    if size.infiniband:
-        # InfiniBand sizes: NCCL must use the RDMA fabric across nodes (never disable it: the
-        # reference setup did, and its multi-node runs fell back to TCP). Relaxed PCIe ordering
-        # is Azure's recommendation for the ND-series HCAs, for NCCL and for UCX (Open MPI).
-        env |= {
-            "NCCL_IB_DISABLE": "0",
-            "NCCL_IB_PCI_RELAXED_ORDERING": "1",
-            "UCX_IB_PCI_RELAXED_ORDERING": "on",
-        }
-    else:
-        env["NCCL_IB_DISABLE"] = "1"  # no InfiniBand device: skip probing, use sockets
-    return env
 
 
 def validate(outputs: StackOutputs, request: JobRequest) -> None:
@@ -289,49 +273,20 @@ def training_command(request: JobRequest, threads: int, guard: list[str] = ()) -
     return " && ".join([*steps, shlex.join(train)])
 
 
-def datastore_uri(datastore: str, *folders: str) -> str:
-    """`azureml://datastores/<datastore>/paths/<folders>/`: a folder in a datastore."""
-    path = "".join(f"{part.strip('/')}/" for part in folders if part.strip("/"))
-    return f"azureml://datastores/{datastore}/paths/{path}"
-
-
-def nfs_docker_args(target: str) -> list[str]:
-    """`docker run` arguments that mount the NFS 4.1 share at NFS_MOUNT_POINT (Docker's local
-    volume driver mounts it on the node; the container needs no extra privileges)."""
-    host, _, export = target.partition(":")
-    options = f"addr={host},vers=4,minorversion=1,sec=sys"
-    volume = (
-        f"type=volume,dst={NFS_MOUNT_POINT},volume-driver=local,volume-opt=type=nfs,"
-        f'"volume-opt=o={options}",volume-opt=device=:{export}'
-    )
-    return ["--mount", volume]
-
-
 def build_job(outputs: StackOutputs, request: JobRequest):
     """The azure-ai-ml command job for `request` (validated first)."""
-    from azure.ai.ml import Input, MpiDistribution, Output, command
-    from azure.ai.ml.entities import ManagedIdentityConfiguration
+    from azure.ai.ml import MpiDistribution
 
     validate(outputs, request)
     inputs = {}
     if request.storage in ("mount", "copy"):
-        path = datastore_uri(outputs["dataDatastore"], request.data_path)
-        inputs["data"] = Input(type="uri_folder", path=path, mode="ro_mount")
+        inputs["data"] = data_input(outputs, request.data_path)
     names = ("checkpoints", "logs") + (("outputs",) if request.script else ())
     names += (health.OUTPUT,) if request.health_check else ()
     # --resume-from: checkpoints go to (and resume from) the earlier job's folder.
     folder_of = {"checkpoints": request.resume_from or request.run_id}
     job_outputs = {
-        name: Output(
-            type="uri_folder",
-            path=datastore_uri(
-                outputs["outputsDatastore"],
-                request.experiment,
-                folder_of.get(name, request.run_id),
-                name,
-            ),
-            mode="rw_mount",
-        )
+        name: output_folder(outputs, request.experiment, folder_of.get(name, request.run_id), name)
         for name in names
     }
     threads = threads_per_process(outputs)
@@ -353,10 +308,10 @@ def build_job(outputs: StackOutputs, request: JobRequest):
         env |= {own_script.THREADS_ENV: str(threads), "OMP_NUM_THREADS": str(threads)}
         tags["azdl.script"] = request.script.relative(request.script.path)
         what = f"job of {tags['azdl.script']} ({request.framework} image)"
-    return command(
-        name=request.run_id,
-        display_name=request.run_id,
-        experiment_name=request.experiment,
+    return command_job(
+        outputs,
+        request.run_id,
+        request.experiment,
         description=f"azdl {what}, {request.nodes} node(s), {request.storage} data",
         command=" && ".join(
             ([health.gate_step(outputs, request.nodes)] if request.health_check else [])
@@ -364,7 +319,6 @@ def build_job(outputs: StackOutputs, request: JobRequest):
         ),
         code=str(request.script.code_dir) if request.script else None,
         environment=outputs.environment(request.framework),
-        compute=outputs["clusterName"],
         instance_count=request.nodes,
         distribution=MpiDistribution(process_count_per_instance=processes_per_node(outputs)),
         inputs=inputs,
@@ -374,49 +328,6 @@ def build_job(outputs: StackOutputs, request: JobRequest):
         docker_args=(
             nfs_docker_args(outputs.nfs_mount_target) if request.storage == "nfs" else None
         ),
-        identity=ManagedIdentityConfiguration(client_id=outputs["clusterIdentityClientId"]),
         tags=tags,
         timeout=request.timeout,
-    )
-
-
-def build_fill_nfs_job(
-    outputs: StackOutputs, data_path: str, run_id: str, experiment: str = "azdl"
-):
-    """A one-node, one-process job that copies every shard and the manifest from the data
-    container (read-only blob mount) to the NFS share, checked against the manifest's MD5s.
-
-    The premium NFS share can't be written over the storage REST API, so the only way in is
-    from a machine in the VNet that mounts it: a node of the stack's own cluster.
-    """
-    from azure.ai.ml import Input, command
-    from azure.ai.ml.entities import ManagedIdentityConfiguration
-
-    if outputs.nfs_mount_target is None:
-        raise AzdlError(
-            f"{outputs.source} has no NFS share (nfsMountTarget is null): nothing to fill; "
-            "set storage.nfsShareGiB in the stack and deploy it"
-        )
-    dest = f"{NFS_MOUNT_POINT}/{data_path}".rstrip("/")
-    copy = ["python", "-m", "training.data.copy_shards", "--all", "--source", "${{inputs.data}}"]
-    return command(
-        name=run_id,
-        display_name=run_id,
-        experiment_name=experiment,
-        description=f"azdl: fill the NFS share's {dest} from the data container",
-        command=shlex.join([*copy, "--dest", dest]),
-        # Any of the stack's images holds training/ (stdlib-only copy step).
-        environment=outputs.environment("keras"),
-        compute=outputs["clusterName"],
-        instance_count=1,
-        inputs={
-            "data": Input(
-                type="uri_folder",
-                path=datastore_uri(outputs["dataDatastore"], data_path),
-                mode="ro_mount",
-            )
-        },
-        docker_args=nfs_docker_args(outputs.nfs_mount_target),
-        identity=ManagedIdentityConfiguration(client_id=outputs["clusterIdentityClientId"]),
-        tags={"azdl.task": "fill-nfs"},
     )
