@@ -17,7 +17,6 @@ from pathlib import Path
 from rich.console import Console
 
 from azdl.commands.options import add_script_args, add_stack_options, script_args
-from azdl.commands.submit import new_run_id
 from azdl.commands.train import (
     check_training_options,
     launch_command,
@@ -30,6 +29,7 @@ from azdl.jobs.azureml import processes_per_node
 from azdl.jobs.report import Run, write_report
 from azdl.jobs.spec import JobRequest, build_job, validate
 from azdl.jobs.stack_outputs import load_outputs
+from azdl.jobs.submit import new_run_id
 from training.flavours import DEFAULT_FRAMEWORK, FRAMEWORKS
 from training.throughput import parse_throughput_lines
 

@@ -7,9 +7,9 @@ output (`azdl jobs download JOB --output health`)."""
 import sys
 
 from azdl.commands.options import add_job_name_option, add_stack_options, positive_int
-from azdl.commands.submit import new_run_id, send
 from azdl.jobs import health
 from azdl.jobs.stack_outputs import load_outputs
+from azdl.jobs.submit import new_run_id, send
 from training.health.gate import PREFIX
 
 

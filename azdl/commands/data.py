@@ -17,11 +17,11 @@ from rich.console import Console
 
 from azdl import staging
 from azdl.commands.options import add_job_name_option, add_stack_options, positive_int
-from azdl.commands.submit import new_run_id, send
 from azdl.envs import run_training_module
 from azdl.errors import AzdlError
 from azdl.jobs.fill_nfs import build_fill_nfs_job
 from azdl.jobs.stack_outputs import load_outputs, read_outputs
+from azdl.jobs.submit import new_run_id, send
 from training.data.copy_shards import COPY_OPTIONS
 from training.data.prepare.options import PREPARE_OPTIONS, SAMPLE_OPTIONS, add_options, to_argv
 

@@ -1,5 +1,5 @@
-"""`azdl submit --max-retries N`: follow a job, and resubmit it from its last checkpoint when it
-failed for a reason worth retrying.
+"""`azdl submit --max-retries N`: whether a job that ended should be resubmitted from its last
+checkpoint (`azdl.jobs.submit` follows and resubmits it).
 
 The reason comes from the job's status, Azure ML's error on the run (the text azure-ai-ml's
 `jobs.stream` raises as JobException for a failed job) and the job's log lines:
@@ -24,8 +24,6 @@ Each attempt after the first resumes from the first attempt's checkpoints folder
 """
 
 import re
-import sys
-from collections.abc import Callable
 from dataclasses import dataclass
 
 TRANSIENT = (
@@ -47,20 +45,12 @@ USER_CODE = (
         "the script exited non-zero",
     ),
 )
-ATTEMPT_TAG, RETRY_OF_TAG = "azdl.attempt", "azdl.retry_of"
 
 
 @dataclass(frozen=True)
 class Outcome:
     retry: bool
     reason: str
-
-
-@dataclass(frozen=True)
-class Attempt:
-    name: str
-    status: str
-    outcome: Outcome
 
 
 def classify(status: str, error: str, logs: str) -> Outcome:
@@ -79,69 +69,3 @@ def classify(status: str, error: str, logs: str) -> Outcome:
         if pattern.search(text):
             return Outcome(False, f"{reason}: fix the code or its arguments, then submit again")
     return Outcome(False, f"{status} for a reason not recognised as transient (see its logs)")
-
-
-def watch(client, name: str, stream: bool) -> tuple[str, str]:
-    """Follow the job to its end: (status, Azure ML's error text for a failed job)."""
-    from azure.ai.ml.exceptions import JobException
-
-    from azdl.jobs.workspace import TERMINAL, wait
-
-    error = ""
-    if stream:
-        try:
-            client.jobs.stream(name)
-        except JobException as exc:  # a failed job, carrying its error; or Ctrl-C while streaming
-            if client.jobs.get(name).status not in TERMINAL:
-                raise KeyboardInterrupt from exc  # stop following; the job goes on in Azure ML
-            error = str(exc)
-            print(error, file=sys.stderr)
-    return wait(client, name), error
-
-
-def follow(client, build: Callable[[int, str | None], object], max_retries: int,
-           stream: bool = True) -> int:  # fmt: skip
-    """Submit `build(1, None)`, then `build(n, first_name)` after each retryable failure, at most
-    `max_retries` times; print the chain of attempts. Exit status 0 when one completed."""
-    from azdl.jobs.workspace import job_logs
-    from azdl.propagation import while_propagating
-
-    attempts: list[Attempt] = []
-    job = build(1, None)
-    while True:
-        number = len(attempts) + 1
-        job.tags = dict(job.tags or {}) | {ATTEMPT_TAG: str(number)}
-        if attempts:
-            job.tags[RETRY_OF_TAG] = attempts[-1].name
-        created = while_propagating(
-            lambda job=job: client.jobs.create_or_update(job), f"submitting attempt {number}"
-        )
-        print(f"attempt {number}: submitted {created.name}: {created.studio_url}")
-        status, error = watch(client, created.name, stream)
-        logs = job_logs(client, created.name) if status == "Failed" else ""
-        outcome = classify(status, error, logs)
-        attempts.append(Attempt(created.name, status, outcome))
-        if status == "Completed" or not outcome.retry:
-            break
-        if number > max_retries:
-            break
-        print(f"attempt {number} {status}: {outcome.reason}; resubmitting from its checkpoints")
-        job = build(number + 1, attempts[0].name)
-    print_chain(attempts, max_retries)
-    return 0 if attempts[-1].status == "Completed" else 1
-
-
-def print_chain(attempts: list[Attempt], max_retries: int) -> None:
-    print("attempts:")
-    for number, attempt in enumerate(attempts, 1):
-        print(f"  {number}. {attempt.name}: {attempt.status} ({attempt.outcome.reason})")
-    last = attempts[-1]
-    if last.status == "Completed":
-        return
-    retried = len(attempts) - 1
-    if not last.outcome.retry:
-        print(f"not retried: {last.outcome.reason}", file=sys.stderr)
-    else:
-        print(f"gave up: the job failed {len(attempts)} times, and --max-retries {max_retries} "
-              f"allowed {retried} retries; the checkpoints of {attempts[0].name} are kept for "
-              f"--resume-from {attempts[0].name}", file=sys.stderr)  # fmt: skip
