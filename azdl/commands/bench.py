@@ -17,11 +17,6 @@ from pathlib import Path
 from rich.console import Console
 
 from azdl.commands.options import add_script_args, add_stack_options, script_args
-from azdl.commands.train import (
-    check_training_options,
-    launch_command,
-    local_env,
-)
 from azdl.envs import REPO_ROOT
 from azdl.errors import AzdlError
 from azdl.jobs import quota
@@ -30,6 +25,7 @@ from azdl.jobs.report import Run, write_report
 from azdl.jobs.spec import JobRequest, build_job, validate
 from azdl.jobs.stack_outputs import load_outputs
 from azdl.jobs.submit import new_run_id
+from azdl.local import check_training_options, launch_command, local_env
 from training.flavours import DEFAULT_FRAMEWORK, FRAMEWORKS
 from training.throughput import parse_throughput_lines
 
