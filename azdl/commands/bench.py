@@ -22,7 +22,8 @@ from azdl.errors import AzdlError
 from azdl.jobs import quota
 from azdl.jobs.azureml import processes_per_node
 from azdl.jobs.report import Run, write_report
-from azdl.jobs.spec import JobRequest, build_job, validate
+from azdl.jobs.request import JobRequest
+from azdl.jobs.spec import build_job, validate
 from azdl.jobs.stack_outputs import load_outputs
 from azdl.jobs.submit import new_run_id
 from azdl.local import check_training_options, launch_command, local_env

@@ -23,8 +23,9 @@ from azdl.commands.options import (
 from azdl.errors import AzdlError
 from azdl.jobs import export, health
 from azdl.jobs import script as own_script
+from azdl.jobs.request import DEFAULT_LOCAL_DIR, STORAGE_MODES, JobRequest, OwnScript
 from azdl.jobs.safeguards import CLUSTER_STALL_TIMEOUT_S
-from azdl.jobs.spec import DEFAULT_LOCAL_DIR, STORAGE_MODES, JobRequest, OwnScript, build_job
+from azdl.jobs.spec import build_job, warnings
 from azdl.jobs.stack_outputs import load_outputs
 from azdl.jobs.submit import JSON_SCHEMA, new_run_id, send, send_with_retries
 from training.flavours import DEFAULT_FRAMEWORK, FRAMEWORKS
@@ -180,19 +181,6 @@ def non_negative_int(text: str) -> int:
     return int(text)
 
 
-def warnings_for(args: argparse.Namespace, outputs) -> list[str]:
-    """What is allowed but most likely a mistake."""
-    found = []
-    if args.storage != "synthetic" and not args.data_path.strip("/"):
-        found.append(
-            f"no --data-path: the job reads the shards from the root of the "
-            f"{'NFS share' if args.storage == 'nfs' else 'data container'}"
-        )
-    # --requirements without --wheels on a restricted stack is refused, not warned about
-    # (azdl.jobs.spec: pip on the nodes cannot reach a package index there).
-    return found
-
-
 def shm_size(text: str) -> str:
     """Docker's shared-memory size as Azure ML takes it: <number><unit>, unit b, k, m or g."""
     if not re.fullmatch(r"[1-9][0-9]*[bkmg]", text):
@@ -257,7 +245,7 @@ def run(args: argparse.Namespace) -> int:
         infiniband_check=args.infiniband_check,
     )
     job = build_job(outputs, request)
-    for warning in warnings_for(args, outputs):
+    for warning in warnings(request):
         print(f"warning: {warning}", file=sys.stderr)
     if args.export is not None:
         path = export.write(job, args.export)

@@ -17,15 +17,19 @@ OUTPUT = "health"
 UNJUDGED_BYTES = 1 << 30
 
 
-def wanted(outputs: StackOutputs, nodes: int, flag: bool | None) -> bool:
-    """--health-check / --no-health-check, else on for multi-node jobs on InfiniBand sizes."""
-    if flag is None:
-        return nodes > 1 and outputs.vm_size.infiniband
-    if flag and outputs.vm_size.gpus == 0:
+def require_gpus(outputs: StackOutputs) -> None:
+    """The gate runs nvidia-smi and nccl-tests: a clear error on a CPU size."""
+    if outputs.vm_size.gpus == 0:
         raise AzdlError(
             f"--health-check needs GPUs, but cluster {outputs['clusterName']!r} runs "
             f"{outputs.vm_size.name}, a CPU size (gpus: 0 in infra/vm_sizes.yaml)"
         )
+
+
+def wanted(outputs: StackOutputs, nodes: int, flag: bool | None) -> bool:
+    """--health-check / --no-health-check, else on for multi-node jobs on InfiniBand sizes."""
+    if flag is None:
+        return nodes > 1 and outputs.vm_size.infiniband
     return flag
 
 
@@ -77,8 +81,7 @@ def build_check_job(outputs: StackOutputs, nodes: int, run_id: str, experiment: 
     """`azdl cluster check`: a job that runs the gate alone on `nodes` nodes."""
     from azure.ai.ml import MpiDistribution
 
-    if outputs.vm_size.gpus == 0:
-        wanted(outputs, nodes, True)  # raises the GPU-size error
+    require_gpus(outputs)
     if not 1 <= nodes <= outputs.max_nodes:
         raise AzdlError(
             f"--nodes {nodes}: allowed 1 to {outputs.max_nodes}, the maximum of cluster "

@@ -12,8 +12,9 @@ from pathlib import Path
 
 from azdl.console import print_json
 from azdl.jobs import export, quota
+from azdl.jobs.request import JobRequest
 from azdl.jobs.retry import Outcome, classify
-from azdl.jobs.spec import JobRequest, build_job
+from azdl.jobs.spec import build_job
 
 JSON_SCHEMA = "azdl.submit-result/v1"
 # The chain of attempts, on each job: `azdl jobs show` follows it.

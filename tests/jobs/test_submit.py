@@ -11,8 +11,9 @@ from job_commands import unguarded
 from azdl.cli import main
 from azdl.errors import AzdlError
 from azdl.jobs.azureml import NFS_MOUNT_POINT
+from azdl.jobs.request import JobRequest
 from azdl.jobs.safeguards import stall_environment
-from azdl.jobs.spec import JobRequest, build_job
+from azdl.jobs.spec import build_job
 from azdl.jobs.stack_outputs import load_outputs
 
 
