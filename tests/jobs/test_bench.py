@@ -11,7 +11,7 @@ import pytest
 from azure.core.exceptions import HttpResponseError
 
 from azdl.cli import main
-from azdl.commands.bench import default_nodes, record_of
+from azdl.jobs.bench import default_nodes, record_of
 from azdl.jobs.report import Run, baseline_note, markdown_table, with_efficiency, write_report
 from azdl.jobs.workspace import TERMINAL, WaitTimeout, wait
 
