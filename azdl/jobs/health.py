@@ -10,6 +10,7 @@ from azdl.errors import AzdlError
 from azdl.jobs.azureml import command_job, nccl_environment, output_folder
 from azdl.jobs.stack_outputs import StackOutputs
 from infra.nccl_baselines import Level, baseline
+from training.health.gate import PREFIX
 
 # Where the gate's JSON goes: a job output of its own, beside checkpoints and logs.
 OUTPUT = "health"
@@ -100,3 +101,13 @@ def build_check_job(outputs: StackOutputs, nodes: int, run_id: str, experiment: 
         environment_variables=nccl_environment(outputs, "WARN"),
         tags={"azdl.task": "cluster-check", "azdl.nodes": str(nodes)},
     )
+
+
+def verdicts(outputs: StackOutputs, run_id: str) -> str:
+    """The gate's verdict lines (`azdl-health: …`) in the job's logs, or a line saying there
+    were none."""
+    from azdl.jobs.workspace import job_logs, ml_client
+
+    lines = [line for line in job_logs(ml_client(outputs), run_id).splitlines()
+             if line.startswith(PREFIX)]  # fmt: skip
+    return "\n".join(lines) or f"no {PREFIX} lines in the job's logs"
