@@ -52,7 +52,7 @@ def _name(usage) -> str:
 def _field(entity, python_name: str, rest_name: str):
     """A field of a Usage or VmSize entity. azure-ai-ml 1.35's `_from_rest_object` copies the REST
     model's `as_dict()`, which keeps the wire names (`currentValue`, `vCPUs`) and leaves the
-    documented attributes (`current_value`, `v_cp_us`) None; tests/jobs/test_quota.py runs the
+    documented attributes (`current_value`, `v_cp_us`) None; tests/azure/test_quota.py runs the
     SDK's own conversion. Either spelling is the same field; neither is an unreadable quota."""
     for name in (python_name, rest_name):
         value = getattr(entity, name, None)
