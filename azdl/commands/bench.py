@@ -1,13 +1,5 @@
-"""`azdl bench`: the same synthetic-data job at several sizes, and the scaling report.
-
-On the cluster: one job per node count (default 1, 2, 4, … up to the cluster's maximum), run
-one after another so they never share the cluster, each followed to its end; rank 0's
-throughput record is read from the job's logs. With --local: 1 and 2 Horovod workers on this
-machine through `azdl train`'s launcher, in the training environment. Either way the report is
-results.json, results.md (nodes, GPUs/workers, images/sec, per GPU, efficiency) and scaling.png,
-rewritten after every run so that an interrupted bench keeps what it measured. A size that fails
-(or whose submission, status or logs fail) stays in the report, and the bench exits non-zero.
-"""
+"""`azdl bench`: the synthetic-data job at several sizes, on the cluster or locally, and the
+scaling report (azdl.jobs.bench)."""
 
 import argparse
 import time

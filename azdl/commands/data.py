@@ -1,11 +1,6 @@
 """`azdl data sample|prepare|stage|copy|fill-nfs`: the data path from ImageNet folders to the nodes.
-
-`sample` and `prepare` run here, in the operator environment (the TFRecord writer needs no
-TensorFlow); `copy`, the node-side step, runs in the training environment. Their options are
-defined once in the training modules and registered here too.
-`stage` uploads to blob storage from the operator environment; `fill-nfs` submits the one-node
-job that copies the staged shards into the stack's NFS share.
-"""
+`copy` runs in the training environment; the others here, with options defined once in the
+training modules."""
 
 import argparse
 import importlib

@@ -1,12 +1,6 @@
-"""`azdl submit`: one Horovod training job on the stack's Azure ML cluster.
-
-Reads the stack outputs (`pulumi stack output --json`, or a saved copy with --outputs), checks
-everything it can locally, then submits with azure-ai-ml. The job runs a built-in training
-script (--framework) or the user's own (--script FILE: its folder is uploaded as the job's
-code). `--dry-run` prints the job as Azure ML CLI v2 YAML, built locally, and never contacts
-Azure; `--export FILE` writes that YAML for `az ml job create -f FILE`; `--wait` streams the
-job's logs until it ends.
-"""
+"""`azdl submit`: one Horovod training job on the stack's Azure ML cluster, a built-in script
+(--framework) or the user's own (--script); --dry-run and --export print or write its YAML without
+contacting Azure (docs/architecture.md, "Jobs and the CLI")."""
 
 import argparse
 import re

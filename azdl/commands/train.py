@@ -1,16 +1,6 @@
-"""`azdl train`: launch N Horovod workers on this machine, in the training environment.
-
-Gloo (`horovodrun --gloo`) is the default launcher; `--launcher mpi` uses plain `mpirun`,
-the way Azure ML starts workers on a cluster, so both paths are exercised locally.
-`--stall-timeout S` ends a run whose ranks stop meeting in collectives with Horovod's stall
-inspector, which only fires under MPI: it picks mpi and refuses gloo
-(azdl.jobs.safeguards); each worker then runs under training.guard, which names the stalled
-ranks' hosts. Rank 0 of the built-in scripts logs its metrics to MLflow: a SQLite store in the
-run's folder (or `runs/mlflow.db`) unless MLFLOW_TRACKING_URI is set. Without
-script arguments it runs the demo: a short ResNet50 run on synthetic data that ends with the
-throughput lines and the checkpoint path. `--script FILE` runs a user's own Horovod script
-instead (`python FILE ARGS` per worker), told its folders as `azdl.jobs.script` describes.
-"""
+"""`azdl train`: N Horovod workers on this machine, in the training environment (azdl.local); the
+ResNet50 demo without script arguments, a user's own script with --script (docs/architecture.md,
+"Jobs and the CLI")."""
 
 import argparse
 import os

@@ -1,10 +1,6 @@
-"""The pre-flight health gate in a job: the command step that runs `training.health.gate` on the
-job's own nodes before training, with the levels of the VM size's published baseline
-(infra/nccl_baselines.yaml), and the job of `azdl cluster check` that runs the gate alone.
-
-The gate is on by default where a bad node costs most and the fabric matters: multi-node jobs
-on InfiniBand sizes. It needs GPUs (it runs nvidia-smi and nccl-tests).
-"""
+"""The pre-flight health gate in a job (`training.health.gate` on the job's own nodes, judged
+against the size's published baseline, infra/nccl_baselines.yaml) and the job of
+`azdl cluster check` that runs it alone."""
 
 from azdl.errors import AzdlError
 from azdl.jobs.azureml import command_job, nccl_environment, output_folder

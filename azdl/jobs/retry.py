@@ -1,35 +1,18 @@
 """`azdl submit --max-retries N`: whether a job that ended should be resubmitted from its last
-checkpoint (`azdl.jobs.submit` follows and resubmits it).
-
-The reason comes from the job's status, Azure ML's error on the run (the text azure-ai-ml's
-`jobs.stream` raises as JobException for a failed job) and the job's log lines:
-
-- retried: a low-priority node pre-empted (Azure ML's error `PreemptionError: Nodes of this job
-  got pre-empted`, Azure/MachineLearningNotebooks#1242, 2020-11-18); a node or the service lost
-  (status `NotResponding`, azure-ai-ml's terminal statuses); NCCL's system and network errors
-  (the ncclResult_t codes `ncclSystemError` and `ncclRemoteError` of NVIDIA/nccl's nccl.h, and
-  their ncclGetErrorString texts "unhandled system error" and "remote process exited or there
-  was a network error"), and NCCL's InfiniBand warnings (`NCCL WARN NET/IB : Got completion
-  from peer … with error 12`, as in stas00/ml-engineering debug/pytorch.md); a failed pre-flight
-  health gate (`azdl-health: FAIL`, training/health/gate.py): the cluster may give the next
-  attempt other nodes (Azure ML can't exclude a node from a job, hence the bound N).
-- not retried: the user's code (a Python traceback, an argument the script rejects, or
-  `JobFailed: Submitted script failed with a non-zero exit code` with no transient sign,
-  Azure/MachineLearningNotebooks#1360, 2021-02-23), a cancelled job, and anything not
-  recognised: retrying those would only spend GPU hours again.
-
-Each attempt after the first resumes from the first attempt's checkpoints folder (the
-`--resume-from` mechanism) and is tagged with the chain (`azdl.attempt`, `azdl.retry_of`), which
-`azdl jobs show` prints.
-"""
+checkpoint (`azdl.jobs.submit` follows and resubmits it). The sources of each pattern are listed
+in docs/architecture.md, "Retries"."""
 
 import re
 from dataclasses import dataclass
 
 TRANSIENT = (
+    # Azure ML's error for a pre-empted low-priority node (Azure/MachineLearningNotebooks#1242).
     (re.compile(r"PreemptionError|got pre-empted", re.I), "a node was pre-empted"),
+    # training/health/gate.py's verdict: the next attempt may get other nodes.
     (re.compile(r"^azdl-health: FAIL", re.M), "the pre-flight health gate failed"),
     (
+        # ncclSystemError / ncclRemoteError and their ncclGetErrorString texts (NVIDIA/nccl's
+        # nccl.h); NCCL's InfiniBand warnings (stas00/ml-engineering, debug/pytorch.md).
         re.compile(
             r"ncclSystemError|ncclRemoteError|unhandled system error|remote process exited or "
             r"there was a network error|NCCL WARN NET/IB"
@@ -41,6 +24,7 @@ USER_CODE = (
     (re.compile(r"Traceback \(most recent call last\)"), "the script raised a Python exception"),
     (re.compile(r"^(usage: .*\n)?\S+: error: ", re.M), "the script rejected its arguments"),
     (
+        # Azure/MachineLearningNotebooks#1360: the script exited non-zero, no transient sign.
         re.compile(r"Submitted script failed with a non-zero exit code"),
         "the script exited non-zero",
     ),
