@@ -180,11 +180,10 @@ def cost_tables() -> str:
 
 
 def policies_table() -> str:
-    sys.path.insert(0, str(ROOT / "policies"))
-    import azdl_rules
+    from azdl.review.policy import load_rules
 
     lines = ["| policy | enforcement | what it checks |", "| --- | --- | --- |"]
-    for policy in azdl_rules.POLICIES:
+    for policy in load_rules().POLICIES:
         level = getattr(policy.enforcement_level, "value", policy.enforcement_level)
         lines.append(f"| `{policy.name}` | {level} | {_cell(policy.description)} |")
     return "\n".join(lines)

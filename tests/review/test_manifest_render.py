@@ -172,13 +172,11 @@ def test_renderer_reports_the_programs_config_error_without_a_traceback(tmp_path
 
 def test_policy_pack_imports_with_only_its_own_folder_on_the_path():
     """Pulumi runs the pack's __main__.py with the pack folder as sys.path[0]."""
-    code = (
-        "import sys; sys.path[0] = 'policies'; import azdl_rules; print(len(azdl_rules.POLICIES))"
-    )
+    code = "import sys; sys.path[0] = 'policies'; import rules; print(len(rules.POLICIES))"
     result = subprocess.run(
         [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "26"
     main_py = (REPO_ROOT / "policies" / "__main__.py").read_text()
-    assert "from azdl_rules import POLICIES" in main_py and "PolicyPack(" in main_py
+    assert "from rules import POLICIES" in main_py and "PolicyPack(" in main_py
