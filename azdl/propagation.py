@@ -1,20 +1,5 @@
-"""Retry what Azure refuses with 403 while new role assignments take effect.
-
-`pulumi up` grants the cluster identity and the operators their roles; the first `azdl data
-stage` or job right after it can still be refused. Microsoft documents that "when you assign
-roles or remove role assignments, it can take up to 10 minutes for changes to take effect"
-("Troubleshoot Azure RBAC", Symptom - Role assignment changes are not being detected,
-https://learn.microsoft.com/azure/role-based-access-control/troubleshooting, ms.date
-2025-12-11). So a refusal for missing rights (HTTP 403, not a rejected credential or a network
-rule) is retried for that long, saying why, and then reported as what it is.
-
-A job with a code folder meets the same refusal on its code upload, but azure-ai-ml 1.35.2 does
-not let the storage error through: `BlobStorageClient.check_blob_exists`
-(azure/ai/ml/_artifacts/_blob_storage_helper.py) raises a `ValidationException` ("You don't have
-permission to alter this storage account ...") `from` the HttpResponseError whose error code is
-`AuthorizationPermissionMismatch`. The job-submitting calls name that wrapper
-(`code_upload_refusals()`), and the 403 behind it is judged like any other.
-"""
+"""Retry what Azure refuses with 403 while new role assignments take effect (docs/architecture.md,
+"Sign-in and role propagation")."""
 
 import sys
 import time
@@ -25,7 +10,10 @@ from azure.core.exceptions import HttpResponseError
 
 from azdl.errors import AzdlError
 
-PROPAGATION_SECONDS = 600  # "up to 10 minutes" (see above)
+# "When you assign roles or remove role assignments, it can take up to 10 minutes for changes to
+# take effect" (Troubleshoot Azure RBAC, https://learn.microsoft.com/azure/role-based-access-
+# control/troubleshooting, ms.date 2025-12-11).
+PROPAGATION_SECONDS = 600
 RETRY_EVERY_SECONDS = 20
 # 403 error codes that no waiting fixes: a rejected credential, or network rules that do not
 # admit this machine (Azure Storage's error codes).
@@ -42,8 +30,11 @@ def error_code(exc: HttpResponseError) -> str:
 
 
 def code_upload_refusals() -> tuple[type[Exception], ...]:
-    """The exception azure-ai-ml wraps a refused code upload in (see above). Imported on use:
-    azure-ai-ml takes seconds to import, and data staging never needs it."""
+    """The exception azure-ai-ml 1.35.2 wraps a refused code upload in:
+    `BlobStorageClient.check_blob_exists` (azure/ai/ml/_artifacts/_blob_storage_helper.py)
+    raises a `ValidationException` ("You don't have permission to alter this storage account")
+    `from` the storage 403 `AuthorizationPermissionMismatch`. Imported on use: azure-ai-ml takes
+    seconds to import, and data staging never needs it."""
     from azure.ai.ml.exceptions import ValidationException
 
     return (ValidationException,)

@@ -53,14 +53,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
-from pulumi_azure_native import authorization, containerregistry, machinelearningservices
+from pulumi_azure_native import containerregistry, machinelearningservices
 
-from infra.azure_facts import BUILT_IN_ROLES
 from infra.build_context import SourceUpload, content_hash
-from infra.cluster import role_assignment_name
 from infra.config import IMAGE_FRAMEWORKS as FRAMEWORKS
 from infra.config import StackConfig
 from infra.registry import Registry
+from infra.role_assignments import assign_role
 
 # A CUDA image with Horovod compiled from source can take longer than ACR Tasks' default run
 # timeout of 3600 s (the task's `timeout`: default 3600, 300 to 28800, ARM spec 2019-06-01-preview).
@@ -224,7 +223,16 @@ class TrainingImages(pulumi.ComponentResource):
             ),
             pulumi.ResourceOptions.merge(of_registry, pulumi.ResourceOptions(hooks=hooks)),
         )
-        push = self._push_role(framework, task, args)
+        push = assign_role(
+            self,
+            f"{framework}-task-push",
+            "AcrPush",
+            task.identity.principal_id,
+            "ServicePrincipal",
+            registry.registry.id,
+            args.subscription_id,
+            f"azdl {cfg.stack}: {framework} image task, AcrPush",
+        )
         run = containerregistry.TaskRun(
             f"{framework}-build",
             containerregistry.TaskRunArgs(
@@ -259,32 +267,6 @@ class TrainingImages(pulumi.ComponentResource):
             ),
         )
         return upload, run
-
-    def _push_role(
-        self, framework: str, task: containerregistry.Task, args: TrainingImagesArgs
-    ) -> authorization.RoleAssignment:
-        """AcrPush on the registry for the task's system-assigned identity."""
-        definition = pulumi.Output.concat(
-            "/subscriptions/",
-            args.subscription_id,
-            "/providers/Microsoft.Authorization/roleDefinitions/",
-            BUILT_IN_ROLES["AcrPush"],
-        )
-        scope, principal = args.registry.registry.id, task.identity.principal_id
-        return authorization.RoleAssignment(
-            f"{framework}-task-push",
-            authorization.RoleAssignmentArgs(
-                role_assignment_name=pulumi.Output.all(scope, principal, definition).apply(
-                    lambda a: role_assignment_name(*a)
-                ),
-                principal_id=principal,
-                principal_type="ServicePrincipal",
-                role_definition_id=definition,
-                scope=scope,
-                description=f"azdl {args.config.stack}: {framework} image task, AcrPush",
-            ),
-            pulumi.ResourceOptions(parent=self, delete_before_replace=True),
-        )
 
     def _environment(
         self,

@@ -1,12 +1,5 @@
-"""Run the CrossGuard policies (`policies/rules/`) offline against a plan manifest.
-
-The very `ResourceValidationPolicy` / `StackValidationPolicy` objects that `pulumi preview
---policy-pack policies` runs get the manifest's resources as pulumi-policy's own argument
-types; unknown values go in as the engine's unknown sentinels behind pulumi-policy's
-unknown-checking proxy, exactly as during a preview. Stack policies get every resource with its
-parent, dependencies and provider, as the engine's AnalyzeStack hands them over, so the
-deploy-order policies see the same graph offline as under `pulumi preview`.
-"""
+"""Run the CrossGuard policies (`policies/rules/`) offline against a plan manifest: the same
+policy objects, given what `pulumi preview --policy-pack policies` would give them."""
 
 import contextlib
 import importlib.util

@@ -55,6 +55,17 @@ def test_plain_marks_unknowns_redacts_secrets_and_relativises_repo_paths():
     assert plain(0.5, []) == 0.5
 
 
+def test_plain_records_assets_and_archives_as_the_sdk_serializes_them():
+    """The engine values come from the SDK's own serializer, not from copied signatures."""
+    from pulumi import FileArchive, FileAsset
+    from pulumi.runtime.rpc import serialize_property
+    from pulumi.runtime.sync_await import _sync_await
+
+    for value in (FileAsset(f"{REPO_ROOT}/images/Dockerfile"), FileArchive(f"{REPO_ROOT}/images")):
+        engine = _sync_await(serialize_property(value, [], None))
+        assert plain(engine, []) == {"$asset": "./" + value.path[len(f"{REPO_ROOT}/") :]}
+
+
 def test_resource_entry_records_what_the_engine_sees():
     obj = struct_pb2.Struct()
     obj.update({"scope": UNKNOWN, "description": SECRET, "maxNodeCount": 4.0})

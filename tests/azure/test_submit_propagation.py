@@ -1,7 +1,7 @@
 """`azdl submit` right after `pulumi up`: Azure ML refuses with 403 while the operator's new
 role assignments propagate (up to 10 minutes: Troubleshoot Azure RBAC, ms.date 2025-12-11);
 azdl says so, waits and submits once it is let in. The storage side of the same retry runs
-against azure-storage-blob's own client in tests/data/test_propagation.py."""
+against azure-storage-blob's own client in tests/azure/test_propagation.py."""
 
 from types import SimpleNamespace
 
@@ -44,7 +44,7 @@ def test_submit_waits_out_a_403_and_says_why(ml_client, outputs_file, capsys, mo
 
 def test_submit_waits_out_a_refused_code_upload(ml_client, outputs_file, capsys, mocker, upload):
     """The code upload inside `create_or_update` is azure-ai-ml's own (BlobStorageClient against
-    the local storage endpoint of tests/jobs/blob_endpoint.py): its first try is
+    the local storage endpoint of tests/azure/blob_endpoint.py): its first try is
     refused with AuthorizationPermissionMismatch, which azure-ai-ml raises as a
     ValidationException."""
     slept = []

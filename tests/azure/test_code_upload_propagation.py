@@ -5,7 +5,7 @@ ValidationException (azure/ai/ml/_artifacts/_blob_storage_helper.py,
 BlobStorageClient.check_blob_exists); the propagation retry judges the 403 behind it.
 
 The upload runs through azure-ai-ml's own BlobStorageClient against a local endpoint that
-answers as Azure Blob Storage does (tests/jobs/blob_endpoint.py, the `upload` fixture): first
+answers as Azure Blob Storage does (tests/azure/blob_endpoint.py, the `upload` fixture): first
 403 AuthorizationPermissionMismatch, then as a container that stores the blobs."""
 
 import pytest
@@ -14,7 +14,7 @@ from azure.core.exceptions import HttpResponseError
 
 from azdl.errors import AzdlError
 from azdl.propagation import code_upload_refusals, while_propagating
-from tests.jobs.blob_endpoint import BlobEndpoint
+from tests.azure.blob_endpoint import BlobEndpoint
 
 
 class Clock:
