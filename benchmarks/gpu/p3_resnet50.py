@@ -26,7 +26,8 @@ sys.path.insert(0, str(REPO_ROOT))
 
 
 class SoloHorovod:
-    """One process, no Horovod: what train_torch.Trainer asks of `hvd`, for a single worker."""
+    """One process, no Horovod: what training.torch.train's Trainer asks of `hvd`, for a single
+    worker."""
 
     Compression = SimpleNamespace(fp16=None, none=None)
 
@@ -147,12 +148,12 @@ def kernel_share(profiler, wall_us: float) -> float:
 def run(args) -> dict:
     import torch
 
-    from training.torch import train as train_torch
+    from training.torch.train import Data, Trainer
 
     device = torch.device(args.device)
     if device.type == "cuda":
         torch.cuda.set_device(0)
-        torch.backends.cudnn.benchmark = True  # as train_torch.worker_device sets it
+        torch.backends.cudnn.benchmark = True  # as training.torch.train.worker_device sets it
     targs = training_args(args)
     if args.horovod:
         import horovod.torch as hvd
@@ -160,8 +161,8 @@ def run(args) -> dict:
         hvd.init()
     else:
         hvd = SoloHorovod()
-    data = train_torch.Data(targs, 0, 1, 1, device)
-    trainer = train_torch.Trainer(targs, hvd, device)
+    data = Data(targs, 0, 1, 1, device)
+    trainer = Trainer(targs, hvd, device)
     if args.weights_channels_last:
         trainer.model.to(memory_format=torch.channels_last)
     trainer.set_lr(0.0)

@@ -17,7 +17,7 @@ import tensorflow as tf  # the training environment has both: a broken install m
 import torch  # the training environment has both: a broken install must fail, not skip
 
 from training.tensorflow import models as tf_models
-from training.tensorflow import pipeline as tf_pipeline
+from training.tensorflow import pipeline
 from training.tensorflow import recipe as tf_recipe
 from training.torch import recipe as torch_recipe
 from training.torch.resnet import resnet50
@@ -183,7 +183,7 @@ def test_label_smoothing_matches_torch_and_keras(smoothing):
 def _windows(height, width, count, seed=0):
     return np.array(
         [
-            tf_pipeline.crop_window(height, width, tf.constant([seed, i], tf.int64)).numpy()
+            pipeline.crop_window(height, width, tf.constant([seed, i], tf.int64)).numpy()
             for i in range(count)
         ]
     )
@@ -214,7 +214,7 @@ def test_random_resized_crop_falls_back_to_a_center_crop_like_torchvision():
 
 
 def test_every_rank_has_its_own_augmentation_stream():
-    seeds = {tf_pipeline.augmentation_seed(0, rank) for rank in range(64)}
+    seeds = {pipeline.augmentation_seed(0, rank) for rank in range(64)}
     assert len(seeds) == 64
-    assert tf_pipeline.augmentation_seed(0, 1) == tf_pipeline.augmentation_seed(0, 1)
-    assert tf_pipeline.augmentation_seed(1, 0) != tf_pipeline.augmentation_seed(0, 0)
+    assert pipeline.augmentation_seed(0, 1) == pipeline.augmentation_seed(0, 1)
+    assert pipeline.augmentation_seed(1, 0) != pipeline.augmentation_seed(0, 0)

@@ -102,10 +102,10 @@ def _labels(root, start, batches=6):
     """Rank 0 of 2's first training labels from a stream that starts at `start`. One shard per
     rank: the interleave has one file, so the order is the shuffle's alone (deterministic)."""
     from training import options
-    from training.tensorflow import pipeline as tf_pipeline
+    from training.tensorflow import pipeline
 
     args = options.parse_args("tf", ["--data-dir", str(root), "--batch-size", "4", *TINY])
-    data = tf_pipeline.make_data(args, 0, 2, 1, start)
+    data = pipeline.make_data(args, 0, 2, 1, start)
     return [int(x) for _, labels in data.train.take(batches) for x in labels]
 
 

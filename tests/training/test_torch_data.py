@@ -16,7 +16,7 @@ from training.data.reader import image_record, parse_example, read_file
 from training.data.shards import list_shards
 from training.errors import TrainingError
 from training.options import parse_args
-from training.tensorflow import pipeline as tf_pipeline
+from training.tensorflow import pipeline
 from training.torch import data as torch_data
 
 SIZE = 48
@@ -101,8 +101,8 @@ def test_every_feature_kind_decodes_like_protobuf():
 
 
 def test_validation_batches_match_tf_data_in_order_without_padding(prepared):
-    """Same records, labels and order as tf_pipeline's validation dataset; the last batch is
-    partial; pixels agree up to the two libraries' resampling."""
+    """Same records, labels and order as training.tensorflow.pipeline's validation dataset; the
+    last batch is partial; pixels agree up to the two libraries' resampling."""
     for rank, size in ((0, 1), (1, 2)):
         args = _args(prepared)
         ours = list(
@@ -110,7 +110,7 @@ def test_validation_batches_match_tf_data_in_order_without_padding(prepared):
                 args, rank, size, torch.device("cpu"), workers=0
             ).validation_batches()
         )
-        theirs = list(tf_pipeline.make_data(args, rank, size, 1).validation.as_numpy_iterator())
+        theirs = list(pipeline.make_data(args, rank, size, 1).validation.as_numpy_iterator())
         assert [len(y) for _, y in ours] == [len(y) for _, y in theirs]
         for (x, y), (tx, ty) in zip(ours, theirs, strict=True):
             np.testing.assert_array_equal(y.numpy(), ty)
@@ -223,8 +223,8 @@ def test_labels_beyond_num_classes_name_the_image(prepared):
 
 
 def test_label_offset_shifts_every_label_and_names_those_below_it(prepared):
-    """--label-offset (TF-slim's 1-based shards) as tf_pipeline applies it: the record's label
-    minus the offset, and a record whose label falls below the offset is named."""
+    """--label-offset (TF-slim's 1-based shards) as training.tensorflow.pipeline applies it: the
+    record's label minus the offset, and a record whose label falls below the offset is named."""
     split = torch_data.index_split(list_shards(prepared, "validation"))
     common = dict(train=False, seed=0, rank=0, decode="cpu")
     plain = torch_data.RecordBatches(split, 4, SIZE, 3, **common)

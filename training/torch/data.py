@@ -37,7 +37,8 @@ from training.data import shards
 from training.data.reader import RecordRef, image_record, index_file, read_record
 from training.errors import TrainingError
 
-MEAN = (0.485, 0.456, 0.406)  # ImageNet channel statistics of [0, 1] pixels (as tf_pipeline)
+# ImageNet channel statistics of [0, 1] pixels (as training.tensorflow.pipeline)
+MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)
 CENTER_CROP_PADDING = 32  # validation crops image_size / (image_size + 32) of the short side
 RRC_AREA = (0.08, 1.0)  # random-resized-crop: share of the image's area
@@ -87,7 +88,7 @@ def _center_fallback(h: int, w: int) -> tuple[int, int, int, int]:
 
 def center_windows(heights, widths, image_size: int) -> np.ndarray:
     """Validation: a centred square of image_size / (image_size + 32) of the short side (the
-    rounding of tf_pipeline's validation crop)."""
+    rounding of training.tensorflow.pipeline's validation crop)."""
     h = np.asarray(heights, dtype=np.int64)
     w = np.asarray(widths, dtype=np.int64)
     side = (image_size / (image_size + CENTER_CROP_PADDING) * np.minimum(h, w)).astype(np.int64)
@@ -507,7 +508,7 @@ def batches(dataset: RecordBatches, sampler, *, workers: int, prefetch: int, fin
     yield from prefetched(iter(loader), finish, finish.device, prefetch)
 
 
-# --- what train_torch uses --------------------------------------------------------------------
+# --- what training.torch.train uses ---------------------------------------------------------------
 
 
 def resolve_decode(decode: str, device: torch.device) -> str:
