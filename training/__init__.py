@@ -5,4 +5,4 @@
 - `training.data`: the framework-free data path (TFRecords, shards, preparation);
 - `training.flavours`: the table of flavours (entry module, image, launchers);
 - at the top, what all flavours share: `options`, `recipe`, `schedule`, `checkpoints`,
-  `throughput`, `common`, `errors`."""
+  `throughput`, `worker`, `errors`."""

@@ -25,7 +25,7 @@ Label smoothing (Szegedy et al. 2016; NVIDIA's smoothing.py): the target is `1 -
 class plus `ε / K` on every class, so the loss is `(1 - ε) · (-log p_y) + ε · mean_k(-log p_k)`,
 which is also what `torch.nn.functional.cross_entropy(label_smoothing=ε)` computes.
 
-Each framework's side is in torch_recipe.py and tf_recipe.py, so that neither flavour (nor its
+Each framework's side is in torch_loss.py and keras_loss.py, so that neither flavour (nor its
 image) needs the other's framework; this module holds what they share.
 """
 

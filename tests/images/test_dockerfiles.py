@@ -27,7 +27,7 @@ GPU_BUILDS = {"tensorflow": {"tensorflow", "keras"}, "pytorch": {"torch", "torch
 # Training scripts each image runs, and the Horovod framework flag its build needs.
 SCRIPTS = {
     "tensorflow": ("tensorflow.train_keras", "tensorflow.train_loop"),
-    "pytorch": ("torch.train", "torch.elastic"),
+    "pytorch": ("torch.train", "torch.train_elastic"),
 }
 HOROVOD_FLAGS = {"tensorflow": "HOROVOD_WITH_TENSORFLOW=1", "pytorch": "HOROVOD_WITH_PYTORCH=1"}
 # Import name -> distribution name, for the third-party modules the training code uses.

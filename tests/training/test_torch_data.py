@@ -247,12 +247,12 @@ def test_shards_without_a_manifest_are_counted_once_per_job_from_their_headers(
     tmp_path, monkeypatch
 ):
     """TF-slim shards have no manifest: the torch flavour counts records from their headers, each
-    worker only its own train shards, and shares the counts (training.data.count), so no
+    worker only its own train shards, and shares the counts (training.data.record_count), so no
     worker reads another's shards to count them."""
     from conftest import write_tiny_tfrecords
 
     from training import schedule
-    from training.data import count as record_count
+    from training.data import record_count
 
     root = write_tiny_tfrecords(tmp_path, train_shards=4, validation_shards=0, per_shard=5)
     files = list_shards(root, "train")

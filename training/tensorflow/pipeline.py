@@ -20,9 +20,7 @@ import numpy as np
 import tensorflow as tf
 
 from training import schedule
-from training.data import count as record_count
-from training.data import order as data_order
-from training.data import records, shards, synthetic
+from training.data import record_count, records, shards, shuffle_order, synthetic
 from training.errors import TrainingError
 
 AUTOTUNE = tf.data.AUTOTUNE
@@ -55,9 +53,10 @@ def make_data(args, rank: int, size: int, threads: int, start=(0, 0), gather=Non
 
     `threads`: the thread pool that reads and decodes TFRecords (this worker's share of cores).
     `start`: (epochs done, steps done in the epoch) the stream begins at; it seeds the shuffles
-    (training.data.order), so a resumed run draws a fresh order instead of the first epoch's.
+    (training.data.shuffle_order), so a resumed run draws a fresh order instead of the first
+    epoch's.
     `gather`: the flavour's `hvd.allgather_object`, to count unlabelled shards once per job
-    (training.data.count); None: this process counts them all.
+    (training.data.record_count); None: this process counts them all.
     """
     if args.data_dir is None:
         return _synthetic(args, rank, size)
@@ -93,7 +92,7 @@ def _tfrecords(args, rank, size, threads, start, gather) -> Data:
                 args.data_dir, all_train, rank, size, gather, threads
             )
         steps = schedule.steps_per_epoch(examples, args.batch_size, size, args.grad_accum)
-    seed = data_order.shuffle_seed(args.seed, rank, *start)
+    seed = shuffle_order.shuffle_seed(args.seed, rank, *start)
     own_pool = tf.data.Options()
     own_pool.threading.private_threadpool_size = threads
     files = tf.data.Dataset.from_tensor_slices(train_files)
@@ -155,7 +154,7 @@ def augmentation_seed(seed: int, rank: int, start: tuple[int, int] = (0, 0)) -> 
     """The seed of rank `rank`'s augmentation stream: its own for every (--seed, rank) pair, so
     workers draw different crops and flips (one shared seed made every rank draw the same), and
     for every `start` (epochs, steps done), so a resumed run draws fresh crops as it draws a
-    fresh order (training.data.order)."""
+    fresh order (training.data.shuffle_order)."""
     entropy = [seed, rank, *start]
     return int(np.random.SeedSequence(entropy).generate_state(1, np.uint64)[0]) >> 1
 

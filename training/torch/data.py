@@ -538,7 +538,7 @@ class TFRecordData:
         gather=None,
     ):
         """`gather`: horovod.torch's allgather_object, so that shards without a manifest are
-        counted once per job (training.data.count); None: this process counts them all."""
+        counted once per job (training.data.record_count); None: this process counts them all."""
         self.args, self.rank, self.workers, self.prefetch = args, rank, workers, prefetch
         all_train = shards.list_shards(args.data_dir, "train")
         train_files = shards.shards_for_rank(all_train, rank, size)
@@ -610,7 +610,7 @@ def _steps(args, all_train: list[str], rank: int, size: int, gather, threads: in
     """Optimizer steps per epoch: the examples from the data manifest when there is one, else
     counted from the record headers, each worker its own shards, shared with `gather`."""
     from training import schedule
-    from training.data import count as record_count
+    from training.data import record_count
 
     examples = record_count.count_examples(args.data_dir, all_train, rank, size, gather, threads)
     return schedule.steps_per_epoch(examples, args.batch_size, size, args.grad_accum)

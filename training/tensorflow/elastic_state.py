@@ -1,7 +1,7 @@
 """Where a TensorFlow run stands, and Horovod elastic training for the Keras and TF flavours.
 
 `--elastic` (with `horovodrun --min-np/--max-np --host-discovery-script`) lets workers leave or
-join while the run goes on, as `training.torch.elastic` does for PyTorch:
+join while the run goes on, as `training.torch.train_elastic` does for PyTorch:
 
 - `ModelState` holds the model's and the optimizer's variables (and the fp16 loss scale) plus the
   position (epoch, step, global step, the epoch's running sums). `commit()` copies them to host

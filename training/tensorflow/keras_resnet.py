@@ -1,4 +1,4 @@
-"""ResNet50 v1.5 in Keras, built like training/torch/resnet.py, parameter for parameter.
+"""ResNet50 v1.5 in Keras, built like training/torch/torch_resnet.py, parameter for parameter.
 
 Keras Applications' ResNet50 is v1 and made for inference (stride in the first 1×1 convolution,
 biased convolutions, Glorot initialisation, batch-norm momentum 0.99 / epsilon 1.001e-5), and

@@ -1,7 +1,7 @@
 """Horovod elastic training with PyTorch: workers may leave (or join) while the run goes on.
 
     horovodrun -np 2 --min-np 1 --max-np 2 --host-discovery-script ./hosts.sh \\
-        python -m training.torch.elastic --model tiny --image-size 32 ...
+        python -m training.torch.train_elastic --model tiny --image-size 32 ...
 
 Same model, optimizer, data and step as `training.torch.train`. `hvd.elastic.TorchState` holds
 the model, the optimizer and the position (epoch, step); `state.commit()` copies them to host
@@ -19,14 +19,14 @@ from pathlib import Path
 
 import torch
 
-from training import checkpoints, common, options
+from training import checkpoints, options, worker
 from training.throughput import ThroughputMeter
 from training.torch.train import FRAMEWORK, Data, Trainer, set_threads, worker_device
 
 
 def build_parser():
     parser = options.build_parser(FRAMEWORK)
-    parser.prog = "python -m training.torch.elastic"
+    parser.prog = "python -m training.torch.train_elastic"
     parser.add_argument(
         "--commit-every",
         type=options._at_least(1),
@@ -164,7 +164,7 @@ def train(args) -> None:
         )
     if args.dump_weights:
         run.trainer.dump_weights(args.dump_weights)
-    common.report(args, FRAMEWORK, run.meter, run.data.source, workers, hvd.rank(), run.checkpoint)
+    worker.report(args, FRAMEWORK, run.meter, run.data.source, workers, hvd.rank(), run.checkpoint)
 
 
 def main(argv=None) -> int:
@@ -172,7 +172,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if problem := options.check_combinations(FRAMEWORK, args):
         parser.error(problem)
-    return common.run_main(train, args)
+    return worker.run_main(train, args)
 
 
 if __name__ == "__main__":
