@@ -4,7 +4,7 @@
     python3 benchmarks/gpu/p3_resnet50.py --data real --data-dir DIR --decode gpu
     python3 benchmarks/gpu/p3_resnet50.py --device cpu --model tiny ... # a CPU smoke run (CI)
 
-Runs the flavour's own parts (training.torch.train: Data, Trainer.step; training.torch.data)
+Runs the flavour's own parts (training.torch.train: Data, Trainer.step; training.torch.loader)
 for --warmup steps, then times --steps steps (a device sync at each end of the timed window),
 then profiles --profile-steps more with torch.profiler: the share of that wall time in which a
 GPU kernel was running (the union of the kernels' intervals, so overlapping streams are not
@@ -133,7 +133,7 @@ def kernel_share(profiler, wall_us: float) -> float:
     Kernels are grouped by their CUDA stream (the profiler's `device_resource_id` of a device
     event); the training stream is the one with the most kernel time, so the `--decode gpu`
     stream's decode and augmentation kernels, which overlap the step on a stream of their own
-    (training.torch.data.prefetched), do not count."""
+    (training.torch.loader.prefetched), do not count."""
     streams: dict[int, list[tuple[float, float]]] = {}
     for e in profiler.events():
         if e.device_type.name == "CUDA" and e.time_range.end > e.time_range.start:

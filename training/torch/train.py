@@ -8,7 +8,7 @@ averages the gradients (fp16-compressed with `--fp16-allreduce`; `--grad-accum` 
 per step via `backward_passes_per_step`), rank 0's parameters and optimizer state are broadcast
 before the first step, and only rank 0 writes checkpoints, TensorBoard logs and the throughput
 lines. Data: the shared synthetic source, or TFRecord shards read without TensorFlow
-(training.torch.data: worker processes decode on the CPU, or nvJPEG on the GPU; batches are
+(training.torch.loader: worker processes decode on the CPU, or nvJPEG on the GPU; batches are
 prefetched onto the device ahead of the step). On a GPU cuDNN picks its fastest kernels
 (`cudnn.benchmark`, as Horovod's and NVIDIA's ResNet50 examples set it); `--compile` hands the
 model to torch.compile.
@@ -250,7 +250,7 @@ class Trainer:
 
 class Data:
     """Where a worker's batches come from: the synthetic source, or TFRecord shards
-    (training.torch.data). `steps_per_epoch` counts optimizer steps
+    (training.torch.loader). `steps_per_epoch` counts optimizer steps
     (training.schedule.steps_per_epoch); `train` yields micro-batches forever, from
     `start_at(n)`'s micro-batch when called before the first one (a resumed run)."""
 
@@ -267,12 +267,12 @@ class Data:
             self._train = synthetic_batches(args, rank, size, device)
             self._records = None
             return
-        from training.torch import data as torch_data
+        from training.torch import loader
 
         workers = args.data_workers
         if workers is None:  # this worker's share of the node's cores decodes
             workers = worker.worker_threads(args, local_size)
-        self._records = torch_data.TFRecordData(args, rank, size, device, workers, gather=gather)
+        self._records = loader.TFRecordData(args, rank, size, device, workers, gather=gather)
         self.source = "tfrecord"
         self.steps_per_epoch = self._records.steps_per_epoch
 
