@@ -116,8 +116,9 @@ def scale_shares(shards: Path, batches: int, batch: int) -> dict[str, float]:
     import numpy as np
     import simplejpeg
 
-    from training.data.reader import image_record, read_file
+    from training.data.records import image_record
     from training.data.shards import list_shards
+    from training.data.tfrecord import read_file
     from training.torch import crops, jpeg_decode
 
     jpegs = [image_record(b).jpeg for s in list_shards(shards, "train") for b in read_file(s)]

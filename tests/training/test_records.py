@@ -3,13 +3,14 @@
 import pytest
 import tensorflow as tf  # the training environment has both: a broken install must fail, not skip
 
-from training.data import records
+from training.data import records, tfrecord
+from training.tensorflow import pipeline
 
 
 def test_serialize_then_parse_round_trips_every_feature():
     jpeg = tf.io.encode_jpeg(tf.zeros([6, 4, 3], tf.uint8)).numpy()
     blob = records.serialize_example(jpeg, 7, 6, 4, "n01440764_10026.JPEG")
-    parsed = records.parse_example(tf.constant(blob))
+    parsed = pipeline.parse_example(tf.constant(blob))
     assert set(parsed) == set(records.FEATURE_KEYS)
     assert parsed["image/encoded"].numpy() == jpeg
     assert int(parsed["image/class/label"]) == 7
@@ -89,7 +90,7 @@ def test_the_writers_examples_are_what_tensorflow_builds(label, height, width, n
 def test_tf_data_reads_the_writers_files_and_checks_their_checksums(tmp_path):
     blobs = [records.serialize_example(b"j" * n, n, n, n, f"{n}.jpg") for n in (1, 200, 70000)]
     path = tmp_path / "train-00000-of-00001"
-    with records.RecordWriter(str(path)) as writer:
+    with tfrecord.RecordWriter(str(path)) as writer:
         for blob in blobs:
             writer.write(blob)
     assert [r.numpy() for r in tf.data.TFRecordDataset(str(path))] == blobs
@@ -136,9 +137,9 @@ def _bytes(*values) -> bytes:
     ],
 )
 def test_split_and_repeated_fields_read_as_protobuf_reads_them(blob):
-    from training.data.reader import parse_example as read_example
+    from training.data.example_codec import decode_example
 
-    assert read_example(blob) == _as_lists(tf.train.Example.FromString(blob))
+    assert decode_example(blob) == _as_lists(tf.train.Example.FromString(blob))
 
 
 @pytest.mark.parametrize(
@@ -168,7 +169,7 @@ def test_split_and_repeated_fields_read_as_protobuf_reads_them(blob):
 def test_malformed_examples_raise_a_clear_error(blob, message):
     from google.protobuf.message import DecodeError
 
-    from training.data.reader import ExampleError, image_record
+    from training.data.records import ExampleError, image_record
 
     with pytest.raises(DecodeError):  # protobuf agrees that the bytes are malformed
         tf.train.Example.FromString(blob)
@@ -177,15 +178,15 @@ def test_malformed_examples_raise_a_clear_error(blob, message):
 
 
 def test_groups_of_unknown_fields_are_skipped_as_protobuf_skips_them():
-    from training.data.reader import parse_example as read_example
+    from training.data.example_codec import decode_example
 
     group = b"\x7b\x08\x05\x7c"  # field 15: start group, a varint field inside, end group
     blob = group + _example(_entry("k", _int64s(7))) + group
-    assert read_example(blob) == _as_lists(tf.train.Example.FromString(blob)) == {"k": [7]}
+    assert decode_example(blob) == _as_lists(tf.train.Example.FromString(blob)) == {"k": [7]}
 
 
 def test_a_record_with_the_wrong_value_types_names_the_feature():
-    from training.data.reader import ExampleError, image_record
+    from training.data.records import ExampleError, image_record
 
     blob = _example(_entry("image/encoded", _int64s(1)), _entry("image/class/label", _int64s(3)))
     with pytest.raises(

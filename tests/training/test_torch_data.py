@@ -12,8 +12,10 @@ import tensorflow as tf  # the training environment has both: a broken install m
 import torch
 
 from training.data import records
-from training.data.reader import image_record, parse_example, read_file
+from training.data.example_codec import decode_example
+from training.data.records import image_record
 from training.data.shards import list_shards
+from training.data.tfrecord import RecordWriter, read_file
 from training.errors import TrainingError
 from training.options import parse_args
 from training.tensorflow import pipeline
@@ -68,7 +70,7 @@ def test_records_are_tensorflows_records_byte_for_byte(prepared):
 def test_examples_parse_as_tensorflow_parses_them(prepared):
     for path in list_shards(prepared, "train"):
         for blob in read_file(path):
-            ours, theirs = image_record(blob), records.parse_example(tf.constant(blob))
+            ours, theirs = image_record(blob), pipeline.parse_example(tf.constant(blob))
             assert ours.jpeg == theirs["image/encoded"].numpy()
             assert ours.label == int(theirs["image/class/label"])
             assert (ours.height, ours.width) == (
@@ -91,7 +93,7 @@ def test_every_feature_kind_decodes_like_protobuf():
             }
         )
     )
-    parsed = parse_example(example.SerializeToString())
+    parsed = decode_example(example.SerializeToString())
     assert parsed == {
         "ints": [0, -1, 2**62, -(2**63)],
         "floats": [1.5, -0.25],
@@ -145,7 +147,7 @@ def test_training_passes_cover_the_ranks_records_reshuffled_each_pass(prepared):
     n = len(data.train_split)
     # The rank's shards by global rank (1 of 2: the second shard), read by tf.data.
     expected = [
-        records.parse_example(r)["image/filename"].numpy().decode()
+        pipeline.parse_example(r)["image/filename"].numpy().decode()
         for r in tf.data.TFRecordDataset(list_shards(prepared, "train")[1::2])
     ]
     stream = np.concatenate([dataset.positions(k) for k in range(3 * n // 4 + 1)])
@@ -392,7 +394,7 @@ def test_open_shards_stay_bounded_at_imagenet_scale(tmp_path):
 
     jpeg = _jpeg(40, 40)
     for i in range(1024):
-        with records.RecordWriter(str(tmp_path / f"train-{i:05d}-of-01024")) as writer:
+        with RecordWriter(str(tmp_path / f"train-{i:05d}-of-01024")) as writer:
             for j in range(2):
                 writer.write(records.serialize_example(jpeg, (i + j) % 3, 40, 40, f"{i}-{j}.jpg"))
     split = record_batches.index_split(list_shards(tmp_path, "train"))

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from training.data.reader import index_file
+from training.data.tfrecord import index_file
 from training.errors import TrainingError
 
 _COUNTS: dict[str, int] = {}  # shard path → records, for the life of this process

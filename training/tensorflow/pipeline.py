@@ -197,14 +197,28 @@ def augment(jpeg, image_size, seed):
     return _normalize(image, image_size)
 
 
+def parse_example(serialized):
+    """A scalar serialized Example (a `tf.string` tensor) → dict of tensors keyed as
+    training.data.records' schema."""
+    spec = {
+        "image/encoded": tf.io.FixedLenFeature([], tf.string),
+        "image/class/label": tf.io.FixedLenFeature([], tf.int64),
+        "image/height": tf.io.FixedLenFeature([], tf.int64, default_value=0),
+        "image/width": tf.io.FixedLenFeature([], tf.int64, default_value=0),
+        "image/format": tf.io.FixedLenFeature([], tf.string, default_value=records.IMAGE_FORMAT),
+        "image/filename": tf.io.FixedLenFeature([], tf.string, default_value=""),
+    }
+    return tf.io.parse_single_example(serialized, spec)
+
+
 def _train_example(serialized, seed, image_size, num_classes, offset):
-    features = records.parse_example(serialized)
+    features = parse_example(serialized)
     label = _checked_label(features, num_classes, offset)
     return augment(features["image/encoded"], image_size, seed), label
 
 
 def _validation_example(serialized, image_size, num_classes, offset):
-    features = records.parse_example(serialized)
+    features = parse_example(serialized)
     label = _checked_label(features, num_classes, offset)
     jpeg = features["image/encoded"]
     shape = tf.image.extract_jpeg_shape(jpeg)

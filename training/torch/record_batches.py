@@ -9,7 +9,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
-from training.data.reader import RecordRef, image_record, index_file, read_record
+from training.data.records import image_record
+from training.data.tfrecord import RecordRef, index_file, read_record
 from training.errors import TrainingError
 from training.torch.crops import center_windows, random_windows
 from training.torch.jpeg_decode import FAST_DCT_FACTORS, decode_crop_resize, jpeg_size

@@ -38,8 +38,9 @@ from training.data.prepare.manifest import (
 )
 from training.data.prepare.options import DEFAULT_SHARDS, PREPARE_OPTIONS, add_options
 from training.data.prepare.sample import LABELS_FILE
-from training.data.records import RecordWriter, serialize_example
+from training.data.records import serialize_example
 from training.data.shards import SPLITS, shard_name
+from training.data.tfrecord import RecordWriter
 from training.errors import TrainingError
 
 IMAGE_SUFFIXES = {".jpeg", ".jpg", ".png"}

@@ -1,103 +1,13 @@
-"""Read the TFRecord shards `azdl data prepare` writes, without TensorFlow.
+"""The `tf.train.Example` codec: a serialized Example to {feature key: list of values} and back.
 
-A TFRecord file is a sequence of records, each framed as (TensorFlow's record format,
-tensorflow/tensorflow: tensorflow/python/lib/io/python_io.py and core/lib/io/record_writer.cc):
-
-    uint64 length            little-endian
-    uint32 masked_crc32c(length bytes)
-    byte   data[length]      here: one serialized tf.train.Example (training.data.records' schema)
-    uint32 masked_crc32c(data)
-
-    masked_crc = ((crc >> 15 | crc << 17) + 0xa282ead8) mod 2**32, crc = CRC-32C (Castagnoli)
-
-Both checksums are verified, with Google's hardware-accelerated `google-crc32c`; a bad one is a
-`TrainingError` that names the file, the record and its byte offset. The Example is decoded
-straight from protobuf's wire format (tensorflow/core/example/{example,feature}.proto: Example
-{Features features = 1}, Features {map<string, Feature> feature = 1}, Feature oneof {BytesList
-bytes_list = 1; FloatList float_list = 2; Int64List int64_list = 3}, each list a `repeated`
-field 1, numbers packed), so neither TensorFlow nor protobuf is needed.
-
-The PyPI package `tfrecord` (1.14.6) was the candidate library; it reads the framing but skips
-both checksums, hands out a buffer it overwrites on the next record, and needs protobuf.
+Decoded straight from protobuf's wire format (tensorflow/core/example/{example,feature}.proto:
+Example {Features features = 1}, Features {map<string, Feature> feature = 1}, Feature oneof
+{BytesList bytes_list = 1; FloatList float_list = 2; Int64List int64_list = 3}, each list a
+`repeated` field 1, numbers packed), so neither TensorFlow nor protobuf is needed; encoded the
+same way (int64 lists packed, as proto3 packs them).
 """
 
-import os
 import struct
-from dataclasses import dataclass
-
-import google_crc32c
-
-from training.errors import TrainingError
-
-_HEADER = struct.Struct("<QI")  # length, masked CRC of the length
-_FOOTER = struct.Struct("<I")  # masked CRC of the data
-_MASK_DELTA = 0xA282EAD8
-
-
-def masked_crc(data) -> int:
-    crc = google_crc32c.value(data)
-    return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
-
-
-@dataclass(frozen=True)
-class RecordRef:
-    """Where one record's data lies: file index (into the reader's list), offset, length."""
-
-    file: int
-    offset: int
-    length: int
-
-
-def _corrupt(path: str, record: int, offset: int, what: str) -> TrainingError:
-    where = f"record {record} at byte {offset}"
-    return TrainingError(f"corrupt TFRecord file {path!r}: {where}: {what}")
-
-
-def index_file(path: str, file_index: int = 0) -> list[RecordRef]:
-    """Every record's place in `path`, from the headers alone (length checksums verified);
-    the data checksums are verified when a record is read."""
-    refs = []
-    size = os.path.getsize(path)
-    with open(path, "rb") as f:
-        offset = 0
-        while offset < size:
-            header = f.read(_HEADER.size)
-            if len(header) != _HEADER.size:
-                raise _corrupt(path, len(refs), offset, "truncated record header")
-            length, length_crc = _HEADER.unpack(header)
-            if masked_crc(header[:8]) != length_crc:
-                raise _corrupt(path, len(refs), offset, "length checksum mismatch")
-            data_at = offset + _HEADER.size
-            if data_at + length + _FOOTER.size > size:
-                what = f"record of {length} bytes runs past the end"
-                raise _corrupt(path, len(refs), offset, what)
-            refs.append(RecordRef(file_index, data_at, length))
-            offset = data_at + length + _FOOTER.size
-            f.seek(offset)
-    return refs
-
-
-def read_record(path: str, fd: int, ref: RecordRef, record_number: int = -1) -> bytes:
-    """One record's data, read with `os.pread` from the open file `fd` and checksum-verified."""
-    blob = os.pread(fd, ref.length + _FOOTER.size, ref.offset)
-    data, footer = blob[: ref.length], blob[ref.length :]
-    if len(footer) != _FOOTER.size or _FOOTER.unpack(footer)[0] != masked_crc(data):
-        where = ref.offset - _HEADER.size
-        raise _corrupt(path, record_number, where, "data checksum mismatch")
-    return data
-
-
-def read_file(path: str):
-    """Every record of `path` in order (a plain sequential reader, for tools and tests)."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        for number, ref in enumerate(index_file(path)):
-            yield read_record(path, fd, ref, number)
-    finally:
-        os.close(fd)
-
-
-# --- tf.train.Example from protobuf's wire format -------------------------------------------
 
 _VARINT, _FIXED64, _LEN, _START_GROUP, _END_GROUP, _FIXED32 = 0, 1, 2, 3, 4, 5
 
@@ -209,7 +119,7 @@ def _feature_values(buf: bytes, spans: list[tuple[int, int]]) -> list:
     return values
 
 
-def parse_example(blob: bytes) -> dict[str, list]:
+def decode_example(blob: bytes) -> dict[str, list]:
     """A serialized tf.train.Example → {feature key: list of bytes | floats | ints}, read as
     protobuf reads it: repeated `features` messages merge, and a key that occurs again in the
     map replaces its earlier value. Malformed bytes raise ExampleError."""
@@ -232,34 +142,37 @@ def parse_example(blob: bytes) -> dict[str, list]:
     return {key: _feature_values(blob, spans) for key, spans in entries.items()}
 
 
-@dataclass(frozen=True)
-class ImageRecord:
-    jpeg: bytes
-    label: int
-    height: int  # 0 when the writer left it out
-    width: int
-    filename: str
+# --- encoding ------------------------------------------------------------------------------------
 
 
-def image_record(blob: bytes) -> ImageRecord:
-    """The image fields of training.data.records' schema from one serialized Example."""
-    features = parse_example(blob)
-    if "image/encoded" not in features or "image/class/label" not in features:
-        raise ExampleError("not an image record: image/encoded or image/class/label is missing")
+def _encode_varint(value: int) -> bytes:
+    value &= (1 << 64) - 1  # negative int64s: ten bytes of two's complement, as protobuf writes
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
 
-    def first(key: str, kind: type, default):
-        values = features.get(key) or [default]
-        if not isinstance(values[0], kind):
-            got = type(values[0]).__name__
-            raise ExampleError(
-                f"feature {key!r} holds {got} values, the schema says {kind.__name__}"
-            )
-        return values[0]
 
-    return ImageRecord(
-        jpeg=first("image/encoded", bytes, b""),
-        label=first("image/class/label", int, -1),
-        height=first("image/height", int, 0),
-        width=first("image/width", int, 0),
-        filename=first("image/filename", bytes, b"").decode(errors="replace"),
+def _field(number: int, payload: bytes) -> bytes:
+    """A length-delimited field (wire type 2)."""
+    return _encode_varint(number << 3 | 2) + _encode_varint(len(payload)) + payload
+
+
+def bytes_feature(value: bytes) -> bytes:
+    return _field(1, _field(1, value))  # Feature.bytes_list = 1 { BytesList.value = 1 }
+
+
+def int64_feature(value: int) -> bytes:
+    # Feature.int64_list = 3 { packed value = 1 }
+    return _field(3, _field(1, _encode_varint(value)))
+
+
+def encode_example(features: dict[str, bytes]) -> bytes:
+    """One serialized Example from {key: a Feature from bytes_feature / int64_feature}."""
+    # Example.features = 1 { Features.feature = 1: map entries { key = 1, value = 2 } }
+    entries = b"".join(
+        _field(1, _field(1, key.encode()) + _field(2, value)) for key, value in features.items()
     )
+    return _field(1, entries)
