@@ -38,6 +38,7 @@ DISTRIBUTIONS = {
     "yaml": "pyyaml",
     "horovod": "horovod",
     "google_crc32c": "google-crc32c",
+    "google": "protobuf",  # google.protobuf (the only google.* namespace package imported)
     "mlflow": "mlflow-skinny",
 }
 
