@@ -1,24 +1,9 @@
 """THE ImageNet TFRecord schema, shared by the data tools (writer) and the input pipeline (reader).
 
-One `tf.train.Example` per image:
-
-| feature              | type   | value                                   |
-| -------------------- | ------ | --------------------------------------- |
-| `image/encoded`      | bytes  | the JPEG file's bytes                   |
-| `image/class/label`  | int64  | 0-based class index                     |
-| `image/height`       | int64  | pixels                                  |
-| `image/width`        | int64  | pixels                                  |
-| `image/format`       | bytes  | `JPEG`                                  |
-| `image/filename`     | bytes  | source file name, for error messages    |
-
-Shard files are named by `training.data.shards.shard_name`: `train-00000-of-01024`,
-`validation-00000-of-00128`.
-
-The writer needs no TensorFlow (so `azdl data sample|prepare` run in the operator environment):
-`serialize_example` encodes the Example with training.data.example_codec and
-training.data.tfrecord frames records as TensorFlow's record_writer.cc does. tests/training checks
-both against TensorFlow's own parser and tf.data. `image_record` is the reader's side; the
-tf.data side is training.tensorflow.pipeline's `parse_example`. No TensorFlow here.
+One `tf.train.Example` per image: `image/encoded` (bytes: the JPEG file's bytes),
+`image/class/label` (int64: 0-based class index), `image/height` and `image/width` (int64:
+pixels), `image/format` (bytes: `JPEG`), `image/filename` (bytes: the source file name, for
+error messages). `serialize_example` writes one, `image_record` reads one; no TensorFlow here.
 """
 
 from dataclasses import dataclass

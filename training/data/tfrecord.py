@@ -1,20 +1,9 @@
 """TFRecord files, without TensorFlow: their framing, written and read with both checksums.
 
-A TFRecord file is a sequence of records, each framed as (TensorFlow's record format,
-tensorflow/tensorflow: tensorflow/python/lib/io/python_io.py and core/lib/io/record_writer.cc):
-
-    uint64 length            little-endian
-    uint32 masked_crc32c(length bytes)
-    byte   data[length]      here: one serialized tf.train.Example (training.data.records' schema)
-    uint32 masked_crc32c(data)
-
-    masked_crc = ((crc >> 15 | crc << 17) + 0xa282ead8) mod 2**32, crc = CRC-32C (Castagnoli)
-
-Both checksums are verified, with Google's hardware-accelerated `google-crc32c`; a bad one is a
-`TrainingError` that names the file, the record and its byte offset.
-
-The PyPI package `tfrecord` (1.14.6) was the candidate library; it reads the framing but skips
-both checksums, hands out a buffer it overwrites on the next record, and needs protobuf.
+Per record (TensorFlow's record format, tensorflow/tensorflow core/lib/io/record_writer.cc):
+uint64 length (little-endian), uint32 masked CRC-32C of the length, the data, uint32 masked
+CRC-32C of the data; masked_crc = ((crc >> 15 | crc << 17) + 0xa282ead8) mod 2**32. A bad
+checksum is a `TrainingError` naming the file, the record and its byte offset.
 """
 
 import os

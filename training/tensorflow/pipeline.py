@@ -1,14 +1,6 @@
-"""The tf.data input pipeline of every flavour: TFRecord shards or the synthetic source.
-
-TFRecords: this worker's shards (by global rank) → shuffled file order → interleaved reads →
-shuffle buffer → decode + random-resized-crop + flip (train, `augment`) or center crop
-(validation) →
-batch → prefetch, on a thread pool of the dataset's own (the PyTorch flavour holds TensorFlow's
-op threads to one; decoding must not be held with them). Synthetic: this worker's micro-batches
-of one fixed global batch, repeated.
-
-Batches are micro-batches of `--batch-size`; an epoch is one pass over the data, in optimizer
-steps of `--grad-accum` micro-batches on every worker (training.schedule.steps_per_epoch).
+"""The tf.data input pipeline of the TensorFlow flavours: TFRecord shards or the synthetic source,
+in micro-batches of `--batch-size` (docs/architecture.md, "The tf.data pipeline"); and
+`parse_example`, the tf.data reading of training.data.records' schema.
 """
 
 import contextlib

@@ -1,19 +1,11 @@
 """ResNet50 with Keras `model.fit` and Horovod: one process per worker.
 
-    horovodrun --gloo -np 2 -H localhost:2 python -m training.tensorflow.train_keras \
+    horovodrun --gloo -np 2 -H localhost:2 python -m training.tensorflow.train_keras \\
         --image-size 64 ...
 
-Horovod pieces: `hvd.DistributedOptimizer` (allreduce-averaged gradients, optional fp16
-compression and gradient accumulation) and `MetricAverageCallback` (the epoch's training loss
-and accuracy averaged over workers). The rest is this module's, so that Keras agrees with the
-other flavours: the learning rate is set before every optimizer step from training.schedule
-(Horovod's warm-up and schedule callbacks compare the whole-number epoch with a fractional
-warm-up end and run one step ahead), validation accuracy is summed over workers (a worker
-without a validation shard takes part with nothing), and rank 0's weights are broadcast before
-the first step (tf_worker.restore_and_broadcast). Rank 0 alone checkpoints (every epoch, and
-every `--checkpoint-every-steps` steps), writes TensorBoard logs and prints the throughput lines.
-A relaunch resumes at the last checkpoint's epoch and step: `Fit` runs the rest of that epoch,
-then the remaining ones. `--elastic`: Horovod elastic training (training.tensorflow.elastic_state).
+Horovod's `DistributedOptimizer` and `MetricAverageCallback`, and this module's callbacks so that
+Keras agrees with the other flavours (docs/architecture.md, "The Keras flavour"). `--elastic`:
+Horovod elastic training (training.tensorflow.elastic_state).
 """
 
 import sys

@@ -1,15 +1,10 @@
 """ResNet50 with a TensorFlow custom training loop and Horovod: one process per worker.
 
-    horovodrun --gloo -np 2 -H localhost:2 python -m training.tensorflow.train_loop \
+    horovodrun --gloo -np 2 -H localhost:2 python -m training.tensorflow.train_loop \\
         --image-size 64 ...
 
-Each step: forward under a `tf.GradientTape` wrapped in `hvd.DistributedGradientTape`, which
-averages the gradients over all workers (optionally fp16-compressed); the learning rate comes
-from training.schedule. Validation accuracy is summed over workers (correct / seen), so it is the
-accuracy of all validation images together. Rank 0 alone checkpoints (every epoch, and every
-`--checkpoint-every-steps` steps), writes TensorBoard logs and prints the throughput lines. A
-relaunch resumes at the last checkpoint's epoch and step. `--elastic`: Horovod elastic training
-(training.tensorflow.elastic_state).
+Each step runs under `hvd.DistributedGradientTape` (docs/architecture.md, "The TF loop").
+`--elastic`: Horovod elastic training (training.tensorflow.elastic_state).
 """
 
 import sys

@@ -1,19 +1,7 @@
-"""The PyTorch flavour's TFRecord input pipeline, without TensorFlow.
-
-    shards of this global rank ─ index (record headers) ─ batch plan (a fresh permutation of
-    the rank's records every pass; validation in file order, last batch partial, no padding)
-      → DataLoader worker processes: read + CRC-check + parse records, crop windows, and
-          decode="cpu": libjpeg-turbo decode, random-resized-crop + flip / center crop, uint8
-          decode="gpu": nothing more; the JPEG bytes travel (smaller than pixels)
-      → pinned memory → a prefetch thread with its own CUDA stream: non-blocking copy,
-          (decode="gpu": nvJPEG batched decode, crop + resize + flip on the GPU), float,
-          normalise, channels-last → at least two batches ready ahead of the training step.
-
-Everything random is keyed by (seed, rank, batch number), never by worker or timing, so the
-batches are the same with 0 or 16 worker processes, and a resumed run can start at any batch.
-Augmentation follows the ImageNet recipe (torchvision's RandomResizedCrop: area 8-100 %, aspect
-3/4-4/3 log-uniform, 100 attempts, then a center crop clamped to that aspect; flip 50 %),
-the same spec as the TF flavours' pipeline.
+"""The PyTorch flavour's TFRecord input pipeline, without TensorFlow: this rank's record batches
+made by DataLoader worker processes (training.torch.record_batches), finished on the device
+(training.torch.device_finish) a few batches ahead of the training step. The data path and its
+determinism: docs/architecture.md ("The PyTorch input pipeline").
 """
 
 import contextlib

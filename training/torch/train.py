@@ -3,15 +3,8 @@
     horovodrun --gloo -np 2 -H localhost:2 python -m training.torch.train --image-size 64 ...
     mpirun -np 2 python -m training.torch.train ...
 
-The loop follows Horovod's own `pytorch_imagenet_resnet50.py`: `hvd.DistributedOptimizer`
-averages the gradients (fp16-compressed with `--fp16-allreduce`; `--grad-accum` micro-batches
-per step via `backward_passes_per_step`), rank 0's parameters and optimizer state are broadcast
-before the first step, and only rank 0 writes checkpoints, TensorBoard logs and the throughput
-lines. Data: the shared synthetic source, or TFRecord shards read without TensorFlow
-(training.torch.loader: worker processes decode on the CPU, or nvJPEG on the GPU; batches are
-prefetched onto the device ahead of the step). On a GPU cuDNN picks its fastest kernels
-(`cudnn.benchmark`, as Horovod's and NVIDIA's ResNet50 examples set it); `--compile` hands the
-model to torch.compile.
+The loop follows Horovod's own `pytorch_imagenet_resnet50.py` (docs/architecture.md, "The
+PyTorch flavour"); data: the synthetic source or TFRecords (training.torch.loader).
 """
 
 import contextlib

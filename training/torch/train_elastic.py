@@ -3,15 +3,8 @@
     horovodrun -np 2 --min-np 1 --max-np 2 --host-discovery-script ./hosts.sh \\
         python -m training.torch.train_elastic --model tiny --image-size 32 ...
 
-Same model, optimizer, data and step as `training.torch.train`. `hvd.elastic.TorchState` holds
-the model, the optimizer and the position (epoch, step); `state.commit()` copies them to host
-memory every `--commit-every` steps. When a worker dies, the survivors' next collective raises
-`HorovodInternalError`; `@hvd.elastic.run` rolls them back to the last commit, re-forms the ring
-with the workers left, broadcasts the state from the new rank 0 and carries on. The reset
-callback rescales the learning rate and re-slices the data for the new number of workers.
-
-At the end rank 0 prints how many workers the run ended with, then the throughput lines for the
-steps since the last change of workers.
+Same model, optimizer, data and step as `training.torch.train`, under `hvd.elastic.TorchState`
+(docs/architecture.md, "Elastic training").
 """
 
 import sys
