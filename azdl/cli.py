@@ -1,11 +1,6 @@
-"""`azdl`: the one command-line entry point for operators.
-
-Each subcommand lives in its own module under `azdl.commands` and exposes
-`register(subparsers)`, which adds its parser and sets `func` to the function that runs it.
-Shared options and argument types are in `azdl.commands.options`, terminal output in
-`azdl.console`. Every bad input ends in one `error: …` line, never a traceback; exit codes are
-in `azdl.errors`. Bare `azdl` prints the help.
-"""
+"""`azdl`: the one command-line entry point for operators. Each module of `azdl.commands` has
+`register(subparsers)`; this is the one module that imports them. Every bad input ends in one
+`error: …` line with the exit code of `azdl.errors`; bare `azdl` prints the help."""
 
 import argparse
 import sys

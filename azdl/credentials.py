@@ -1,16 +1,6 @@
-"""Azure sign-in, probed once at the start of a command that needs Azure.
-
-azure-identity's DefaultAzureCredential tries its sources in turn: environment (a service
-principal), workload identity, managed identity, Azure CLI, … Left to a client, the first
-request fails inside the SDK's retry loop, and the user waits through the back-off to see the
-same multi-line error once per attempt. Probed here, before any client is made, a missing or
-expired sign-in is one line saying what to run (exit code 4, `azdl.errors.NotSignedIn`), and
-the probe's token stays cached in the credential the clients then use.
-
-The credential names and messages parsed below are azure-identity 1.27's own
-(azure/identity/_credentials/azure_cli.py: CLI_NOT_FOUND, NOT_LOGGED_IN; the chained
-credential's "Attempted credentials:" list, azure/identity/_credentials/chained.py).
-"""
+"""Azure sign-in, probed once at the start of a command that needs Azure: a missing or expired
+sign-in is one line saying what to run (exit 4), not the SDK's retries (docs/architecture.md,
+"Sign-in and role propagation")."""
 
 import logging
 import os
@@ -26,6 +16,8 @@ STORAGE_SCOPE = "https://storage.azure.com/.default"  # blob data plane
 # process timeout), a service principal's sign-in goes through azure-core's retries.
 PROBE_TIMEOUT_S = 60.0
 
+# azure-identity 1.27's own messages (azure/identity/_credentials/azure_cli.py: CLI_NOT_FOUND,
+# NOT_LOGGED_IN; the chained credential's "Attempted credentials:" list, _credentials/chained.py).
 CLI_NOT_FOUND = "Azure CLI not found on path"
 NOT_LOGGED_IN = "Please run 'az login' to set up an account"
 _ATTEMPT = re.compile(r"^\s*(\w+Credential): (.*)$", re.M)

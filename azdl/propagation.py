@@ -1,13 +1,5 @@
-"""Retry what Azure refuses with 403 while new role assignments take effect.
-
-`pulumi up` grants the cluster identity and the operators their roles; the first `azdl data
-stage` or job right after it can still be refused. Microsoft documents that "when you assign
-roles or remove role assignments, it can take up to 10 minutes for changes to take effect"
-("Troubleshoot Azure RBAC", Symptom - Role assignment changes are not being detected,
-https://learn.microsoft.com/azure/role-based-access-control/troubleshooting, ms.date
-2025-12-11). So a refusal for missing rights (HTTP 403, not a rejected credential or a network
-rule) is retried for that long, saying why, and then reported as what it is.
-"""
+"""Retry what Azure refuses with 403 while new role assignments take effect (docs/architecture.md,
+"Sign-in and role propagation")."""
 
 import sys
 import time
@@ -18,7 +10,10 @@ from azure.core.exceptions import HttpResponseError
 
 from azdl.errors import AzdlError
 
-PROPAGATION_SECONDS = 600  # "up to 10 minutes" (see above)
+# "When you assign roles or remove role assignments, it can take up to 10 minutes for changes to
+# take effect" (Troubleshoot Azure RBAC, https://learn.microsoft.com/azure/role-based-access-
+# control/troubleshooting, ms.date 2025-12-11).
+PROPAGATION_SECONDS = 600
 RETRY_EVERY_SECONDS = 20
 # 403 error codes that no waiting fixes: a rejected credential, or network rules that do not
 # admit this machine (Azure Storage's error codes).

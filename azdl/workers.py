@@ -1,11 +1,5 @@
-"""Run local Horovod workers and report a failed one plainly.
-
-When a worker exits non-zero, `horovodrun --gloo` ends with a Python traceback of its own
-(`RuntimeError: Horovod detected that one or more processes exited with non-zero status …
-Process name: N / Exit code: X`, horovod/runner/gloo_run.py, Horovod 0.28.1). The worker's own
-message is already on screen by then, so that traceback is replaced by one line naming the rank
-and its exit code. Any other output, other tracebacks included, passes through unchanged.
-"""
+"""Run local Horovod workers and report a failed one plainly: horovodrun's own traceback after a
+failed worker becomes one line naming the rank and its exit code; other output passes through."""
 
 import re
 import subprocess
@@ -13,6 +7,9 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+# horovodrun --gloo's own ending after a failed worker: `RuntimeError: Horovod detected that one
+# or more processes exited with non-zero status …`, then `Process name: N` and `Exit code: X`
+# (horovod/runner/gloo_run.py, Horovod 0.28.1).
 TRACEBACK = "Traceback (most recent call last):"
 HOROVOD_FAILED = re.compile(
     r"RuntimeError: Horovod detected that one or more processes exited with non-zero status"

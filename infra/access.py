@@ -41,12 +41,12 @@ from pulumi_azure_native import authorization, compute, network
 
 from infra.cluster import role_assignment_name
 from infra.config import Operator, StackConfig
+from infra.deployer import ASSIGNABLE_ROLES
 from infra.network import standard_public_ip
-from infra.roles import BUILT_IN_ROLES
 
-# Operators' roles (built-in role ids: infra/roles.py).
+# Operators' roles (of those the deployer may assign: infra/deployer.py).
 OPERATOR_ROLES = {
-    name: BUILT_IN_ROLES[name]
+    name: ASSIGNABLE_ROLES[name]
     for name in ("Storage Blob Data Contributor", "AzureML Data Scientist",
                  "Virtual Machine User Login", "Reader")
 }  # fmt: skip

@@ -23,11 +23,11 @@ from pulumi_azure_native import authorization, machinelearningservices, managedi
 
 from infra.catalogue import VmSize
 from infra.config import StackConfig
-from infra.roles import BUILT_IN_ROLES
+from infra.deployer import ASSIGNABLE_ROLES
 
-# The managed identities' roles (built-in role ids: infra/roles.py).
+# The managed identities' roles (of those the deployer may assign: infra/deployer.py).
 ROLES = {
-    name: BUILT_IN_ROLES[name]
+    name: ASSIGNABLE_ROLES[name]
     for name in ("AcrPull", "AcrPush", "Storage Blob Data Reader", "Storage Blob Data Contributor")
 }
 

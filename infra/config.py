@@ -49,6 +49,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from infra.azure_facts import REQUIRED_TAGS
 from infra.catalogue import VM_SIZES, VmSize
 from infra.naming import IMAGE_BUILD_COMPUTE, KINDS, Names, derive_names, rule_violation
 
@@ -59,7 +60,6 @@ DATA_PROTECTION = ("protect", "retain", "none")
 REGISTRY_SKUS = ("Basic", "Standard", "Premium")
 IMAGE_FRAMEWORKS = ("tensorflow", "pytorch")  # images/<framework>/Dockerfile
 PRIORITIES = {"dedicated": "Dedicated", "lowPriority": "LowPriority"}
-REQUIRED_TAGS = ("environment", "project", "owner", "costCenter")
 MIN_NFS_SHARE_GIB = 100  # smallest premium (provisioned) file share Azure accepts
 # network.outbound: restricted = the complete outbound list Azure ML compute needs, then a
 # deny-all (infra/network.py); open = no outbound rules, so Azure's default allows everything.

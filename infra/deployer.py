@@ -7,20 +7,24 @@ and principal types" example (https://learn.microsoft.com/azure/role-based-acces
 delegate-role-assignments-examples, ms.date 2024-04-15): one clause for roleAssignments/write
 (request attributes), one for roleAssignments/delete (resource attributes).
 
-ASSIGNABLE_ROLES is every role a stack can assign: infra/roles.py, the table the cluster's and
-image-build identities' roles (infra/cluster.py) and the operators' and jump host's
-(infra/access.py) are taken from. tests/infra/test_deployer_roles.py derives the same set from
+ASSIGNABLE_ROLES is every role a stack can assign: the table the cluster's and image-build
+identities' roles (infra/cluster.py) and the operators' and jump host's (infra/access.py) are
+taken from. tests/infra/test_deployer_roles.py derives the same set from
 rendered plans (both shipped stacks and the settings that add roles) and checks docs/deploy.md's
 condition against it; the policy pack's `role-assignments-deployer-can-make` fails a plan that
 assigns any other role. Pure data and string work: the policy pack imports it.
 """
 
-from infra.roles import BUILT_IN_ROLES
+from infra.azure_facts import BUILT_IN_ROLES
 
-ASSIGNABLE_ROLES = dict(sorted(BUILT_IN_ROLES.items()))
+ASSIGNABLE_ROLES = {
+    name: BUILT_IN_ROLES[name]
+    for name in ("AcrPull", "AcrPush", "AzureML Data Scientist", "Reader",
+                 "Storage Blob Data Contributor", "Storage Blob Data Reader",
+                 "Virtual Machine User Login")
+}  # fmt: skip
 # Managed identities of the cluster and image build; operators are users or groups.
 ASSIGNABLE_PRINCIPAL_TYPES = ("ServicePrincipal", "User", "Group")
-RBAC_ADMINISTRATOR = "f58310d9-a9f6-439a-9e8d-f62e7b41a168"  # built-in role id
 
 
 def rbac_condition() -> str:

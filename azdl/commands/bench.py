@@ -1,46 +1,16 @@
-"""`azdl bench`: the same synthetic-data job at several sizes, and the scaling report.
-
-On the cluster: one job per node count (default 1, 2, 4, … up to the cluster's maximum), run
-one after another so they never share the cluster, each followed to its end; rank 0's
-throughput record is read from the job's logs. With --local: 1 and 2 Horovod workers on this
-machine through `azdl train`'s launcher, in the training environment. Either way the report is
-results.json, results.md (nodes, GPUs/workers, images/sec, per GPU, efficiency) and scaling.png,
-rewritten after every run so that an interrupted bench keeps what it measured. A size that fails
-(or whose submission, status or logs fail) stays in the report, and the bench exits non-zero.
-"""
+"""`azdl bench`: the synthetic-data job at several sizes, on the cluster or locally, and the
+scaling report (azdl.jobs.bench)."""
 
 import argparse
-import subprocess
 import time
 from pathlib import Path
 
-from rich.console import Console
-
 from azdl.commands.options import add_script_args, add_stack_options, script_args
-from azdl.commands.submit import new_run_id
-from azdl.commands.train import (
-    check_training_options,
-    launch_command,
-    local_env,
-)
 from azdl.envs import REPO_ROOT
 from azdl.errors import AzdlError
-from azdl.jobs import quota
-from azdl.jobs.report import Run, write_report
-from azdl.jobs.spec import JobRequest, build_job, processes_per_node, validate
+from azdl.jobs import bench
 from azdl.jobs.stack_outputs import load_outputs
 from training.flavours import DEFAULT_FRAMEWORK, FRAMEWORKS
-from training.throughput import parse_throughput_lines
-
-# Short synthetic runs: enough timed steps for a stable median, little cluster time.
-CLUSTER_ARGS = ("--epochs", "1", "--steps-per-epoch", "120", "--timing-warmup-steps", "20")
-# What CPU workers get through in about a minute each (ResNet50 at 64 px). One framework thread
-# per worker: each worker stands for one device, as a GPU does on the cluster, so the runs
-# measure what adding workers gives (not how one process uses more cores).
-LOCAL_ARGS = (
-    "--image-size", "64", "--batch-size", "16", "--epochs", "1", "--steps-per-epoch", "20",
-    "--timing-warmup-steps", "5", "--threads", "1",
-)  # fmt: skip
 
 
 def register(subparsers) -> None:
@@ -95,152 +65,22 @@ def counts(text: str, option: str) -> list[int]:
     return values
 
 
-def default_nodes(max_nodes: int) -> list[int]:
-    """1, 2, 4, … up to max_nodes, and max_nodes itself."""
-    nodes, n = [], 1
-    while n < max_nodes:
-        nodes.append(n)
-        n *= 2
-    return [*nodes, max_nodes]
-
-
-def record_of(text: str) -> tuple[dict | None, str | None]:
-    records = parse_throughput_lines(text)
-    if records:
-        return records[-1], None
-    return None, "no throughput line in the log"
-
-
-def title_of(runs: list[Run], where: str) -> str:
-    record = next((r.record for r in runs if r.record), None)
-    if record is None:
-        return f"scaling, {where}"
-    return (
-        f"{record['framework']} {record['model']} {record['image_size']} px, "
-        f"batch {record['batch_per_worker']}/worker, {record['precision']}\n{where}"
-    )
-
-
-def run_local(framework: str, workers: list[int], args: tuple[str, ...], out: Path) -> list[Run]:
-    console = Console(stderr=True)
-    where = "local CPU workers (Horovod, Gloo)"
-    runs: list[Run] = []
-    for n in workers:
-        log = out / f"workers-{n}.log"
-        cmd = launch_command(framework, n, "gloo", [*LOCAL_ARGS, *args])
-        with console.status(f"{framework}: {n} local worker(s), log in {log}"), log.open("w") as f:
-            code = subprocess.call(
-                cmd, env=local_env(), cwd=REPO_ROOT, stdout=f, stderr=subprocess.STDOUT
-            )
-        record, error = record_of(log.read_text(errors="replace"))
-        status = "Completed" if code == 0 else f"exit {code}"
-        console.print(f"{n} worker(s): {status}, images/sec {(record or {}).get('images_per_sec')}")
-        runs.append(Run(1, n, status, str(log), record, error))
-        write_report(runs, out, title_of(runs, where), "workers", "worker")
-    return runs
-
-
-def cluster_run(client, outputs, request: JobRequest, args, console: Console) -> Run:
-    """Submit one size, follow it to its end and read its record. Whatever goes wrong (the
-    submission refused, a status poll or log download failing, the wait's limit) becomes a run
-    with status "error" and the message, so the sizes after it still run."""
-    from azdl.jobs.workspace import WaitTimeout, job_logs, wait
-    from azdl.propagation import while_propagating
-
-    workers = request.nodes * processes_per_node(outputs)
-    name, status = request.run_id, None
-    try:
-        job = build_job(outputs, request)
-        name = while_propagating(
-            lambda: client.jobs.create_or_update(job), f"submitting {name}"
-        ).name
-        with console.status(f"{name}: {request.nodes} node(s)") as status_line:
-            status = wait(
-                client,
-                name,
-                args.poll_seconds,
-                on_status=lambda s: status_line.update(f"{name}: {s}"),
-                timeout_seconds=args.timeout_minutes * 60,
-            )
-        record, error = record_of(job_logs(client, name))
-    except Exception as exc:  # any failure is reported for this size only
-        message = str(exc) if isinstance(exc, AzdlError) else f"{type(exc).__name__}: {exc}"
-        if isinstance(exc, WaitTimeout):  # the next size must not share the cluster with it
-            message += f"; {cancel(client, name, args.poll_seconds)}"
-        elif status is not None:
-            message = f"job {status}, then reading its logs failed: {message}"
-        console.print(f"{name}: error: {message}")
-        return Run(request.nodes, workers, "error", name, None, message)
-    console.print(f"{name}: {status}, images/sec {(record or {}).get('images_per_sec')}")
-    return Run(request.nodes, workers, status, name, record, error)
-
-
-CANCEL_WAIT_S = 600.0
-
-
-def cancel(client, name: str, poll_seconds: float) -> str:
-    """Cancel the job and wait until it has stopped, so that the next size does not share the
-    cluster with it; say how that went (reported with the run)."""
-    from azdl.jobs.workspace import wait
-
-    try:
-        client.jobs.begin_cancel(name)
-        status = wait(client, name, poll_seconds, timeout_seconds=CANCEL_WAIT_S)
-    except Exception as exc:  # reported with the run; the sweep goes on
-        return f"cancelling it failed ({type(exc).__name__}: {exc})"
-    return f"cancelled ({status})"
-
-
-def cluster_plan(args: argparse.Namespace):
-    """(stack outputs, one request per size), every size checked: nothing is created or
-    submitted before this returns."""
-    outputs = load_outputs(args.stack, args.outputs)
-    nodes = counts(args.nodes, "--nodes") if args.nodes else default_nodes(outputs.max_nodes)
-    user_args = (*CLUSTER_ARGS, *script_args(args))
-    requests = [
-        JobRequest(args.framework, n, "synthetic", new_run_id(f"{args.framework}-{n}n"), user_args)
-        for n in nodes
-    ]
-    for request in requests:
-        validate(outputs, request)
-    return outputs, requests
-
-
-def run_cluster(args: argparse.Namespace, outputs, requests: list[JobRequest], out: Path):
-    from azdl.jobs.workspace import ml_client
-    from azdl.propagation import while_propagating
-
-    size = outputs.vm_size
-    where = f"{size.name}{' (InfiniBand)' if size.infiniband else ''}"
-    unit = ("GPUs", "GPU") if size.gpus else ("processes", "process")
-    console = Console(stderr=True)
-    client = ml_client(outputs)
-    largest = max(r.nodes for r in requests)  # the sizes run one after another
-    while_propagating(lambda: quota.check(client, outputs, largest), "checking the quota")
-    out.mkdir(parents=True, exist_ok=True)
-    runs: list[Run] = []
-    for request in requests:
-        runs.append(cluster_run(client, outputs, request, args, console))
-        # kept if the bench is stopped
-        write_report(runs, out, title_of(runs, where), *unit, vm_size=size.name)
-    return runs
-
-
 def run(args: argparse.Namespace) -> int:
     """Every input is checked (and, on the cluster, the sign-in) before the report folder is
     made."""
     out = args.out or REPO_ROOT / "runs" / time.strftime("bench-%Y%m%d-%H%M%S", time.gmtime())
     if args.local:
         workers = counts(args.workers, "--workers")
-        for n in workers:  # the training options as the script will see them; its environment
-            check_training_options(
-                args.framework, [*LOCAL_ARGS, *script_args(args)], n, "azdl bench --local"
-            )
-            launch_command(args.framework, n, "gloo", [])
+        bench.check_local(args.framework, workers, script_args(args))
         out.mkdir(parents=True, exist_ok=True)
-        runs = run_local(args.framework, workers, script_args(args), out)
+        runs = bench.run_local(args.framework, workers, script_args(args), out)
     else:
-        runs = run_cluster(args, *cluster_plan(args), out)
+        outputs = load_outputs(args.stack, args.outputs)
+        nodes = (
+            counts(args.nodes, "--nodes") if args.nodes else bench.default_nodes(outputs.max_nodes)
+        )
+        requests = bench.cluster_requests(outputs, args.framework, nodes, script_args(args))
+        runs = bench.run_cluster(outputs, requests, out, args.poll_seconds, args.timeout_minutes)
     print((out / "results.md").read_text(), end="")
     print(f"\nwrote {out / 'results.json'}, {out / 'results.md'} and {out / 'scaling.png'}")
     return 0 if all(r.measured for r in runs) else 1

@@ -7,10 +7,9 @@ output (`azdl jobs download JOB --output health`)."""
 import sys
 
 from azdl.commands.options import add_job_name_option, add_stack_options, positive_int
-from azdl.commands.submit import new_run_id, send
 from azdl.jobs import health
 from azdl.jobs.stack_outputs import load_outputs
-from training.health.gate import PREFIX
+from azdl.jobs.submit import new_run_id, send
 
 
 def register(subparsers) -> None:
@@ -41,9 +40,5 @@ def check(args) -> int:
     code = send(outputs, job, dry_run=args.dry_run, wait=not args.dry_run)
     if args.dry_run:
         return code
-    from azdl.jobs.workspace import job_logs, ml_client
-
-    verdicts = [line for line in job_logs(ml_client(outputs), run_id).splitlines()
-                if line.startswith(PREFIX)]  # fmt: skip
-    print("\n".join(verdicts) or f"no {PREFIX} lines in the job's logs", file=sys.stderr)
+    print(health.verdicts(outputs, run_id), file=sys.stderr)
     return code

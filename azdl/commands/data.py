@@ -1,11 +1,6 @@
 """`azdl data sample|prepare|stage|copy|fill-nfs`: the data path from ImageNet folders to the nodes.
-
-`sample` and `prepare` run here, in the operator environment (the TFRecord writer needs no
-TensorFlow); `copy`, the node-side step, runs in the training environment. Their options are
-defined once in the training modules and registered here too.
-`stage` uploads to blob storage from the operator environment; `fill-nfs` submits the one-node
-job that copies the staged shards into the stack's NFS share.
-"""
+`copy` runs in the training environment; the others here, with options defined once in the
+training modules."""
 
 import argparse
 import importlib
@@ -17,11 +12,11 @@ from rich.console import Console
 
 from azdl import staging
 from azdl.commands.options import add_job_name_option, add_stack_options, positive_int
-from azdl.commands.submit import new_run_id, send
 from azdl.envs import run_training_module
 from azdl.errors import AzdlError
-from azdl.jobs.spec import build_fill_nfs_job
+from azdl.jobs.fill_nfs import build_fill_nfs_job
 from azdl.jobs.stack_outputs import load_outputs, read_outputs
+from azdl.jobs.submit import new_run_id, send
 from training.data.copy_shards import COPY_OPTIONS
 from training.data.prepare.options import PREPARE_OPTIONS, SAMPLE_OPTIONS, add_options, to_argv
 

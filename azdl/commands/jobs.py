@@ -10,8 +10,8 @@ from pathlib import Path
 
 from azdl.commands.options import add_stack_options, job_name, positive_int
 from azdl.errors import AzdlError
-from azdl.jobs.retry import ATTEMPT_TAG, RETRY_OF_TAG
 from azdl.jobs.stack_outputs import load_outputs
+from azdl.jobs.submit import ATTEMPT_TAG, RETRY_OF_TAG
 
 
 def register(subparsers) -> None:

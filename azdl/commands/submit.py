@@ -1,20 +1,10 @@
-"""`azdl submit`: one Horovod training job on the stack's Azure ML cluster.
-
-Reads the stack outputs (`pulumi stack output --json`, or a saved copy with --outputs), checks
-everything it can locally, then submits with azure-ai-ml. The job runs a built-in training
-script (--framework) or the user's own (--script FILE: its folder is uploaded as the job's
-code). `--dry-run` prints the job as Azure ML CLI v2 YAML, built locally, and never contacts
-Azure; `--export FILE` writes that YAML for `az ml job create -f FILE`; `--wait` streams the
-job's logs until it ends.
-"""
+"""`azdl submit`: one Horovod training job on the stack's Azure ML cluster, a built-in script
+(--framework) or the user's own (--script); --dry-run and --export print or write its YAML without
+contacting Azure (docs/architecture.md, "Jobs and the CLI")."""
 
 import argparse
-import contextlib
 import re
-import secrets
 import sys
-import time
-from dataclasses import replace
 from pathlib import Path
 
 from azdl.commands.options import (
@@ -24,13 +14,14 @@ from azdl.commands.options import (
     positive_int,
     script_args,
 )
-from azdl.console import print_json
 from azdl.errors import AzdlError
-from azdl.jobs import export, health, quota, retry
+from azdl.jobs import export, health
 from azdl.jobs import script as own_script
+from azdl.jobs.request import DEFAULT_LOCAL_DIR, STORAGE_MODES, JobRequest, OwnScript
 from azdl.jobs.safeguards import CLUSTER_STALL_TIMEOUT_S
-from azdl.jobs.spec import DEFAULT_LOCAL_DIR, STORAGE_MODES, JobRequest, OwnScript, build_job
+from azdl.jobs.spec import build_job, warnings
 from azdl.jobs.stack_outputs import load_outputs
+from azdl.jobs.submit import JSON_SCHEMA, new_run_id, send, send_with_retries
 from training.flavours import DEFAULT_FRAMEWORK, FRAMEWORKS
 
 
@@ -184,22 +175,6 @@ def non_negative_int(text: str) -> int:
     return int(text)
 
 
-JSON_SCHEMA = "azdl.submit-result/v1"
-
-
-def warnings_for(args: argparse.Namespace, outputs) -> list[str]:
-    """What is allowed but most likely a mistake."""
-    found = []
-    if args.storage != "synthetic" and not args.data_path.strip("/"):
-        found.append(
-            f"no --data-path: the job reads the shards from the root of the "
-            f"{'NFS share' if args.storage == 'nfs' else 'data container'}"
-        )
-    # --requirements without --wheels on a restricted stack is refused, not warned about
-    # (azdl.jobs.spec: pip on the nodes cannot reach a package index there).
-    return found
-
-
 def shm_size(text: str) -> str:
     """Docker's shared-memory size as Azure ML takes it: <number><unit>, unit b, k, m or g."""
     if not re.fullmatch(r"[1-9][0-9]*[bkmg]", text):
@@ -207,11 +182,6 @@ def shm_size(text: str) -> str:
             f"{text!r}: expected a number above 0 followed by b, k, m or g (e.g. 16g, 512m)"
         )
     return text
-
-
-def new_run_id(what: str) -> str:
-    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-    return f"azdl-{what}-{stamp}-{secrets.token_hex(2)}"
 
 
 def own_script_of(args: argparse.Namespace) -> OwnScript | None:
@@ -269,7 +239,7 @@ def run(args: argparse.Namespace) -> int:
         infiniband_check=args.infiniband_check,
     )
     job = build_job(outputs, request)
-    for warning in warnings_for(args, outputs):
+    for warning in warnings(request):
         print(f"warning: {warning}", file=sys.stderr)
     if args.export is not None:
         path = export.write(job, args.export)
@@ -280,66 +250,4 @@ def run(args: argparse.Namespace) -> int:
         print(f"# health gate before training: {health.levels_text(outputs.vm_size.name)}")
     if args.dry_run or not args.max_retries:
         return send(outputs, job, dry_run=args.dry_run, wait=args.wait, as_json=args.json)
-    return retry.follow(ml_client_checked(outputs, args.nodes), retry_builder(outputs, request),
-                        args.max_retries)  # fmt: skip
-
-
-def retry_builder(outputs, request: JobRequest):
-    """Attempt n of the job: the first as asked; later ones named <name>-retryN, resuming from
-    the first attempt's checkpoints (or the --resume-from job's, when one was given)."""
-
-    def build(number: int, first: str | None):
-        if number == 1:
-            return build_job(outputs, request)
-        again = replace(request, run_id=f"{request.run_id}-retry{number - 1}",
-                        resume_from=request.resume_from or first)  # fmt: skip
-        return build_job(outputs, again)
-
-    return build
-
-
-def ml_client_checked(outputs, nodes: int):
-    """The workspace client, once the job's cores are known to be free (azdl.jobs.quota)."""
-    from azdl.jobs.workspace import ml_client
-    from azdl.propagation import while_propagating
-
-    client = ml_client(outputs)
-    while_propagating(lambda: quota.check(client, outputs, nodes), "checking the cluster's quota")
-    return client
-
-
-def send(outputs, job, *, dry_run: bool, wait: bool, as_json: bool = False) -> int:
-    """Print the job (dry run) or submit it, then optionally stream its logs until it ends
-    (`as_json`: the result as one JSON document on stdout, the logs on stderr)."""
-    if dry_run:
-        code = "; `code:` is relative to the current folder" if job.code else ""
-        print(
-            f"# azdl --dry-run: the job for {outputs.source} as Azure ML CLI v2 YAML, built "
-            f"locally; nothing was sent (`az ml job create -f` takes this{code})"
-        )
-        print(export.job_yaml(job, Path.cwd()), end="")
-        return 0
-
-    from azdl.propagation import while_propagating
-
-    client = ml_client_checked(outputs, job.resources.instance_count or 1)
-    created = while_propagating(
-        lambda: client.jobs.create_or_update(job), f"submitting {job.name or 'the job'}"
-    )
-    if not as_json:
-        print(f"submitted {created.name}: {created.studio_url}")
-    status = created.status
-    if wait:
-        from azure.ai.ml.exceptions import JobException
-
-        try:
-            with contextlib.redirect_stdout(sys.stderr if as_json else sys.stdout):
-                client.jobs.stream(created.name)
-        except JobException as exc:  # raised for a job that failed; its status says so below
-            print(exc, file=sys.stderr)
-        status = client.jobs.get(created.name).status
-        if not as_json:
-            print(f"{created.name}: {status}", file=sys.stderr)
-    if as_json:
-        print_json(JSON_SCHEMA, {"name": created.name, "url": created.studio_url, "status": status})
-    return 0 if not wait or status == "Completed" else 1
+    return send_with_retries(outputs, request, args.max_retries)

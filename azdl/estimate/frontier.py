@@ -1,13 +1,5 @@
 """The options (VM size × node count × priority), their time and cost, the time/cost frontier
-and the recommendation.
-
-Cost of an option = hours × (nodes × the node's hourly price + the stack's fixed hourly cost),
-with the price table `azdl plan` uses. Low-priority options take longer by the expected work lost
-to evictions: at `eviction_rate` evictions per node-hour an n-node job is evicted n × rate times
-an hour, and each eviction loses on average half a checkpoint interval plus the restart, so the
-job takes hours / (1 - n × rate × (interval / 2 + restart)); where that is not below 1 it never
-finishes.
-"""
+and the recommendation. The cost and eviction model: docs/estimate.md ("Cost")."""
 
 import math
 from dataclasses import dataclass

@@ -1,22 +1,5 @@
-"""Images/s of a VM size at a node count, and where the figure comes from.
-
-In this order of preference, unless overridden:
-
-1. `azdl bench` results (results.json) for that size and model, measured at that node count;
-2. a measured per-GPU rate (the bench's smallest run, else the GPU kit's single-GPU rate,
-   benchmarks/results/p3_gpu.json) scaled by the communication model below;
-3. published rates (published.yaml), labelled "published, not measured here": the figure at that
-   GPU count if there is one, else the smallest one scaled by the communication model;
-4. `--per-gpu-rate R` replaces the per-GPU rate and `--efficiency E` the scaling (E × linear at
-   every node count above 1). Either one replaces every measured or published figure.
-
-The communication model: a step computes for t_c = batch / per-GPU rate, then all-reduces the
-model's gradient bytes G over the job's N GPUs with a ring, which takes
-t_ar(N) = 2 (N - 1) / N × G / busbw, busbw being the size's published NCCL all-reduce bus bandwidth
-(infra/nccl_baselines.yaml: single-node within a node, multi-node across nodes). A fraction
-`overlap` of it hides behind the backward pass, so a step takes t_c + (1 - overlap) × t_ar(N).
-The reference rate's own all-reduce is taken out first, so the model reproduces the reference.
-"""
+"""Images/s of a VM size at a node count, and where the figure comes from. The order of
+preference and the communication model: docs/estimate.md ("Where the throughput comes from")."""
 
 import json
 from dataclasses import dataclass, field

@@ -1,4 +1,5 @@
-"""Cluster jobs: stack outputs, the Azure ML job spec, submission, throughput logs, reports."""
+"""Jobs: the service layer behind `azdl submit`, `bench`, `cluster check` and `data fill-nfs` (see
+docs/architecture.md, "Jobs and the CLI"), from stack outputs to submission and reports."""
 
 import logging
 

@@ -1,22 +1,14 @@
 """The folder a `--script` job uploads as its code: exactly the files azure-ai-ml will upload,
-checked before anything is sent.
-
-azure-ai-ml decides what a job's `code:` folder uploads with its own ignore-file handling: the
-folder's `.amlignore`, else its `.gitignore` (gitignore syntax, one file at the folder's root;
-azure/ai/ml/_utils/_asset_utils.py: get_ignore_file, get_upload_files_from_folder, used by
-_artifacts/_artifact_utilities.py when it uploads code). This module calls the same two
-functions, so the listing and the size check here are what the upload does.
-
-Limit: Azure ML's documented storage limit for a job's code snapshot is 300 MB and/or 2000
-files (learn.microsoft.com/azure/machine-learning/how-to-save-write-experiment-files, "Storage
-limits of experiment snapshots"). A bigger folder is refused here, naming its biggest entries.
-"""
+through its own ignore-file functions, checked against Azure ML's snapshot limits before anything
+is sent (docs/architecture.md, "Code folder")."""
 
 from dataclasses import dataclass
 from pathlib import Path
 
 from azdl.errors import AzdlError
 
+# Azure ML's limit on a job's code snapshot (learn.microsoft.com/azure/machine-learning/
+# how-to-save-write-experiment-files, "Storage limits of experiment snapshots").
 MAX_BYTES = 300 * 1000 * 1000
 MAX_FILES = 2000
 

@@ -1,15 +1,6 @@
-"""A job as Azure ML CLI v2 YAML: what `--export FILE` writes and `--dry-run` prints.
-
-The document is azure-ai-ml's own rendering of the command job (CommandJob._to_dict, the
-marshmallow schema `az ml job create -f` and `load_job` read back), with:
-- `$schema` first: the published JSON schema of command jobs
-  (https://azuremlschemas.azureedge.net/latest/commandJob.schema.json; Azure ML's CLI v2 YAML
-  reference, "CLI (v2) command job YAML schema");
-- `code:` relative to the YAML file's folder, which is how load_job resolves it, so the file
-  and the code can move together (a repository checkout, a CI workspace);
-- `resources.docker_args` as a list: azure-ai-ml 1.35 takes a string or a list there, but its
-  dump writes a list as Python's repr of it, which no loader parses back into arguments.
-"""
+"""A job as Azure ML CLI v2 YAML: what `--export FILE` writes and `--dry-run` prints, azure-ai-ml's
+own rendering with `$schema` first, `code:` relative to the file and docker_args as a list
+(docs/architecture.md, "Exported YAML")."""
 
 import json
 import os
@@ -17,6 +8,8 @@ from pathlib import Path
 
 import yaml
 
+# The published JSON schema of command jobs (Azure ML CLI v2 YAML reference, "CLI (v2) command
+# job YAML schema").
 SCHEMA_URL = "https://azuremlschemas.azureedge.net/latest/commandJob.schema.json"
 
 

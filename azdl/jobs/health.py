@@ -1,14 +1,12 @@
-"""The pre-flight health gate in a job: the command step that runs `training.health.gate` on the
-job's own nodes before training, with the levels of the VM size's published baseline
-(infra/nccl_baselines.yaml), and the job of `azdl cluster check` that runs the gate alone.
-
-The gate is on by default where a bad node costs most and the fabric matters: multi-node jobs
-on InfiniBand sizes. It needs GPUs (it runs nvidia-smi and nccl-tests).
-"""
+"""The pre-flight health gate in a job (`training.health.gate` on the job's own nodes, judged
+against the size's published baseline, infra/nccl_baselines.yaml) and the job of
+`azdl cluster check` that runs it alone."""
 
 from azdl.errors import AzdlError
+from azdl.jobs.azureml import command_job, nccl_environment, output_folder
 from azdl.jobs.stack_outputs import StackOutputs
 from infra.nccl_baselines import Level, baseline
+from training.health.gate import PREFIX
 
 # Where the gate's JSON goes: a job output of its own, beside checkpoints and logs.
 OUTPUT = "health"
@@ -16,15 +14,19 @@ OUTPUT = "health"
 UNJUDGED_BYTES = 1 << 30
 
 
-def wanted(outputs: StackOutputs, nodes: int, flag: bool | None) -> bool:
-    """--health-check / --no-health-check, else on for multi-node jobs on InfiniBand sizes."""
-    if flag is None:
-        return nodes > 1 and outputs.vm_size.infiniband
-    if flag and outputs.vm_size.gpus == 0:
+def require_gpus(outputs: StackOutputs) -> None:
+    """The gate runs nvidia-smi and nccl-tests: a clear error on a CPU size."""
+    if outputs.vm_size.gpus == 0:
         raise AzdlError(
             f"--health-check needs GPUs, but cluster {outputs['clusterName']!r} runs "
             f"{outputs.vm_size.name}, a CPU size (gpus: 0 in infra/vm_sizes.yaml)"
         )
+
+
+def wanted(outputs: StackOutputs, nodes: int, flag: bool | None) -> bool:
+    """--health-check / --no-health-check, else on for multi-node jobs on InfiniBand sizes."""
+    if flag is None:
+        return nodes > 1 and outputs.vm_size.infiniband
     return flag
 
 
@@ -74,31 +76,34 @@ def levels_text(vm_size: str, across_nodes: bool = False) -> str:
 
 def build_check_job(outputs: StackOutputs, nodes: int, run_id: str, experiment: str):
     """`azdl cluster check`: a job that runs the gate alone on `nodes` nodes."""
-    from azure.ai.ml import MpiDistribution, Output, command
-    from azure.ai.ml.entities import ManagedIdentityConfiguration
+    from azure.ai.ml import MpiDistribution
 
-    from azdl.jobs.spec import datastore_uri, nccl_environment
-
-    if outputs.vm_size.gpus == 0:
-        wanted(outputs, nodes, True)  # raises the GPU-size error
+    require_gpus(outputs)
     if not 1 <= nodes <= outputs.max_nodes:
         raise AzdlError(
             f"--nodes {nodes}: allowed 1 to {outputs.max_nodes}, the maximum of cluster "
             f"{outputs['clusterName']!r} (clusterMaxNodes)"
         )
-    folder = datastore_uri(outputs["outputsDatastore"], experiment, run_id, OUTPUT)
-    return command(
-        name=run_id,
-        display_name=run_id,
-        experiment_name=experiment,
+    return command_job(
+        outputs,
+        run_id,
+        experiment,
         description=f"azdl cluster check: GPU and NCCL all-reduce health gate on {nodes} node(s)",
         command=gate_step(outputs, nodes, across_nodes=True),
         environment=outputs.environment("torch"),  # both images carry nccl-tests
-        compute=outputs["clusterName"],
         instance_count=nodes,
         distribution=MpiDistribution(process_count_per_instance=outputs.vm_size.gpus),
-        outputs={OUTPUT: Output(type="uri_folder", path=folder, mode="rw_mount")},
+        outputs={OUTPUT: output_folder(outputs, experiment, run_id, OUTPUT)},
         environment_variables=nccl_environment(outputs, "WARN"),
-        identity=ManagedIdentityConfiguration(client_id=outputs["clusterIdentityClientId"]),
         tags={"azdl.task": "cluster-check", "azdl.nodes": str(nodes)},
     )
+
+
+def verdicts(outputs: StackOutputs, run_id: str) -> str:
+    """The gate's verdict lines (`azdl-health: …`) in the job's logs, or a line saying there
+    were none."""
+    from azdl.jobs.workspace import job_logs, ml_client
+
+    lines = [line for line in job_logs(ml_client(outputs), run_id).splitlines()
+             if line.startswith(PREFIX)]  # fmt: skip
+    return "\n".join(lines) or f"no {PREFIX} lines in the job's logs"

@@ -1,16 +1,5 @@
-"""The workspace's vCPU quota for a VM size, read before a job is submitted.
-
-Azure ML counts cluster cores per VM family and per region, separately for dedicated and
-low-priority nodes. azure-ai-ml 1.35 reads both through documented calls:
-`MLClient.compute.list_sizes(location=)` gives each size's `family` and `v_cp_us`, and
-`MLClient.compute.list_usage(location=)` the usages, whose names pair the family with the tier
-(Azure/azure-rest-api-specs, machinelearningservices stable/2024-10-01 examples
-VirtualMachineSize/list.json: family `standardDSv2Family`; Usage/list.json: name
-`Standard DSv2 Family Cluster Dedicated vCPUs`, and the regional totals
-`Total Cluster Dedicated Regional vCPUs` / `Total Cluster LowPriority Regional vCPUs`; a limit
-of -1 means no limit at that level). A job can start only when both the family and the
-regional total have its cores free.
-"""
+"""The workspace's vCPU quota for a VM size, read before a job is submitted: a job starts only
+when both its VM family and the region have its cores free (docs/architecture.md, "Quota")."""
 
 import re
 import sys
@@ -52,7 +41,7 @@ def _name(usage) -> str:
 def _field(entity, python_name: str, rest_name: str):
     """A field of a Usage or VmSize entity. azure-ai-ml 1.35's `_from_rest_object` copies the REST
     model's `as_dict()`, which keeps the wire names (`currentValue`, `vCPUs`) and leaves the
-    documented attributes (`current_value`, `v_cp_us`) None; tests/jobs/test_quota.py runs the
+    documented attributes (`current_value`, `v_cp_us`) None; tests/azure/test_quota.py runs the
     SDK's own conversion. Either spelling is the same field; neither is an unreadable quota."""
     for name in (python_name, rest_name):
         value = getattr(entity, name, None)

@@ -1,12 +1,5 @@
-"""Scaling reports: results.json, a Markdown table and a PNG plot from a set of runs.
-
-A run is one job (or one local launch) at a node/worker count. Its throughput is the
-`azdl.throughput/v1` record rank 0 printed. Only a completed run with a record counts as
-measured; a run that failed, crashed or printed no record stays in the report with its status
-(and its last figure, marked as not counted), so a gap in the table is never silent.
-Efficiency compares images/s per GPU (or per worker) with the baseline: the measured run with
-the fewest GPUs, normally 1 node; the report says which run that was.
-"""
+"""Scaling reports: results.json, a Markdown table and a PNG plot from a set of runs; a run that
+did not measure stays in the report, marked (docs/architecture.md, "Scaling report")."""
 
 import json
 from dataclasses import asdict, dataclass

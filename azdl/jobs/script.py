@@ -1,13 +1,6 @@
-"""The contract between azdl and a user's own training script (`--script`), locally and on the
-cluster: where its folders are, and which image it needs. Stdlib only (the local launcher and
-the job builder both use it).
-
-A script learns its folders two ways, whichever it prefers:
-- environment variables: AZDL_DATA_DIR (unset without data), AZDL_CHECKPOINT_DIR, AZDL_LOG_DIR,
-  AZDL_OUTPUT_DIR, plus AZDL_THREADS (its share of the node's CPU cores);
-- placeholders in its arguments: {data_dir}, {checkpoint_dir}, {log_dir}, {output_dir}, replaced
-  wherever they occur (`--data={data_dir}/tiles` works). Other braces are left alone.
-"""
+"""The contract between azdl and a user's own script (`--script`), locally and on the cluster:
+its folders as AZDL_* variables and {…} placeholders, and the image it needs. Stdlib only
+(docs/own-code.md)."""
 
 import ast
 import re

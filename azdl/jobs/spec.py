@@ -1,104 +1,38 @@
-"""The Azure ML command job for one Horovod run, built from the stack outputs; no Azure calls.
-
-One MPI process per GPU (the VM-size catalogue says how many a node has; one per node on CPU
-sizes), `nodes` instances, the stack's environment for the framework's image, data in one of
-the storage modes, checkpoints and TensorBoard logs in the outputs container, and NCCL settings
-for the cluster's network. Data and outputs are addressed through the stack's identity-based
-datastores (`azureml://datastores/<name>/paths/<path>`, the URIs Azure ML job inputs and
-outputs take). Everything is checked before a job object exists.
-
-A job of a user's own script (`OwnScript`) uploads the script's folder as the job's `code:` and
-runs `python FILE ARGS` there in every MPI process, with the same image, data, NCCL and shared
-memory settings; its folders reach it as `azdl.jobs.script` describes (AZDL_* variables, {…}
-placeholders), and a requirements file is installed once per node before it starts.
-"""
+"""The Azure ML command job of one Horovod training run, built from the stack outputs once
+`validate` has passed; no Azure calls. A built-in script's job and a user's script's job are
+two siblings (`azdl.jobs.builtin_job`, `azdl.jobs.script_job`) behind one branch, `kind_of`."""
 
 import re
-import shlex
-from dataclasses import dataclass
-from pathlib import Path
+from types import ModuleType
 
 from azdl.errors import AzdlError
-from azdl.jobs import code_folder, health, safeguards
-from azdl.jobs import script as own_script
+from azdl.jobs import builtin_job, health, safeguards, script_job
+from azdl.jobs.azureml import (
+    command_job,
+    data_input,
+    nccl_environment,
+    nfs_docker_args,
+    output_folder,
+    processes_per_node,
+)
+from azdl.jobs.request import STORAGE_MODES, JobPart, JobRequest
 from azdl.jobs.stack_outputs import StackOutputs
-from training.flavours import FRAMEWORKS, entry_module
+from training.flavours import FRAMEWORKS
 
-# synthetic: no data input; mount: the data container read-only mounted (blob);
-# nfs: the stack's NFS share; copy: blob mount, then each node copies its shards to local disk.
-STORAGE_MODES = ("synthetic", "mount", "nfs", "copy")
-NFS_MOUNT_POINT = "/mnt/azdl-nfs"
-# The container's own file system sits on the node's local disk on AmlCompute.
-DEFAULT_LOCAL_DIR = "/tmp/azdl-data"
-# Options `submit` sets itself from the storage mode and the outputs account.
-RESERVED_OPTIONS = ("--data-dir", "--checkpoint-dir", "--log-dir")
 # A job name as it appears in the outputs container's folders (Azure ML job names are letters,
 # digits, '-' and '_').
 _JOB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,254}")
-# Training options that only make sense with GPUs (fp16 compute and fp16 gradient exchange).
-GPU_ONLY = {"precision": ("fp16",), "fp16_allreduce": (True,)}
 
 
-@dataclass(frozen=True)
-class OwnScript:
-    """A user's script and the folder uploaded with it (absolute paths); the requirements file
-    and wheel folder, if any, are inside that folder."""
-
-    path: Path
-    code_dir: Path
-    requirements: Path | None = None
-    wheels: Path | None = None  # pip installs from here only (--no-index): no index, no secrets
-
-    def relative(self, path: Path) -> str:
-        return path.relative_to(self.code_dir).as_posix()
-
-
-@dataclass(frozen=True)
-class JobRequest:
-    framework: str  # keras | tf | torch
-    nodes: int
-    storage: str  # one of STORAGE_MODES
-    run_id: str  # the job's name; also its folder in the outputs container
-    training_args: tuple[str, ...] = ()
-    data_path: str = ""  # folder inside the data container / NFS share
-    experiment: str = "azdl"
-    shm_size: str = "16g"
-    local_dir: str = DEFAULT_LOCAL_DIR
-    nccl_debug: str = "WARN"
-    script: OwnScript | None = None  # a user's own script instead of the framework's built-in
-    resume_from: str | None = None  # an earlier job (same experiment) whose checkpoints to use
-    health_check: bool = False  # the pre-flight gate (azdl.jobs.health) before training
-    stall_timeout: int | None = safeguards.CLUSTER_STALL_TIMEOUT_S  # None: no stall shutdown
-    timeout: int | None = None  # Azure ML's limit on the job's run time, seconds
-    infiniband_check: bool = True  # on InfiniBand GPU sizes: NCCL must use IB (+ GDR across nodes)
-
-
-def processes_per_node(outputs: StackOutputs) -> int:
-    return outputs.vm_size.gpus or 1
-
-
-def nccl_environment(outputs: StackOutputs, debug: str) -> dict[str, str]:
-    """NCCL settings for the cluster's network; none on CPU sizes (Gloo/MPI over TCP)."""
-    size = outputs.vm_size
-    if size.gpus == 0:
-        return {}
-    env = {"NCCL_DEBUG": debug, "NCCL_SOCKET_IFNAME": "eth0"}  # bootstrap over the VNet NIC
-    if size.infiniband:
-        # InfiniBand sizes: NCCL must use the RDMA fabric across nodes (never disable it: the
-        # reference setup did, and its multi-node runs fell back to TCP). Relaxed PCIe ordering
-        # is Azure's recommendation for the ND-series HCAs, for NCCL and for UCX (Open MPI).
-        env |= {
-            "NCCL_IB_DISABLE": "0",
-            "NCCL_IB_PCI_RELAXED_ORDERING": "1",
-            "UCX_IB_PCI_RELAXED_ORDERING": "on",
-        }
-    else:
-        env["NCCL_IB_DISABLE"] = "1"  # no InfiniBand device: skip probing, use sockets
-    return env
+def kind_of(request: JobRequest) -> ModuleType:
+    """The sibling that checks and builds this kind of job: a user's script, or a built-in."""
+    return script_job if request.script is not None else builtin_job
 
 
 def validate(outputs: StackOutputs, request: JobRequest) -> None:
-    """Every check that can fail before Azure is called."""
+    """Every check of a request that can fail before Azure is called."""
+    if request.health_check:
+        health.require_gpus(outputs)
     if request.framework not in FRAMEWORKS:
         raise AzdlError(
             f"unknown framework {request.framework!r}; allowed: {', '.join(FRAMEWORKS)}"
@@ -123,81 +57,20 @@ def validate(outputs: StackOutputs, request: JobRequest) -> None:
             f"--resume-from {request.resume_from!r}: expected the name of an earlier job "
             "(letters, digits, '-' and '_')"
         )
-    if request.script is not None:
-        validate_script(request, outputs)
-        return
-    for option in RESERVED_OPTIONS:
-        if _has_option(request.training_args, option):
-            raise AzdlError(
-                f"{option} is set by submit (from --storage and the outputs account); "
-                "leave it out of the training options"
-            )
-    parsed = parse_training_args(request.framework, request.training_args)
-    if outputs.vm_size.gpus == 0:
-        for name, bad_values in GPU_ONLY.items():
-            if getattr(parsed, name, None) in bad_values:
-                flag = "--" + name.replace("_", "-")
-                raise AzdlError(
-                    f"{flag} needs GPUs, but cluster {outputs['clusterName']!r} runs "
-                    f"{outputs.vm_size.name}, a CPU size (gpus: 0 in infra/vm_sizes.yaml); "
-                    "drop the option or deploy a GPU size"
-                )
+    kind_of(request).check(outputs, request)
 
 
-def validate_script(request: JobRequest, outputs: StackOutputs) -> None:
-    """The script, its requirements and wheels are inside the code folder and uploaded (not
-    left out by its ignore file); the folder is within Azure ML's limits; every placeholder in
-    the arguments has a folder in this job."""
-    script = request.script
-    if not script.code_dir.is_dir():
-        raise AzdlError(f"--code {script.code_dir}: no such folder")
-    for what, path in (("--script", script.path), ("--requirements", script.requirements),
-                       ("--wheels", script.wheels)):  # fmt: skip
-        if path is not None and not path.is_relative_to(script.code_dir):
-            raise AzdlError(
-                f"{what} {path} is outside the code folder {script.code_dir}, which is all the "
-                "job gets; move it in, or name a wider folder with --code"
-            )
-    folder = code_folder.check(script.code_dir)
-    ignored = (
-        f"left out of the upload by {folder.ignore_file}" if folder.ignore_file else "not uploaded"
-    )
-    for what, path in (("--script", script.path), ("--requirements", script.requirements)):
-        if path is not None and not path.is_file():
-            raise AzdlError(f"{what} {path}: no such file")
-        if path is not None and not folder.has(path):
-            raise AzdlError(f"{what} {path} is {ignored}; the job could not run it")
-    if script.requirements is not None and script.wheels is None and outputs.internet_denied:
-        raise AzdlError(
-            f"--requirements {script.requirements} without --wheels: the training subnet of "
-            f"{outputs.source} denies the internet (network.outbound: restricted), so pip "
-            "cannot reach PyPI. Download the wheels where the internet is reachable (pip "
-            "download -r FILE -d wheels, inside the code folder) and pass --wheels wheels, or "
-            "bake the packages into the image (docs/access.md, Packages from the internet)"
+def warnings(request: JobRequest) -> list[str]:
+    """What is allowed but most likely a mistake."""
+    found = []
+    if request.storage != "synthetic" and not request.data_path:
+        found.append(
+            f"no --data-path: the job reads the shards from the root of the "
+            f"{'NFS share' if request.storage == 'nfs' else 'data container'}"
         )
-    if script.wheels is not None:
-        if script.requirements is None:
-            raise AzdlError("--wheels needs --requirements: the file that says what to install")
-        if not script.wheels.is_dir() or not any(script.wheels.glob("*.whl")):
-            raise AzdlError(f"--wheels {script.wheels}: no such folder, or no *.whl files in it")
-        if not folder.has_folder(script.wheels):
-            raise AzdlError(f"--wheels {script.wheels} is {ignored}; the job could not install")
-    own_script.substitute(request.training_args, script_folders(request))
-
-
-def parse_training_args(framework: str, args: tuple[str, ...]):
-    """The training script's own parser checks the options here, before anything is submitted."""
-    from training.options import build_parser
-
-    try:
-        return build_parser(framework).parse_args(list(args))
-    except SystemExit as exc:
-        if exc.code == 0:  # --help was asked for and printed
-            raise
-        raise AzdlError(
-            f"the {framework} training script rejects the options {shlex.join(args)!r} "
-            "(its message is above)"
-        ) from None
+    # --requirements without --wheels on a restricted stack is refused, not warned about
+    # (azdl.jobs.script_job: pip on the nodes cannot reach a package index there).
+    return found
 
 
 def threads_per_process(outputs: StackOutputs) -> int:
@@ -206,138 +79,36 @@ def threads_per_process(outputs: StackOutputs) -> int:
     return max(1, outputs.vm_size.vcpus // processes_per_node(outputs))
 
 
-def _has_option(args: tuple[str, ...], option: str) -> bool:
-    return any(a == option or a.startswith(option + "=") for a in args)
-
-
-def data_folder(request: JobRequest) -> str | None:
-    """Where the processes find the data (an Azure ML placeholder for the blob mount)."""
-    return {
-        "synthetic": None,
-        "mount": "${{inputs.data}}",
-        "copy": request.local_dir,
-        "nfs": f"{NFS_MOUNT_POINT}/{request.data_path}".rstrip("/"),
-    }[request.storage]
-
-
-def copy_step(request: JobRequest) -> list[str]:
-    """The node-side copy to local disk (--storage copy; it coordinates per node itself)."""
-    if request.storage != "copy":
-        return []
-    copy = ["python", "-m", "training.data.copy_shards", "--source", "${{inputs.data}}"]
-    return [shlex.join([*copy, "--dest", request.local_dir])]
-
-
-def script_folders(request: JobRequest) -> dict[str, str | None]:
-    """A script job's folders, as placeholders Azure ML fills in before the command runs."""
-    return {
-        "data_dir": data_folder(request),
-        "checkpoint_dir": "${{outputs.checkpoints}}",
-        "log_dir": "${{outputs.logs}}",
-        "output_dir": "${{outputs.outputs}}",
-    }
-
-
-# Once per node: local rank 0 installs, the node's other ranks wait for its verdict. The
-# markers live in the job's own container (a fresh /tmp per job on Azure ML).
-_PIP_MARKER = "${TMPDIR:-/tmp}/azdl-pip-${AZUREML_RUN_ID:-local}"
-_LOCAL_RANK = "${OMPI_COMM_WORLD_LOCAL_RANK:-${MPI_LOCALRANKID:-0}}"
-
-
-def install_step(script: OwnScript) -> list[str]:
-    """`pip install -r REQUIREMENTS` once per node before training (from the wheel folder only,
-    when there is one), failing the job if it fails."""
-    if script.requirements is None:
-        return []
-    pip = ["python", "-m", "pip", "install", "--no-cache-dir", "--disable-pip-version-check"]
-    if script.wheels is not None:
-        pip += ["--no-index", "--find-links", script.relative(script.wheels)]
-    pip += ["-r", script.relative(script.requirements)]
-    ok, failed = f'"{_PIP_MARKER}.ok"', f'"{_PIP_MARKER}.failed"'
-    return [
-        f'if [ "{_LOCAL_RANK}" = 0 ]; then {shlex.join(pip)} && touch {ok} || touch {failed}; '
-        f"else while [ ! -e {ok} ] && [ ! -e {failed} ]; do sleep 1; done; fi",
-        f"[ -e {ok} ]",
-    ]
-
-
-def script_command(request: JobRequest, guard: list[str] = ()) -> str:
-    """The shell command every MPI process of a script job runs (the script under `guard`)."""
-    script = request.script
-    folders = script_folders(request)
-    env = own_script.folder_environment(folders)
-    export = "export " + " ".join(f"{name}={shlex.quote(value)}" for name, value in env.items())
-    args = own_script.substitute(request.training_args, folders)
-    run = shlex.join([*guard, "python", script.relative(script.path), *args])
-    return " && ".join([export, *copy_step(request), *install_step(script), run])
+def job_part(request: JobRequest, threads: int, guard: list[str] = ()) -> JobPart:
+    """What the request's kind adds to the job (its command, outputs, environment, tags)."""
+    return kind_of(request).part(request, threads, list(guard))
 
 
 def training_command(request: JobRequest, threads: int, guard: list[str] = ()) -> str:
-    """The shell command every MPI process runs (the copy step coordinates per node itself);
-    `threads` unless the training options name --threads themselves; the training itself under
-    `guard` (safeguards.job_safeguards)."""
-    if request.script is not None:
-        return script_command(request, guard)
-    steps = copy_step(request)
-    data_dir = data_folder(request)
-    train = [*guard, "python", "-m", entry_module(request.framework), *request.training_args]
-    if not _has_option(request.training_args, "--threads"):
-        train += ["--threads", str(threads)]
-    if data_dir is not None:
-        train += ["--data-dir", data_dir]
-    train += ["--checkpoint-dir", "${{outputs.checkpoints}}", "--log-dir", "${{outputs.logs}}"]
-    return " && ".join([*steps, shlex.join(train)])
-
-
-def datastore_uri(datastore: str, *folders: str) -> str:
-    """`azureml://datastores/<datastore>/paths/<folders>/`: a folder in a datastore."""
-    path = "".join(f"{part.strip('/')}/" for part in folders if part.strip("/"))
-    return f"azureml://datastores/{datastore}/paths/{path}"
-
-
-def nfs_docker_args(target: str) -> list[str]:
-    """`docker run` arguments that mount the NFS 4.1 share at NFS_MOUNT_POINT (Docker's local
-    volume driver mounts it on the node; the container needs no extra privileges)."""
-    host, _, export = target.partition(":")
-    options = f"addr={host},vers=4,minorversion=1,sec=sys"
-    volume = (
-        f"type=volume,dst={NFS_MOUNT_POINT},volume-driver=local,volume-opt=type=nfs,"
-        f'"volume-opt=o={options}",volume-opt=device=:{export}'
-    )
-    return ["--mount", volume]
+    """The shell command every MPI process runs, the training under `guard`
+    (safeguards.job_safeguards)."""
+    return job_part(request, threads, guard).command
 
 
 def build_job(outputs: StackOutputs, request: JobRequest):
     """The azure-ai-ml command job for `request` (validated first)."""
-    from azure.ai.ml import Input, MpiDistribution, Output, command
-    from azure.ai.ml.entities import ManagedIdentityConfiguration
+    from azure.ai.ml import MpiDistribution
 
     validate(outputs, request)
+    threads = threads_per_process(outputs)
+    guards, guard = safeguards.job_safeguards(request, outputs.vm_size)
+    part = job_part(request, threads, guard)
     inputs = {}
     if request.storage in ("mount", "copy"):
-        path = datastore_uri(outputs["dataDatastore"], request.data_path)
-        inputs["data"] = Input(type="uri_folder", path=path, mode="ro_mount")
-    names = ("checkpoints", "logs") + (("outputs",) if request.script else ())
+        inputs["data"] = data_input(outputs, request.data_path)
+    names = ("checkpoints", "logs", *part.outputs)
     names += (health.OUTPUT,) if request.health_check else ()
     # --resume-from: checkpoints go to (and resume from) the earlier job's folder.
     folder_of = {"checkpoints": request.resume_from or request.run_id}
     job_outputs = {
-        name: Output(
-            type="uri_folder",
-            path=datastore_uri(
-                outputs["outputsDatastore"],
-                request.experiment,
-                folder_of.get(name, request.run_id),
-                name,
-            ),
-            mode="rw_mount",
-        )
+        name: output_folder(outputs, request.experiment, folder_of.get(name, request.run_id), name)
         for name in names
     }
-    threads = threads_per_process(outputs)
-    env = nccl_environment(outputs, request.nccl_debug)
-    guards, guard = safeguards.job_safeguards(request, outputs.vm_size)
-    env |= guards
     tags = {
         "azdl.framework": request.framework,
         "azdl.nodes": str(request.nodes),
@@ -347,76 +118,28 @@ def build_job(outputs: StackOutputs, request: JobRequest):
         tags["azdl.resume_from"] = request.resume_from
     if request.health_check:
         tags["azdl.health_check"] = "true"
-    what = f"{request.framework} Horovod job"
-    if request.script is not None:
-        # each process's share of the node's cores, for the script and its thread pools
-        env |= {own_script.THREADS_ENV: str(threads), "OMP_NUM_THREADS": str(threads)}
-        tags["azdl.script"] = request.script.relative(request.script.path)
-        what = f"job of {tags['azdl.script']} ({request.framework} image)"
-    return command(
-        name=request.run_id,
-        display_name=request.run_id,
-        experiment_name=request.experiment,
-        description=f"azdl {what}, {request.nodes} node(s), {request.storage} data",
+    return command_job(
+        outputs,
+        request.run_id,
+        request.experiment,
+        description=f"azdl {part.what}, {request.nodes} node(s), {request.storage} data",
         command=" && ".join(
             ([health.gate_step(outputs, request.nodes)] if request.health_check else [])
-            + [training_command(request, threads, guard)]
+            + [part.command]
         ),
-        code=str(request.script.code_dir) if request.script else None,
+        code=part.code,
         environment=outputs.environment(request.framework),
-        compute=outputs["clusterName"],
         instance_count=request.nodes,
         distribution=MpiDistribution(process_count_per_instance=processes_per_node(outputs)),
         inputs=inputs,
         outputs=job_outputs,
-        environment_variables=env,
+        environment_variables=nccl_environment(outputs, request.nccl_debug)
+        | guards
+        | part.environment,
         shm_size=request.shm_size,
         docker_args=(
             nfs_docker_args(outputs.nfs_mount_target) if request.storage == "nfs" else None
         ),
-        identity=ManagedIdentityConfiguration(client_id=outputs["clusterIdentityClientId"]),
-        tags=tags,
+        tags=tags | part.tags,
         timeout=request.timeout,
-    )
-
-
-def build_fill_nfs_job(
-    outputs: StackOutputs, data_path: str, run_id: str, experiment: str = "azdl"
-):
-    """A one-node, one-process job that copies every shard and the manifest from the data
-    container (read-only blob mount) to the NFS share, checked against the manifest's MD5s.
-
-    The premium NFS share can't be written over the storage REST API, so the only way in is
-    from a machine in the VNet that mounts it: a node of the stack's own cluster.
-    """
-    from azure.ai.ml import Input, command
-    from azure.ai.ml.entities import ManagedIdentityConfiguration
-
-    if outputs.nfs_mount_target is None:
-        raise AzdlError(
-            f"{outputs.source} has no NFS share (nfsMountTarget is null): nothing to fill; "
-            "set storage.nfsShareGiB in the stack and deploy it"
-        )
-    dest = f"{NFS_MOUNT_POINT}/{data_path}".rstrip("/")
-    copy = ["python", "-m", "training.data.copy_shards", "--all", "--source", "${{inputs.data}}"]
-    return command(
-        name=run_id,
-        display_name=run_id,
-        experiment_name=experiment,
-        description=f"azdl: fill the NFS share's {dest} from the data container",
-        command=shlex.join([*copy, "--dest", dest]),
-        # Any of the stack's images holds training/ (stdlib-only copy step).
-        environment=outputs.environment("keras"),
-        compute=outputs["clusterName"],
-        instance_count=1,
-        inputs={
-            "data": Input(
-                type="uri_folder",
-                path=datastore_uri(outputs["dataDatastore"], data_path),
-                mode="ro_mount",
-            )
-        },
-        docker_args=nfs_docker_args(outputs.nfs_mount_target),
-        identity=ManagedIdentityConfiguration(client_id=outputs["clusterIdentityClientId"]),
-        tags={"azdl.task": "fill-nfs"},
     )

@@ -15,7 +15,7 @@ from azdl.jobs.stack_outputs import StackOutputs
 
 CONNECT_TIMEOUT_S = 10
 # The statuses after which a job does not move on by itself: azure-ai-ml's own terminal set
-# (RunHistoryConstants.TERMINAL_STATUSES; tests/jobs checks the two agree).
+# (RunHistoryConstants.TERMINAL_STATUSES; tests/azure checks the two agree).
 TERMINAL = ("Completed", "Failed", "Canceled", "NotResponding", "Paused")
 
 

@@ -1,18 +1,13 @@
 """Cost estimate of a plan, from what it declares and a price file (an estimate, labelled).
 
-Every resource type the plan declares is handled here, one of three ways: priced (clusters per
-node-hour x max nodes as the ceiling and x min nodes as the idle floor; the NFS share per
-provisioned GiB; the registry by tier; NAT gateway, public IPs, private endpoints, Bastion and
-VMs per hour; private DNS zones per month), billed on use only (storage accounts per GiB stored,
-Log Analytics per GB ingested, Key Vault per operation, data through NAT and private endpoints:
-their rates are notes, outside the totals), or free of charge of its own (named, with why). A
-price that is missing, a value known only after deployment, or a resource type this module does
-not know is reported as unpriced with the reason, never counted as zero; the totals then are
-lower bounds. Prices are per region (the stack's `azdl:location`). Given a measured throughput,
-the cost of one epoch on the training cluster.
+`PRICING` says, per resource type, how the estimate takes it: priced, billed on use (a note
+outside the totals) or free of charge of its own. A type not there, a missing price or a value
+known only after deploy is reported as unpriced with the reason, never counted as zero.
 """
 
 import math
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,11 +16,14 @@ from azdl.errors import AzdlError
 from azdl.review import arm
 from azdl.review import manifest as mf
 from azdl.review.prices import Prices, load_prices
+from infra import azure_facts
 from infra.catalogue import VM_SIZES
 from training.throughput import parse_throughput_lines
 
-COMPUTE = "azure-native:machinelearningservices:Compute"
 IMAGENET_TRAIN_IMAGES = 1_281_167
+# A FileStorage account as the estimate takes it: billed through its provisioned file share.
+FILE_STORAGE_ACCOUNT = f"{azure_facts.STORAGE_ACCOUNT} (FileStorage)"
+DISK_TIERS = {"Standard_LRS": "S", "StandardSSD_LRS": "E", "Premium_LRS": "P"}
 
 
 @dataclass
@@ -80,54 +78,6 @@ def _not_known(**values: Any) -> str | None:
     """'x, y not known until deploy' for the values that are unknown markers, else None."""
     unknown = [k for k, v in values.items() if mf.is_unknown(v)]
     return f"{', '.join(unknown)} not known until deploy" if unknown else None
-
-
-# Types with no charge of their own, and why (the estimate names them, so nothing is silently left
-# out). Sources: the Azure pricing pages named in prices.yaml.
-NO_CHARGE = {
-    "azure-native:resources:ResourceGroup": "resource groups are free",
-    "azure-native:network:VirtualNetwork": "virtual networks are free (peering would be billed)",
-    "azure-native:network:Subnet": "part of the free virtual network",
-    "azure-native:network:NetworkSecurityGroup": "network security groups are free",
-    "azure-native:network:NetworkInterface": "network interfaces are free",
-    "azure-native:network:PrivateDnsZoneGroup": "DNS settings of a private endpoint",
-    "azure-native:privatedns:VirtualNetworkLink": "no charge of its own; DNS queries are "
-    "billed per million (usage)",
-    "azure-native:authorization:RoleAssignment": "role assignments are free",
-    "azure-native:managedidentity:UserAssignedIdentity": "managed identities are free",
-    "azure-native:machinelearningservices:Workspace": "Azure ML charges no fee for the "
-    "workspace, only for compute and the services it uses (priced separately)",
-    "azure-native:machinelearningservices:Datastore": "a workspace setting",
-    "azure-native:machinelearningservices:EnvironmentContainer": "a workspace setting",
-    "azure-native:machinelearningservices:EnvironmentVersion": "a workspace setting",
-    "azure-native:storage:BlobContainer": "billed through its storage account",
-    "azure-native:applicationinsights:Component": "workspace-based: its data is billed as "
-    "Log Analytics ingestion",
-    "azure-native:compute:VirtualMachineExtension": "the Entra ID login extension is free",
-    "azure-native:monitor:DiagnosticSetting": "no charge of its own; the logs it sends are "
-    "billed as Log Analytics ingestion (usage)",
-    "azure-native:storage:BlobServiceProperties": "settings of its storage account; soft-deleted "
-    "blobs and versions are billed as the account's storage",
-    "azure-native:storage:ManagementPolicy": "lifecycle rules are free (their actions are "
-    "billed as the account's operations)",
-    "pulumi-python:dynamic:Resource": "uploads an image's build context to ACR Tasks' own "
-    "source storage",
-    "random:index/randomId:RandomId": "a value kept in the stack's state",
-}
-NAT_GATEWAY = "azure-native:network:NatGateway"
-PUBLIC_IP = "azure-native:network:PublicIPAddress"
-PRIVATE_ENDPOINT = "azure-native:network:PrivateEndpoint"
-PRIVATE_ZONE = "azure-native:privatedns:PrivateZone"
-BASTION = "azure-native:network:BastionHost"
-VIRTUAL_MACHINE = "azure-native:compute:VirtualMachine"
-STORAGE_ACCOUNT = "azure-native:storage:StorageAccount"
-LOG_ANALYTICS = "azure-native:operationalinsights:Workspace"
-TASK_RUN = "azure-native:containerregistry:TaskRun"  # ACR Tasks bill build time (usage)
-KEY_VAULT = "azure-native:keyvault:Vault"
-FILE_SHARE = "azure-native:storage:FileShare"
-REGISTRY = "azure-native:containerregistry:Registry"
-FILE_ACCOUNT = "billed through its provisioned file share"
-DISK_TIERS = {"Standard_LRS": "S", "StandardSSD_LRS": "E", "Premium_LRS": "P"}
 
 
 def region_of(doc: dict[str, Any]) -> str | None:
@@ -202,213 +152,296 @@ def _os_disk(prices: Prices, inputs: dict[str, Any]) -> tuple[float | None, str]
     return price, f"{kind} {size:g} GiB OS disk at {price}/month"
 
 
-USAGE_ONLY = (LOG_ANALYTICS, KEY_VAULT, STORAGE_ACCOUNT, TASK_RUN)
-PRICED = (COMPUTE, FILE_SHARE, REGISTRY, NAT_GATEWAY, PUBLIC_IP, PRIVATE_ENDPOINT, PRIVATE_ZONE,
-          BASTION, VIRTUAL_MACHINE)  # fmt: skip
+# ---- how each resource type is priced: one function per type, the table after them ---------
 
 
-def _how(kind: str, inputs: dict[str, Any]) -> str:
-    if kind in NO_CHARGE or (kind == STORAGE_ACCOUNT and inputs.get("kind") == "FileStorage"):
-        return "free"
-    if kind in USAGE_ONLY:
-        return "usage"
-    return "priced" if kind in PRICED else "unpriced"
+def _cluster(est: Estimate, prices: Prices, res: dict[str, Any]) -> None:
+    """Per node-hour: x max nodes is the ceiling, x min nodes the idle floor."""
+    inputs = res["inputs"]
+    size, low, high, priority = _scale(res)
+    item = f"cluster {inputs.get('computeName', res['name'])}"
+    unknown = _not_known(vmSize=size, minNodeCount=low, maxNodeCount=high)
+    if unknown:
+        est.add_unpriced(item, "(not known until deploy)", unknown)
+        return
+    price = prices.vm(size) if isinstance(size, str) else None
+    if price is None:
+        est.add_unpriced(item, f"{high} x {size} (no price)", prices.no_vm_price(size))
+        return
+    detail = f"{high} x {size} at {price:.3f}/node-h, min {low}"
+    if priority == "LowPriority":
+        detail += " (low priority, priced as dedicated: an upper bound)"
+    est.lines.append(Line(item, detail, price * high, price * low * prices.hours_per_month))
+
+
+def _file_share(est: Estimate, prices: Prices, res: dict[str, Any]) -> None:
+    """Per provisioned GiB (a premium share bills its quota, used or not)."""
+    inputs, hours = res["inputs"], prices.hours_per_month
+    item = f"file share {inputs.get('shareName', res['name'])}"
+    quota = inputs.get("shareQuota") or 0
+    if mf.is_unknown(quota):
+        est.add_unpriced(item, "(not known until deploy)", _not_known(shareQuota=quota))
+        return
+    rate = prices.storage_monthly_per_gib.get("premiumFileProvisioned")
+    if rate is None:
+        est.add_unpriced(
+            item, f"{quota} GiB (no price)", f"no premium file price for {prices.region}"
+        )
+        return
+    monthly = float(quota) * rate
+    detail = f"{float(quota):g} GiB provisioned at {rate}/GiB-month"
+    est.lines.append(Line(item, detail, monthly / hours, monthly))
+
+
+def _registry(est: Estimate, prices: Prices, res: dict[str, Any]) -> None:
+    """Per day by tier; storage beyond the tier's included GiB is billed on use."""
+    inputs, hours = res["inputs"], prices.hours_per_month
+    item = f"registry {arm.arm_name(res['type'], inputs, 'registryName') or res['name']}"
+    sku = inputs.get("sku", {})
+    tier = sku if mf.is_unknown(sku) else sku.get("name")
+    if mf.is_unknown(tier):
+        est.add_unpriced(item, "(not known until deploy)", _not_known(sku=tier))
+        return
+    daily = prices.registry_daily.get(tier)
+    if daily is None:
+        est.add_unpriced(item, f"{tier} tier (no price)", f"tier {tier} has no price")
+        return
+    monthly = daily * hours / 24
+    est.lines.append(Line(item, f"{tier} tier at {daily}/day", daily / 24, monthly))
+    est.notes.append(
+        _usage_note(
+            prices,
+            f"registry {item.split()[-1]} storage beyond the tier's included GiB",
+            "registryStoragePerGiBMonth",
+            "per GiB-month",
+        )
+    )
+
+
+def _nat_gateway(est: Estimate, prices: Prices, res: dict[str, Any]) -> None:
+    """Per hour; the data through it is billed on use."""
+    _fixed(est, prices, f"NAT gateway {res['name']}", "Standard", "natGateway")
+    est.notes.append(
+        _usage_note(prices, "data through the NAT gateway", "natGatewayPerGB", "per GB processed")
+    )
+
+
+def _public_ip(est: Estimate, prices: Prices, res: dict[str, Any]) -> None:
+    """Per hour, Standard static addresses only (the others have no price here)."""
+    inputs = res["inputs"]
+    sku = inputs.get("sku", {}).get("name", "Basic")
+    method = inputs.get("publicIPAllocationMethod", "Dynamic")
+    item = f"public IP {res['name']}"
+    if sku == "Standard" and method == "Static":
+        _fixed(est, prices, item, "Standard static", "publicIpStandardStatic")
+    else:
+        est.add_unpriced(item, f"{sku} {method} (no price)", f"no price for {sku} {method} IPs")
+
+
+def _bastion(est: Estimate, prices: Prices, res: dict[str, Any]) -> None:
+    """Per hour by tier."""
+    sku = res["inputs"].get("sku", {}).get("name", "Standard")
+    item = f"Bastion {res['name']}"
+    if mf.is_unknown(sku):
+        est.add_unpriced(item, "(not known until deploy)", _not_known(sku=sku))
+    else:
+        _fixed(est, prices, item, f"{sku} tier", f"bastion{sku}")
+
+
+def _virtual_machine(est: Estimate, prices: Prices, res: dict[str, Any]) -> None:
+    """Per hour, always running, plus its OS disk per month."""
+    inputs, hours = res["inputs"], prices.hours_per_month
+    size = inputs.get("hardwareProfile", {}).get("vmSize")
+    item = f"VM {inputs.get('vmName', res['name'])}"
+    price = prices.vm(size) if isinstance(size, str) else None
+    disk, disk_detail = _os_disk(prices, inputs)
+    if price is None or disk is None:
+        why = prices.no_vm_price(size) if price is None else disk_detail
+        est.add_unpriced(item, f"{size} (no price)", why)
+        return
+    monthly = price * hours + disk
+    est.lines.append(
+        Line(item, f"{size} at {price}/h, runs always; {disk_detail}", monthly / hours, monthly)
+    )
+
+
+def _private_endpoints(est: Estimate, prices: Prices, count: int) -> None:
+    """Per endpoint-hour, one line for all; the data through them is billed on use."""
+    _fixed(est, prices, "private endpoints", f"{count} endpoints", "privateEndpoint", count=count)
+    est.notes.append(
+        _usage_note(
+            prices, "data through private endpoints", "privateEndpointPerGB", "per GB in and out"
+        )
+    )
+
+
+def _private_zones(est: Estimate, prices: Prices, count: int) -> None:
+    """Per zone-month, one line for all (DNS queries are billed on use)."""
+    _fixed(
+        est, prices, "private DNS zones", f"{count} zones", "privateDnsZone", count, monthly=True
+    )
+
+
+def _log_analytics(est: Estimate, prices: Prices, res: dict[str, Any]) -> None:
+    name = res["inputs"].get("workspaceName", res["name"])
+    est.notes.append(
+        _usage_note(prices, f"Log Analytics {name}", "logAnalyticsPerGB", "per GB ingested")
+    )
+
+
+def _task_run(est: Estimate, prices: Prices, res: dict[str, Any]) -> None:
+    est.notes.append(
+        f"ACR Tasks build {res['inputs'].get('taskRunName', res['name'])}: billed per second "
+        "of build time when the image's inputs change; not in the totals"
+    )
+
+
+def _key_vault(est: Estimate, prices: Prices, res: dict[str, Any]) -> None:
+    est.notes.append(
+        _usage_note(
+            prices,
+            f"Key Vault {_name(res['inputs'].get('vaultName'), res['name'])}",
+            "keyVaultPer10kOperations",
+            "per 10,000 operations",
+        )
+    )
+
+
+def _storage_account(est: Estimate, prices: Prices, res: dict[str, Any]) -> None:
+    """Per GiB stored (a FileStorage account is FILE_STORAGE_ACCOUNT: free of its own)."""
+    inputs = res["inputs"]
+    name = inputs.get("accountName", res["name"])
+    account = inputs.get("kind")
+    if account == "BlockBlobStorage":
+        rate = prices.storage_monthly_per_gib.get("premiumBlockBlobStored")
+        est.notes.append(
+            f"premium blob account {name}: {rate} USD per GiB-month stored "
+            f"(ImageNet TFRecords, ~145 GiB: {145 * (rate or 0):.2f} USD/month); "
+            "not in the totals"
+        )
+        return
+    sku = inputs.get("sku", {}).get("name", "Standard_LRS")
+    sku = sku if isinstance(sku, str) else "Standard_LRS"  # known from config
+    key = f"standardBlobHot{sku.rsplit('_', 1)[-1].capitalize()}Stored"
+    rate = prices.storage_monthly_per_gib.get(key)
+    shown = f"{rate} USD" if rate is not None else f"no storageMonthlyPerGiB.{key}"
+    est.notes.append(
+        f"outputs account {name} ({account}, {sku}): {shown} per GiB-month stored, "
+        "billed on use; not in the totals"
+    )
+
+
+@dataclass(frozen=True)
+class Pricing:
+    """How the estimate takes one resource type: `how` it is accounted (priced; usage, its rate
+    a note outside the totals; free), and what adds its lines and notes: a function called for
+    `each` resource, or one called once for all of them `together` with their count."""
+
+    how: str
+    each: Callable[[Estimate, Prices, dict[str, Any]], None] | None = None
+    together: Callable[[Estimate, Prices, int], None] | None = None
+    free: str = ""  # why it has no charge of its own
+
+
+def _free(why: str) -> Pricing:
+    return Pricing("free", free=why)
+
+
+# Every resource type a plan may declare, as `_pricing_kind` names it. The `together` lines
+# follow every resource's own, in this order. Sources: the Azure pricing pages in prices.yaml.
+PRICING: dict[str, Pricing] = {
+    azure_facts.ML_COMPUTE: Pricing("priced", each=_cluster),
+    azure_facts.FILE_SHARE: Pricing("priced", each=_file_share),
+    azure_facts.REGISTRY: Pricing("priced", each=_registry),
+    azure_facts.NAT_GATEWAY: Pricing("priced", each=_nat_gateway),
+    azure_facts.PUBLIC_IP_ADDRESS: Pricing("priced", each=_public_ip),
+    azure_facts.BASTION_HOST: Pricing("priced", each=_bastion),
+    azure_facts.VIRTUAL_MACHINE: Pricing("priced", each=_virtual_machine),
+    azure_facts.PRIVATE_ENDPOINT: Pricing("priced", together=_private_endpoints),
+    azure_facts.PRIVATE_DNS_ZONE: Pricing("priced", together=_private_zones),
+    azure_facts.LOG_ANALYTICS_WORKSPACE: Pricing("usage", each=_log_analytics),
+    azure_facts.KEY_VAULT: Pricing("usage", each=_key_vault),
+    azure_facts.STORAGE_ACCOUNT: Pricing("usage", each=_storage_account),
+    azure_facts.TASK_RUN: Pricing("usage", each=_task_run),
+    FILE_STORAGE_ACCOUNT: _free("billed through its provisioned file share"),
+    azure_facts.RESOURCE_GROUP: _free("resource groups are free"),
+    azure_facts.VIRTUAL_NETWORK: _free("virtual networks are free (peering would be billed)"),
+    azure_facts.SUBNET: _free("part of the free virtual network"),
+    azure_facts.NETWORK_SECURITY_GROUP: _free("network security groups are free"),
+    azure_facts.NETWORK_INTERFACE: _free("network interfaces are free"),
+    azure_facts.PRIVATE_DNS_ZONE_GROUP: _free("DNS settings of a private endpoint"),
+    azure_facts.VIRTUAL_NETWORK_LINK: _free(
+        "no charge of its own; DNS queries are billed per million (usage)"
+    ),
+    azure_facts.ROLE_ASSIGNMENT: _free("role assignments are free"),
+    azure_facts.USER_ASSIGNED_IDENTITY: _free("managed identities are free"),
+    azure_facts.ML_WORKSPACE: _free(
+        "Azure ML charges no fee for the workspace, only for compute and the services it uses "
+        "(priced separately)"
+    ),
+    azure_facts.ML_DATASTORE: _free("a workspace setting"),
+    azure_facts.ML_ENVIRONMENT_CONTAINER: _free("a workspace setting"),
+    azure_facts.ML_ENVIRONMENT_VERSION: _free("a workspace setting"),
+    azure_facts.BLOB_CONTAINER: _free("billed through its storage account"),
+    azure_facts.APPLICATION_INSIGHTS: _free(
+        "workspace-based: its data is billed as Log Analytics ingestion"
+    ),
+    azure_facts.VIRTUAL_MACHINE_EXTENSION: _free("the Entra ID login extension is free"),
+    azure_facts.DIAGNOSTIC_SETTING: _free(
+        "no charge of its own; the logs it sends are billed as Log Analytics ingestion (usage)"
+    ),
+    azure_facts.BLOB_SERVICE_PROPERTIES: _free(
+        "settings of its storage account; soft-deleted blobs and versions are billed as the "
+        "account's storage"
+    ),
+    azure_facts.MANAGEMENT_POLICY: _free(
+        "lifecycle rules are free (their actions are billed as the account's operations)"
+    ),
+    "pulumi-python:dynamic:Resource": _free(
+        "uploads an image's build context to ACR Tasks' own source storage"
+    ),
+    "random:index/randomId:RandomId": _free("a value kept in the stack's state"),
+}
+
+
+def _pricing_kind(res: dict[str, Any]) -> str:
+    """The table's key for `res`: its type; the registry's for the generic ARM form of it
+    (infra/registry.py); FILE_STORAGE_ACCOUNT for a FileStorage account."""
+    kind, inputs = res["type"], res["inputs"]
+    if arm.is_registry(kind, inputs):
+        return azure_facts.REGISTRY
+    if kind == azure_facts.STORAGE_ACCOUNT and inputs.get("kind") == "FileStorage":
+        return FILE_STORAGE_ACCOUNT
+    return kind
 
 
 def estimate(doc: dict[str, Any], prices: Prices | None = None) -> Estimate:
     prices = prices or load_prices(region=region_of(doc))
     est = Estimate(doc["stack"])
-    hours = prices.hours_per_month
-    endpoints, zones, free = 0, 0, {}
+    counts: Counter[str] = Counter()
     for res in doc["resources"]:
-        inputs, kind = res["inputs"], res["type"]
-        if arm.is_registry(kind, inputs):
-            kind = REGISTRY  # typed or generic (infra/registry.py)
         if not res.get("custom", True):
             continue  # components (azdl:infra:*) and the stack group resources, they bill nothing
-        est.accounted[res["key"]] = _how(kind, inputs)
-        if kind in NO_CHARGE:
-            free[kind] = free.get(kind, 0) + 1
-        elif kind == PRIVATE_ENDPOINT:
-            endpoints += 1
-        elif kind == PRIVATE_ZONE:
-            zones += 1
-        elif kind == NAT_GATEWAY:
-            _fixed(est, prices, f"NAT gateway {res['name']}", "Standard", "natGateway")
-            est.notes.append(
-                _usage_note(
-                    prices, "data through the NAT gateway", "natGatewayPerGB", "per GB processed"
-                )
-            )
-        elif kind == PUBLIC_IP:
-            sku = inputs.get("sku", {}).get("name", "Basic")
-            method = inputs.get("publicIPAllocationMethod", "Dynamic")
-            item = f"public IP {res['name']}"
-            if sku == "Standard" and method == "Static":
-                _fixed(est, prices, item, "Standard static", "publicIpStandardStatic")
-            else:
-                est.add_unpriced(
-                    item, f"{sku} {method} (no price)", f"no price for {sku} {method} IPs"
-                )
-        elif kind == BASTION:
-            sku = inputs.get("sku", {}).get("name", "Standard")
-            item = f"Bastion {res['name']}"
-            if mf.is_unknown(sku):
-                est.add_unpriced(item, "(not known until deploy)", _not_known(sku=sku))
-            else:
-                _fixed(est, prices, item, f"{sku} tier", f"bastion{sku}")
-        elif kind == VIRTUAL_MACHINE:
-            size = inputs.get("hardwareProfile", {}).get("vmSize")
-            item = f"VM {inputs.get('vmName', res['name'])}"
-            price = prices.vm(size) if isinstance(size, str) else None
-            disk, disk_detail = _os_disk(prices, inputs)
-            if price is None or disk is None:
-                why = prices.no_vm_price(size) if price is None else disk_detail
-                est.add_unpriced(item, f"{size} (no price)", why)
-                continue
-            monthly = price * hours + disk
-            est.lines.append(
-                Line(
-                    item,
-                    f"{size} at {price}/h, runs always; {disk_detail}",
-                    monthly / hours,
-                    monthly,
-                )
-            )
-        elif kind == LOG_ANALYTICS:
-            est.notes.append(
-                _usage_note(
-                    prices,
-                    f"Log Analytics {inputs.get('workspaceName', res['name'])}",
-                    "logAnalyticsPerGB",
-                    "per GB ingested",
-                )
-            )
-        elif kind == TASK_RUN:
-            est.notes.append(
-                f"ACR Tasks build {inputs.get('taskRunName', res['name'])}: billed per second "
-                "of build time when the image's inputs change; not in the totals"
-            )
-        elif kind == KEY_VAULT:
-            est.notes.append(
-                _usage_note(
-                    prices,
-                    f"Key Vault {_name(inputs.get('vaultName'), res['name'])}",
-                    "keyVaultPer10kOperations",
-                    "per 10,000 operations",
-                )
-            )
-        elif kind == COMPUTE:
-            size, low, high, priority = _scale(res)
-            item = f"cluster {inputs.get('computeName', res['name'])}"
-            unknown = _not_known(vmSize=size, minNodeCount=low, maxNodeCount=high)
-            if unknown:
-                est.add_unpriced(item, "(not known until deploy)", unknown)
-                continue
-            price = prices.vm(size) if isinstance(size, str) else None
-            if price is None:
-                est.add_unpriced(item, f"{high} x {size} (no price)", prices.no_vm_price(size))
-                continue
-            detail = f"{high} x {size} at {price:.3f}/node-h, min {low}"
-            if priority == "LowPriority":
-                detail += " (low priority, priced as dedicated: an upper bound)"
-            est.lines.append(Line(item, detail, price * high, price * low * hours))
-        elif kind == FILE_SHARE:
-            item = f"file share {inputs.get('shareName', res['name'])}"
-            quota = inputs.get("shareQuota") or 0
-            if mf.is_unknown(quota):
-                est.add_unpriced(item, "(not known until deploy)", _not_known(shareQuota=quota))
-                continue
-            rate = prices.storage_monthly_per_gib.get("premiumFileProvisioned")
-            if rate is None:
-                est.add_unpriced(
-                    item, f"{quota} GiB (no price)", f"no premium file price for {prices.region}"
-                )
-                continue
-            monthly = float(quota) * rate
-            detail = f"{float(quota):g} GiB provisioned at {rate}/GiB-month"
-            est.lines.append(Line(item, detail, monthly / hours, monthly))
-        elif kind == REGISTRY:
-            item = f"registry {arm.arm_name(res['type'], inputs, 'registryName') or res['name']}"
-            sku = inputs.get("sku", {})
-            tier = sku if mf.is_unknown(sku) else sku.get("name")
-            if mf.is_unknown(tier):
-                est.add_unpriced(item, "(not known until deploy)", _not_known(sku=tier))
-                continue
-            daily = prices.registry_daily.get(tier)
-            if daily is None:
-                est.add_unpriced(item, f"{tier} tier (no price)", f"tier {tier} has no price")
-                continue
-            monthly = daily * hours / 24
-            est.lines.append(Line(item, f"{tier} tier at {daily}/day", daily / 24, monthly))
-            est.notes.append(
-                _usage_note(
-                    prices,
-                    f"registry {item.split()[-1]} storage beyond the tier's included GiB",
-                    "registryStoragePerGiBMonth",
-                    "per GiB-month",
-                )
-            )
-        elif kind == STORAGE_ACCOUNT:
-            name = inputs.get("accountName", res["name"])
-            account = inputs.get("kind")
-            if account == "FileStorage":
-                free[kind + " (FileStorage)"] = free.get(kind + " (FileStorage)", 0) + 1
-            elif account == "BlockBlobStorage":
-                rate = prices.storage_monthly_per_gib.get("premiumBlockBlobStored")
-                est.notes.append(
-                    f"premium blob account {name}: {rate} USD per GiB-month stored "
-                    f"(ImageNet TFRecords, ~145 GiB: {145 * (rate or 0):.2f} USD/month); "
-                    "not in the totals"
-                )
-            else:
-                sku = inputs.get("sku", {}).get("name", "Standard_LRS")
-                sku = sku if isinstance(sku, str) else "Standard_LRS"  # known from config
-                key = f"standardBlobHot{sku.rsplit('_', 1)[-1].capitalize()}Stored"
-                rate = prices.storage_monthly_per_gib.get(key)
-                shown = f"{rate} USD" if rate is not None else f"no storageMonthlyPerGiB.{key}"
-                est.notes.append(
-                    f"outputs account {name} ({account}, {sku}): {shown} per GiB-month stored, "
-                    "billed on use; not in the totals"
-                )
-        else:
+        kind = _pricing_kind(res)
+        pricing = PRICING.get(kind)
+        if pricing is None:
+            est.accounted[res["key"]] = "unpriced"
             est.add_unpriced(
                 f"{kind.rsplit(':', 1)[-1]} {res['name']}",
                 "(unknown resource type)",
                 f"no price rule for {kind} in azdl/review/cost.py",
             )
-    if endpoints:
-        _fixed(
-            est,
-            prices,
-            "private endpoints",
-            f"{endpoints} endpoints",
-            "privateEndpoint",
-            count=endpoints,
-        )
-        est.notes.append(
-            _usage_note(
-                prices,
-                "data through private endpoints",
-                "privateEndpointPerGB",
-                "per GB in and out",
-            )
-        )
-    if zones:
-        _fixed(
-            est,
-            prices,
-            "private DNS zones",
-            f"{zones} zones",
-            "privateDnsZone",
-            count=zones,
-            monthly=True,
-        )
-    if free:
-        named = "; ".join(
-            f"{count} x {kind.split(':', 2)[-1]} ({NO_CHARGE.get(kind, FILE_ACCOUNT)})"
-            for kind, count in sorted(free.items())
-        )
+            continue
+        est.accounted[res["key"]] = pricing.how
+        counts[kind] += 1
+        if pricing.each:
+            pricing.each(est, prices, res)
+    for kind, pricing in PRICING.items():
+        if pricing.together and counts[kind]:
+            pricing.together(est, prices, counts[kind])
+    free = sorted((kind, counts[kind], p.free) for kind, p in PRICING.items() if p.free)
+    named = "; ".join(f"{n} x {kind.split(':', 2)[-1]} ({why})" for kind, n, why in free if n)
+    if named:
         est.notes.append(f"no charge of their own: {named}")
     est.notes.append(prices.label)
     return est
@@ -439,7 +472,7 @@ def add_epoch_cost(
         raise AzdlError(f"images/sec must be positive, got {images_per_sec}")
     prices = prices or load_prices(region=region_of(doc))
     name = doc["outputs"].get("clusterName")
-    clusters = [r for r in doc["resources"] if r["type"] == COMPUTE]
+    clusters = [r for r in doc["resources"] if r["type"] == azure_facts.ML_COMPUTE]
     cluster = next((r for r in clusters if r["inputs"].get("computeName") == name), None)
     if cluster is None:
         raise AzdlError(f"stack {doc['stack']} declares no training cluster to price an epoch on")

@@ -1,66 +1,29 @@
-"""Deploy-order rules: Azure's documented deploy-time preconditions, checked on a plan's graph.
-
-Pulumi creates a resource only after everything it depends on exists, and runs everything else
-in parallel. Some Azure resources are refused, or come up unusable, when another resource does
-not exist yet, and nothing in a preview or in the SDK's mocks notices. Each `Rule` here names
-such a precondition, the documentation it comes from, and the fix; `Rule.check(graph)` finds the
-resources it applies to and reports each precondition that is not among their transitive
-dependencies.
-
-The graph is the one Pulumi's engine orders a deployment by: a resource's dependencies
-(explicit `depends_on` and every resource whose outputs feed its inputs), transitively. A
-dependency on a component resource stands for its descendants, as the Pulumi SDKs expand it:
-custom children and, recursively, the children of component children, never the children of a
-custom resource.
-
-One module, two callers: the policy pack (`policies/azdl_rules.py`, stack policies that
-CrossGuard hands every resource with its dependencies, so `pulumi preview --policy-pack
-policies` and `azdl policy` enforce them) and the tests, which run them on rendered plans.
-Resources are matched by type and by dependency, not by name or id (ids are unknown in a
-preview), so the rules hold for an adopter's own program as well as for ours.
-"""
+"""Deploy-order rules: Azure's documented deploy-time preconditions, checked on a plan's
+dependency graph as Pulumi's engine orders a deployment. The policy pack and the tests run them;
+the graph's rules are in docs/architecture.md ("Review: plan, diff, cost")."""
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pulumi_policy.proxy import UnknownValueError
-
-COMPUTE = "azure-native:machinelearningservices:Compute"
-WORKSPACE = "azure-native:machinelearningservices:Workspace"
-PRIVATE_ENDPOINT = "azure-native:network:PrivateEndpoint"
-ZONE_GROUP = "azure-native:network:PrivateDnsZoneGroup"
-ZONE = "azure-native:privatedns:PrivateZone"
-VNET_LINK = "azure-native:privatedns:VirtualNetworkLink"
-
-UNKNOWN = object()  # a value known only after deployment
-
-
-def value(props: Any, *path: str | int) -> Any:
-    """`props[path...]`, None where absent, UNKNOWN where not known until deployment (both a
-    manifest's `{"$unknown": [...]}` and pulumi-policy's unknown-checking proxy)."""
-    current = props
-    for step in path:
-        container = Sequence if isinstance(step, int) else Mapping
-        if not isinstance(current, container) or isinstance(current, str):
-            return None
-        try:
-            current = current[step]
-        except UnknownValueError:
-            return UNKNOWN
-        except (IndexError, KeyError):
-            return None
-        if isinstance(current, Mapping) and set(current) == {"$unknown"}:
-            return UNKNOWN
-    return current
+from infra.azure_facts import (
+    ML_COMPUTE,
+    ML_WORKSPACE,
+    PRIVATE_DNS_ZONE,
+    PRIVATE_DNS_ZONE_GROUP,
+    PRIVATE_ENDPOINT,
+    UNKNOWN,
+    VIRTUAL_NETWORK_LINK,
+    lookup,
+)
 
 
 def items(props: Any, *path: str) -> list[Any]:
     """The list at `path`, [] where absent or unknown."""
-    found = value(props, *path)
+    found = lookup(props, *path)
     if found is UNKNOWN or not isinstance(found, Sequence) or isinstance(found, str):
         return []
-    return [value(found, i) for i in range(len(found))]
+    return [lookup(found, i) for i in range(len(found))]
 
 
 @dataclass(frozen=True)
@@ -220,18 +183,18 @@ def private_path(graph: Graph, target: Node, group_id: str) -> PrivatePath:
         groups = {g for c in connections for g in items(c, "groupIds")}
         if group_id in groups or not groups:  # unknown group ids: assume it is the one
             endpoints.append(pe)
-    zone_groups = [g for pe in endpoints for g in graph.dependents(pe, ZONE_GROUP)]
+    zone_groups = [g for pe in endpoints for g in graph.dependents(pe, PRIVATE_DNS_ZONE_GROUP)]
     zone_names: set[str] = set()
     declared: dict[str, Node] = {}
     for group in zone_groups:
         for config in items(group.props, "privateDnsZoneConfigs"):
-            name = zone_name_of(value(config, "privateDnsZoneId"))
+            name = zone_name_of(lookup(config, "privateDnsZoneId"))
             if name:
                 zone_names.add(name)
         for dep in graph.direct(group):
             zone = graph.nodes.get(dep)
-            if zone is not None and zone.type == ZONE:
-                name = value(zone.props, "privateZoneName")
+            if zone is not None and zone.type == PRIVATE_DNS_ZONE:
+                name = lookup(zone.props, "privateZoneName")
                 name = name.lower() if isinstance(name, str) else zone.id
                 zone_names.add(name)
                 declared[name] = zone
@@ -241,9 +204,9 @@ def private_path(graph: Graph, target: Node, group_id: str) -> PrivatePath:
         zone = declared.get(name)
         found = [
             link
-            for link in graph.of_type(VNET_LINK)
+            for link in graph.of_type(VIRTUAL_NETWORK_LINK)
             if (zone is not None and zone.id in graph.direct(link))
-            or str(value(link.props, "privateZoneName")).lower() == name
+            or str(lookup(link.props, "privateZoneName")).lower() == name
         ]
         if found:
             links[name] = found
@@ -295,19 +258,19 @@ def _missing(graph: Graph, node: Node, path: PrivatePath) -> list[str]:
 
 def _workspace_of(graph: Graph, compute: Node) -> Node | None:
     direct = graph.direct(compute)
-    for ws in graph.of_type(WORKSPACE):
+    for ws in graph.of_type(ML_WORKSPACE):
         if ws.id in direct:
             return ws
-    name = value(compute.props, "workspaceName")
-    for ws in graph.of_type(WORKSPACE):
-        if isinstance(name, str) and value(ws.props, "workspaceName") == name:
+    name = lookup(compute.props, "workspaceName")
+    for ws in graph.of_type(ML_WORKSPACE):
+        if isinstance(name, str) and lookup(ws.props, "workspaceName") == name:
             return ws
     return None
 
 
 def _no_public_ip_computes(graph: Graph) -> Iterator[tuple[Node, str]]:
-    for compute in graph.of_type(COMPUTE):
-        if value(compute.props, "properties", "properties", "enableNodePublicIp") is not False:
+    for compute in graph.of_type(ML_COMPUTE):
+        if lookup(compute.props, "properties", "properties", "enableNodePublicIp") is not False:
             continue  # public IPs (or unknown until deploy): no precondition to check
         workspace = _workspace_of(graph, compute)
         if workspace is None:

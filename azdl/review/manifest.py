@@ -1,24 +1,5 @@
-"""The plan manifest: a stack's declared resources as one deterministic JSON document.
-
-Format `azdl.plan/v1`:
-
-    {"format": "azdl.plan/v1", "project": "azdl", "stack": "dev",
-     "config": {...the stack's azdl:* settings, secure values redacted...},
-     "resources": [{"key": "azdl:infra:Storage$azure-native:storage:StorageAccount::data",
-                    "type": "azure-native:storage:StorageAccount", "name": "data",
-                    "custom": true, "parent": "<key>" | null, "dependsOn": ["<key>", ...],
-                    "protect": false, "retainOnDelete": false, "ignoreChanges": [],
-                    "replaceOnChanges": [], "deleteBeforeReplace": false,
-                    "inputs": {...camelCase...}}, ...],
-     "outputs": {...stack outputs...}}
-
-A resource's `key` is its URN without the `urn:pulumi:<stack>::<project>::` prefix (and without
-the root stack's type), so the same resource has the same key in every stack. Resources are
-sorted by key and every object by its keys: the same program renders byte-identical JSON.
-
-Values that only exist after deployment are `{"$unknown": [<keys of the resources they come
-from>]}`; values Pulumi marks secret are the string SECRET.
-"""
+"""The plan manifest (`azdl.plan/v1`): a stack's declared resources as one deterministic JSON
+document. Its fields: docs/architecture.md ("Review: plan, diff, cost")."""
 
 import json
 from collections.abc import Iterable
@@ -26,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from azdl.errors import AzdlError
+from infra.azure_facts import UNKNOWN_KEY
 
 FORMAT = "azdl.plan/v1"
 SECRET = "[secret]"
-UNKNOWN_KEY = "$unknown"
 STACK_TYPE = "pulumi:pulumi:Stack"
 _REQUIRED = ("format", "project", "stack", "config", "resources", "outputs")
 

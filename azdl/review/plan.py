@@ -1,9 +1,5 @@
-"""Find a stack, check its file, and render it offline in a fresh interpreter.
-
-The stack file is parsed and validated here first (the program's own `infra.config`, pure
-Python), so a malformed file or an invalid setting is reported before the Pulumi runtime
-starts; `azdl.review.render` runs in a subprocess because the runtime's state is global.
-"""
+"""Find a stack, check its file (before the Pulumi runtime starts), and render it offline in a
+fresh interpreter."""
 
 import json
 import os

@@ -1,12 +1,5 @@
-"""Run the CrossGuard policies (`policies/azdl_rules.py`) offline against a plan manifest.
-
-The very `ResourceValidationPolicy` / `StackValidationPolicy` objects that `pulumi preview
---policy-pack policies` runs get the manifest's resources as pulumi-policy's own argument
-types; unknown values go in as the engine's unknown sentinels behind pulumi-policy's
-unknown-checking proxy, exactly as during a preview. Stack policies get every resource with its
-parent, dependencies and provider, as the engine's AnalyzeStack hands them over, so the
-deploy-order policies see the same graph offline as under `pulumi preview`.
-"""
+"""Run the CrossGuard policies (`policies/rules/`) offline against a plan manifest: the same
+policy objects, given what `pulumi preview --policy-pack policies` would give them."""
 
 import contextlib
 import importlib.util
@@ -29,17 +22,20 @@ from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError, unknown
 from azdl.envs import REPO_ROOT
 from azdl.review import manifest as mf
 
-RULES_FILE = REPO_ROOT / "policies" / "azdl_rules.py"
+RULES_PACKAGE = REPO_ROOT / "policies" / "rules"
 BUDGET_KEY = "maxGpuSpendPerHourUsd"
 
 
 def load_rules() -> ModuleType:
-    """The policy module, imported from the repository (it is not an installed package)."""
-    if "azdl_rules" in sys.modules:
-        return sys.modules["azdl_rules"]
-    spec = importlib.util.spec_from_file_location("azdl_rules", RULES_FILE)
+    """The pack's `rules` package, imported from the repository (it is not installed) under
+    the name it has in the pack."""
+    if "rules" in sys.modules:
+        return sys.modules["rules"]
+    spec = importlib.util.spec_from_file_location(
+        "rules", RULES_PACKAGE / "__init__.py", submodule_search_locations=[str(RULES_PACKAGE)]
+    )
     module = importlib.util.module_from_spec(spec)
-    sys.modules["azdl_rules"] = module
+    sys.modules["rules"] = module
     spec.loader.exec_module(module)
     return module
 

@@ -1,17 +1,7 @@
 """Render one stack offline: run the real infra program under the Pulumi SDK's mocks, as a
-`pulumi preview` of a new stack would, and record what it declares.
-
-A recording `MockMonitor` sees every resource registration exactly as the engine would: type,
-name, parent, dependencies (per property too), protect / retainOnDelete and the serialized
-inputs (camelCase; secrets and unknowns still marked). The program runs in preview mode and
-the mocks hand back no ids and no computed outputs, so every value Azure computes stays
-unknown, like in a real preview; `infra.mocks.AzureMocks` still answers the invokes
-(`getClientConfig`).
-
-The Pulumi runtime keeps global state, so each stack renders in a fresh interpreter:
-`python -m azdl.review.render STACK_FILE` prints the manifest JSON; `azdl.review.plan`
-drives it.
-"""
+`pulumi preview` of a new stack would, and record what it declares. `python -m
+azdl.review.render STACK_FILE` prints the manifest; `azdl.review.plan` runs it in a fresh
+interpreter, because the Pulumi runtime's state is global."""
 
 import json
 import sys
@@ -21,26 +11,24 @@ from typing import Any
 import pulumi
 from google.protobuf import json_format
 from pulumi.runtime import mocks as pulumi_mocks
+from pulumi.runtime import rpc
 from pulumi.runtime.settings import get_root_resource
 from pulumi.runtime.sync_await import _sync_await
 
 from azdl.envs import REPO_ROOT
 from azdl.review import manifest
 from azdl.review.plan import CONFIG_ERROR_EXIT
+from infra.azure_facts import ENGINE_UNKNOWN
 from infra.config import PROJECT, ConfigError, read_stack_file, stack_name_of
 from infra.mocks import ARM, AzureMocks
 
-_UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"  # the engine's unknown sentinel
-_SIG = "4dabf18193072939515e22adb298388d"  # the engine's special-value signature key
-_SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
-_RESOURCE_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
-_ASSET_SIGS = {"c44067f5952c0a294b673a41bacf1b52", "0def7320c3a5731c473e5ecbe6d01bc7"}
+_ASSET_SIGS = {rpc._special_asset_sig, rpc._special_archive_sig}
 
 
 def plain(value: Any, sources: list[str]) -> Any:
     """An engine value as manifest JSON: unknowns marked (from `sources`), secrets redacted,
     resource references as keys, paths inside the repository made relative."""
-    if value == _UNKNOWN:
+    if value == ENGINE_UNKNOWN:
         return manifest.unknown(sources)
     if isinstance(value, str):
         root = f"{REPO_ROOT}/"
@@ -50,10 +38,10 @@ def plain(value: Any, sources: list[str]) -> Any:
     if isinstance(value, list):
         return [plain(v, sources) for v in value]
     if isinstance(value, dict):
-        sig = value.get(_SIG)
-        if sig == _SECRET_SIG:
+        sig = value.get(rpc._special_sig_key)  # the engine's special values: signature key
+        if sig == rpc._special_secret_sig:
             return manifest.SECRET
-        if sig == _RESOURCE_SIG:
+        if sig == rpc._special_resource_sig:
             return {"$ref": manifest.key_of_urn(value.get("urn", ""))}
         if sig in _ASSET_SIGS:
             return {"$asset": plain(value.get("path") or value.get("uri") or "", sources)}

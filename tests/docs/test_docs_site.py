@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT / "docs" / "hooks"))
 import docs_hooks  # noqa: E402
 
 
@@ -78,6 +78,14 @@ def test_every_page_in_docs_is_in_the_nav_and_built(site):
     assert listed == {p.name for p in (ROOT / "docs").glob("*.md")}
     for name in listed - {"index.md"}:
         assert (site / name[:-3] / "index.html").is_file(), name
+
+
+def test_the_build_code_under_docs_is_not_published(site):
+    """docs/hooks holds the build's own code (the MkDocs hook): mkdocs.yml excludes it, or every
+    file in it would be copied into the site as it is."""
+    assert (ROOT / "docs" / "hooks" / "docs_hooks.py").is_file()
+    assert not (site / "hooks").exists()
+    assert not list(site.rglob("*.py"))
 
 
 def test_every_azdl_command_has_its_section_in_the_cli_reference(site):

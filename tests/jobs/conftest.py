@@ -80,7 +80,7 @@ def ml_client(mocker):
     client.jobs.create_or_update.side_effect = lambda job: SimpleNamespace(
         name=job.name, studio_url=f"https://ml.azure.com/runs/{job.name}", status="Starting"
     )
-    # Ample vCPU quota for every catalogue size (tests/jobs/test_quota.py tests the check itself).
+    # Ample vCPU quota for every catalogue size (tests/azure/test_quota.py tests the check itself).
     client.compute.get.return_value = SimpleNamespace(tier="dedicated")
     client.compute.list_sizes.return_value = [
         SimpleNamespace(name=name, family="standardAnyFamily", v_cp_us=size.vcpus)

@@ -1,6 +1,5 @@
 """The scaling report from recorded throughput lines (a crashed run included), the cluster bench
-with MLClient mocked (a size that errors included), waiting for a job, and the local bench end to
-end."""
+with MLClient mocked (a size that errors included), and the local bench end to end."""
 
 import json
 import shutil
@@ -11,9 +10,8 @@ import pytest
 from azure.core.exceptions import HttpResponseError
 
 from azdl.cli import main
-from azdl.commands.bench import default_nodes, record_of
+from azdl.jobs.bench import default_nodes, record_of
 from azdl.jobs.report import Run, baseline_note, markdown_table, with_efficiency, write_report
-from azdl.jobs.workspace import TERMINAL, WaitTimeout, wait
 
 DATA = Path(__file__).with_name("data")
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -259,34 +257,6 @@ def test_the_wait_limit_must_be_positive(outputs_file, tmp_path, capsys):
     with pytest.raises(SystemExit):
         bench(outputs_file, tmp_path, "--timeout-minutes", "0")
     assert "--timeout-minutes: '0': expected a number of minutes above 0" in capsys.readouterr().err
-
-
-def test_wait_stops_at_every_terminal_status_of_azure_ai_ml():
-    from azure.ai.ml.operations._run_history_constants import RunHistoryConstants
-
-    assert set(TERMINAL) == set(RunHistoryConstants.TERMINAL_STATUSES)
-    for final in TERMINAL:
-        seen = iter(["Queued", "Running", final])
-        client = SimpleNamespace(
-            jobs=SimpleNamespace(get=lambda name, seen=seen: SimpleNamespace(status=next(seen)))
-        )
-        assert wait(client, "job-1", 0, sleep=lambda s: None) == final
-
-
-def test_wait_gives_up_after_its_limit_with_a_clear_error():
-    now = [0.0]
-    client = SimpleNamespace(
-        jobs=SimpleNamespace(get=lambda name: SimpleNamespace(status="Queued"))
-    )
-
-    def sleep(seconds):
-        now[0] += seconds
-
-    with pytest.raises(
-        WaitTimeout, match=r"job job-1 is still Queued after the wait's limit of 90 s"
-    ):
-        wait(client, "job-1", 30, timeout_seconds=90, sleep=sleep, clock=lambda: now[0])
-    assert now[0] == 90
 
 
 def test_cluster_bench_checks_every_size_before_submitting_any(ml_client, outputs_file, capsys):

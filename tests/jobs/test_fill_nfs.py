@@ -1,7 +1,7 @@
 """`azdl data fill-nfs`: the one-node job that copies the staged shards into the NFS share."""
 
 from azdl.cli import main
-from azdl.jobs.spec import NFS_MOUNT_POINT
+from azdl.jobs.azureml import NFS_MOUNT_POINT
 
 
 def submitted(ml_client):

@@ -9,7 +9,8 @@ import yaml
 from azure.ai.ml import load_job
 
 from azdl.cli import main
-from azdl.jobs.spec import JobRequest, build_job
+from azdl.jobs.request import JobRequest
+from azdl.jobs.spec import build_job
 from infra.catalogue import VM_SIZES
 from training import nccl_topology
 

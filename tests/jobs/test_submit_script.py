@@ -154,7 +154,8 @@ def test_requirements_from_pypi_on_a_subnet_that_denies_the_internet_are_refused
 
 
 def test_requirements_install_once_per_node_from_the_wheel_folder_only(outputs, project):
-    from azdl.jobs.spec import JobRequest, OwnScript, build_job
+    from azdl.jobs.request import JobRequest, OwnScript
+    from azdl.jobs.spec import build_job
 
     script = OwnScript(
         project / "train.py", project, project / "requirements.txt", project / "wheels"

@@ -131,3 +131,14 @@ def test_a_bad_price_file_is_one_error_line(tmp_path, capsys, content, message):
     assert message in capsys.readouterr().err
     with pytest.raises(AzdlError):
         load_prices(path, region="westeurope").vm("X")
+
+
+def test_the_price_table_says_one_way_for_each_type():
+    """Each entry prices each resource, all of its type together, or names why it is free; an
+    entry that does none of these would account a resource and add nothing to the estimate."""
+    assert cost.PRICING
+    for kind, pricing in cost.PRICING.items():
+        ways = [way for way in (pricing.each, pricing.together, pricing.free) if way]
+        assert len(ways) == 1, kind
+        assert pricing.how in {"priced", "usage", "free"}, kind
+        assert (pricing.how == "free") == bool(pricing.free), kind

@@ -10,6 +10,7 @@ import pytest
 
 from azdl.review import deploy_order as do
 from azdl.review.policy import check
+from infra.azure_facts import ML_COMPUTE, ML_WORKSPACE, lookup
 from tests.review.builders import compute, plan, resource
 
 AZ = "azure-native:"
@@ -43,9 +44,9 @@ def test_the_rules_bite_on_prod_every_no_public_ip_compute(shipped_plans):
     """Not vacuous: in prod both computes have a private path to wait for. (Images are built
     by ACR Tasks, outside the VNet: nothing of theirs waits for the registry's endpoint.)"""
     graph = do.graph_from_manifest(shipped_plans["prod"])
-    computes = graph.of_type(do.COMPUTE)
+    computes = graph.of_type(ML_COMPUTE)
     assert {c.name for c in computes} == {"compute", "image-build"}
-    [workspace] = graph.of_type(do.WORKSPACE)
+    [workspace] = graph.of_type(ML_WORKSPACE)
     path = do.private_path(graph, workspace, "amlworkspace")
     assert [n.name for n in path.resources] == [
         "workspace-pe",
@@ -54,7 +55,7 @@ def test_the_rules_bite_on_prod_every_no_public_ip_compute(shipped_plans):
         "privatelink.notebooks.azure.net-link",
     ]
     for c in computes:
-        assert do.value(c.props, "properties", "properties", "enableNodePublicIp") is False
+        assert lookup(c.props, "properties", "properties", "enableNodePublicIp") is False
         assert {n.id for n in path.resources} <= graph.before(c)
 
 

@@ -6,7 +6,10 @@ import pytest
 
 from azdl.cli import main
 from azdl.review import manifest
-from azdl.review.diff import arm_id_inputs, diff, flatten, forces_replacement, render_text
+from azdl.review.diff import diff, flatten, render_text
+from azdl.review.replacement import arm_id_inputs, forces_replacement
+from azdl.review.widening import ROLE_RANKS
+from infra.azure_facts import BUILT_IN_ROLES
 from tests.review.builders import compute, plan, resource, storage
 
 
@@ -27,7 +30,7 @@ ROLE = "/subscriptions/s/providers/Microsoft.Authorization/roleDefinitions/"
 READER = ROLE + "2a2b9908-6ea1-4ae2-8e65-a410df84e7d1"
 CONTRIBUTOR = ROLE + "ba92f5b4-2d11-453d-a403-e96b0029c9fe"
 ACR_PUSH = ROLE + "8311e382-0749-4cb8-b61a-304f252e45ec"
-OWNER = ROLE + "8e3af657-a8ff-404c-9d86-bca7d93b5e97"
+OWNER = ROLE + BUILT_IN_ROLES["Owner"]  # Azure's id, from infra.azure_facts
 GROUP = "/subscriptions/s/resourceGroups/rg"
 
 
@@ -414,3 +417,8 @@ def test_cli_diff_rejects_another_manifest_format(tmp_path, capsys):
     assert main(["diff", str(path), str(path)]) == 2
     err = capsys.readouterr().err
     assert "manifest format 'azdl.plan/v0' is not supported; this azdl reads 'azdl.plan/v1'" in err
+
+
+def test_every_ranked_role_is_a_built_in_role():
+    """A rank under a name infra.azure_facts does not know would never apply."""
+    assert set(ROLE_RANKS) <= set(BUILT_IN_ROLES)

@@ -55,6 +55,17 @@ def test_plain_marks_unknowns_redacts_secrets_and_relativises_repo_paths():
     assert plain(0.5, []) == 0.5
 
 
+def test_plain_records_assets_and_archives_as_the_sdk_serializes_them():
+    """The engine values come from the SDK's own serializer, not from copied signatures."""
+    from pulumi import FileArchive, FileAsset
+    from pulumi.runtime.rpc import serialize_property
+    from pulumi.runtime.sync_await import _sync_await
+
+    for value in (FileAsset(f"{REPO_ROOT}/images/Dockerfile"), FileArchive(f"{REPO_ROOT}/images")):
+        engine = _sync_await(serialize_property(value, [], None))
+        assert plain(engine, []) == {"$asset": "./" + value.path[len(f"{REPO_ROOT}/") :]}
+
+
 def test_resource_entry_records_what_the_engine_sees():
     obj = struct_pb2.Struct()
     obj.update({"scope": UNKNOWN, "description": SECRET, "maxNodeCount": 4.0})
@@ -172,13 +183,11 @@ def test_renderer_reports_the_programs_config_error_without_a_traceback(tmp_path
 
 def test_policy_pack_imports_with_only_its_own_folder_on_the_path():
     """Pulumi runs the pack's __main__.py with the pack folder as sys.path[0]."""
-    code = (
-        "import sys; sys.path[0] = 'policies'; import azdl_rules; print(len(azdl_rules.POLICIES))"
-    )
+    code = "import sys; sys.path[0] = 'policies'; import rules; print(len(rules.POLICIES))"
     result = subprocess.run(
         [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "26"
     main_py = (REPO_ROOT / "policies" / "__main__.py").read_text()
-    assert "from azdl_rules import POLICIES" in main_py and "PolicyPack(" in main_py
+    assert "from rules import POLICIES" in main_py and "PolicyPack(" in main_py

@@ -11,6 +11,7 @@ import pytest
 from azdl.cli import main
 from azdl.review import cost
 from azdl.review.prices import load_prices
+from infra.azure_facts import ML_COMPUTE
 
 SGR = re.compile(r"\x1b\[([0-9;]*)m")
 
@@ -88,7 +89,7 @@ def plan_text(argv, monkeypatch, capsys, **env):
 
 def test_colour_is_off_with_no_color_or_NO_COLOR(rendered, tmp_path, monkeypatch, capsys):
     argv = ["plan", "dev", "--no-tree", "--out", str(tmp_path)]
-    cluster = next(r for r in rendered["dev"]["resources"] if r["type"] == cost.COMPUTE)
+    cluster = next(r for r in rendered["dev"]["resources"] if r["type"] == ML_COMPUTE)
     cluster["inputs"]["properties"]["properties"]["vmSize"] = "Standard_Unpriced_v9"  # red line
     # FORCE_COLOR makes rich colour the piped output, so that turning it off can be seen.
     assert coloured(plan_text(argv, monkeypatch, capsys, FORCE_COLOR="1"))

@@ -647,6 +647,28 @@ def test_role_scope_above_a_resource_group_is_reported(scope):
     assert f"a subscription, management group or the tenant root: {scope})" in found
 
 
+# Azure's privileged built-in roles and their ids, from the "Privileged" table of
+# MicrosoftDocs/azure-docs articles/role-based-access-control/built-in-roles.md (commit 00a58329,
+# ms.date 2026-04-09).
+PRIVILEGED_BUILT_IN_ROLES = {
+    "Contributor": "b24988ac-6180-42a0-ab88-20f7382dd24c",
+    "Owner": "8e3af657-a8ff-443c-a75c-2fe8c4bcb635",
+    "Role Based Access Control Administrator": "f58310d9-a9f6-439a-9e8d-f62e7b41a168",
+    "User Access Administrator": "18d7d88d-d35e-4fb5-a5c3-7773c20a72d9",
+}
+
+
+@pytest.mark.parametrize(("role", "guid"), sorted(PRIVILEGED_BUILT_IN_ROLES.items()))
+def test_each_privileged_built_in_role_is_reported_by_its_documented_id(role, guid):
+    definition = f"/subscriptions/s/providers/Microsoft.Authorization/roleDefinitions/{guid}"
+    res = resource(
+        "azure-native:authorization:RoleAssignment", "broad",
+        {"roleDefinitionId": definition, "scope": "/subscriptions/s/resourceGroups/rg"},
+    )  # fmt: skip
+    [found] = violations("role-assignments-least-privilege", res)
+    assert f"role assignment 'broad' grants {role};" in found
+
+
 @pytest.mark.parametrize(
     ("node", "missing"),
     [
@@ -742,4 +764,4 @@ def test_prod_outputs_keep_deleted_and_overwritten_blobs(settings, recoverable):
 
 def test_the_packs_required_outbound_tags_are_the_documented_ones():
     documented = {t.split(".{region}")[0] for t, _, _ in PUBLIC_INTERNET_REQUIRED}
-    assert set(rules.REQUIRED_OUTBOUND_TAGS) == documented
+    assert set(rules.network.REQUIRED_OUTBOUND_TAGS) == documented

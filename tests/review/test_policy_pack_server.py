@@ -1,9 +1,12 @@
-"""The policy pack as Pulumi's engine meets it: `policies/__main__.py` serves the Analyzer gRPC
-protocol, and the engine's own requests get the violations back. (No Pulumi CLI here; this is
-the protocol `pulumi preview --policy-pack policies` speaks.)"""
+"""The policy pack as Pulumi's engine meets it: started the way Pulumi's Python language host
+starts a pack, `policies/__main__.py` serves the Analyzer gRPC protocol, and the engine's own
+requests get the violations back. (No Pulumi CLI here; this is the protocol `pulumi preview
+--policy-pack policies` speaks.)"""
 
+import os
 import subprocess
 import sys
+import sysconfig
 
 import grpc
 import pytest
@@ -26,11 +29,19 @@ def _struct(value: dict) -> struct_pb2.Struct:
     return s
 
 
+PACK = REPO_ROOT / "policies"
+# How the Python language host runs a policy pack: `python -u -m pulumi.policy <engine address>
+# <pack folder>`, in the pack folder (pulumi/pulumi sdk/python/cmd/pulumi-language-python/main.go,
+# RunPlugin, commit f7520826, 2026-08-21); pulumi/policy/__main__.py then runs the folder's
+# __main__.py with runpy.run_path, so the pack's folder is all that joins the import path.
+HOST_COMMAND = [sys.executable, "-u", "-m", "pulumi.policy", "127.0.0.1:0", str(PACK)]
+
+
 @pytest.fixture(scope="module")
 def analyzer():
     pack = subprocess.Popen(
-        [sys.executable, str(REPO_ROOT / "policies" / "__main__.py")],
-        cwd=REPO_ROOT / "policies",
+        HOST_COMMAND,
+        cwd=PACK,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -145,3 +156,24 @@ def test_pack_checks_deploy_order_on_the_dependencies_the_engine_hands_it(analyz
     assert "Fix: make the compute depend on" in diagnostic.message
     response = analyzer.AnalyzeStack(stack([ws, dns]), timeout=60)
     assert [d for d in response.diagnostics if d.policyName.startswith("compute-after")] == []
+
+
+def test_pack_imports_the_repository_it_sits_in():
+    """With only the pack's folder on the path (as under the host), no PYTHONPATH and no .pth
+    files (-S: no editable install of azdl to fall back on, which may point at another
+    checkout), the pack still imports azdl and infra, from its own repository."""
+    site_packages = sysconfig.get_paths()["purelib"]  # pulumi_policy and the providers
+    code = (
+        f"import sys; sys.path.append({site_packages!r}); import rules, azdl, infra; "
+        "print(len(rules.POLICIES)); print(azdl.__file__); print(infra.__file__)"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    result = subprocess.run(
+        [sys.executable, "-S", "-c", code], cwd=PACK, env=env, capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    count, azdl_file, infra_file = result.stdout.split()
+    assert count == "26"
+    assert azdl_file == str(REPO_ROOT / "azdl" / "__init__.py")
+    assert infra_file == str(REPO_ROOT / "infra" / "__init__.py")

@@ -6,9 +6,10 @@ import pytest
 
 from azdl.review import manifest
 from azdl.review.cost import estimate
-from azdl.review.diff import diff, forces_replacement
+from azdl.review.diff import diff
 from azdl.review.plan import render_stack
 from azdl.review.policy import check
+from azdl.review.replacement import forces_replacement
 from azdl.review.tree import render_tree
 
 pytestmark = pytest.mark.slow  # each stack renders in a fresh interpreter (seconds)

@@ -6,6 +6,7 @@ import argparse
 import pytest
 from conftest import TINY, launch
 
+from azdl import local
 from azdl.commands import train
 from azdl.errors import AzdlError
 from training import options
@@ -25,7 +26,7 @@ def test_two_workers_under_plain_mpirun(framework):
 
 
 def test_mpi_command_is_plain_mpirun_with_the_environment_exported():
-    cmd = train.launch_command("tf", 2, "mpi", ["--epochs", "1"])
+    cmd = local.launch_command("tf", 2, "mpi", ["--epochs", "1"])
     assert cmd[0].endswith("mpirun") and "horovodrun" not in " ".join(cmd)
     assert cmd[cmd.index("-np") + 1] == "2"
     assert cmd[cmd.index("PYTHONPATH") - 1] == "-x"
@@ -37,19 +38,19 @@ def test_local_workers_get_a_cpu_friendly_horovod_cycle_time_unless_one_is_set(m
     monkeypatch.delenv("HOROVOD_CYCLE_TIME", raising=False)
     monkeypatch.delenv("TF_CPP_MIN_LOG_LEVEL", raising=False)
     monkeypatch.delenv("AZDL_VERBOSE", raising=False)
-    env = train.local_env()
-    assert env["HOROVOD_CYCLE_TIME"] == train.LOCAL_CYCLE_TIME_MS == "20"
+    env = local.local_env()
+    assert env["HOROVOD_CYCLE_TIME"] == local.LOCAL_CYCLE_TIME_MS == "20"
     assert env["TF_CPP_MIN_LOG_LEVEL"] == "1"
     monkeypatch.setenv("HOROVOD_CYCLE_TIME", "5")
     monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "0")
-    env = train.local_env()
+    env = local.local_env()
     assert (env["HOROVOD_CYCLE_TIME"], env["TF_CPP_MIN_LOG_LEVEL"]) == ("5", "0")
 
 
 def test_azdl_verbose_leaves_tensorflows_log_level_alone(monkeypatch):
     monkeypatch.delenv("TF_CPP_MIN_LOG_LEVEL", raising=False)
     monkeypatch.setenv("AZDL_VERBOSE", "1")
-    assert "TF_CPP_MIN_LOG_LEVEL" not in train.local_env()
+    assert "TF_CPP_MIN_LOG_LEVEL" not in local.local_env()
 
 
 def _parser():
@@ -64,9 +65,9 @@ def test_unknown_framework_is_refused(capsys):
     assert exc.value.code == 2
     assert "invalid choice: 'mxnet' (choose from 'keras', 'tf', 'torch')" in capsys.readouterr().err
     with pytest.raises(AzdlError, match="unknown framework 'mxnet'; allowed: keras, tf, torch"):
-        train.launch_command("mxnet", 2, "gloo", [])
+        local.launch_command("mxnet", 2, "gloo", [])
     with pytest.raises(AzdlError, match="--workers must be at least 1, got 0"):
-        train.launch_command("keras", 0, "gloo", [])
+        local.launch_command("keras", 0, "gloo", [])
 
 
 @pytest.mark.parametrize("framework", sorted(FRAMEWORKS))

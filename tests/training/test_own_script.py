@@ -19,7 +19,8 @@ import pytest
 
 from azdl.envs import REPO_ROOT, training_env
 from azdl.errors import AzdlError
-from azdl.jobs.spec import JobRequest, OwnScript, training_command
+from azdl.jobs.request import JobRequest, OwnScript
+from azdl.jobs.spec import training_command
 
 EXAMPLE = REPO_ROOT / "examples" / "segmentation"
 sys.path.insert(0, str(EXAMPLE))

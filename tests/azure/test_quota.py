@@ -1,5 +1,5 @@
 """The vCPU quota before submit, read through azure-ai-ml's own conversions of the REST API's
-documented responses (tests/jobs/data/azure: trimmed copies of azure-rest-api-specs'
+documented responses (tests/azure/data: trimmed copies of azure-rest-api-specs'
 machinelearningservices 2024-10-01 examples Usage/list.json and VirtualMachineSize/list.json)."""
 
 import json
@@ -15,7 +15,7 @@ from azure.core.exceptions import HttpResponseError
 from azdl.cli import main
 from azdl.jobs.quota import read_quota
 
-DATA = Path(__file__).parent / "data" / "azure"
+DATA = Path(__file__).parent / "data"
 
 
 def documented(name: str) -> list[dict]:

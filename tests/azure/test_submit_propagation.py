@@ -1,7 +1,7 @@
 """`azdl submit` right after `pulumi up`: Azure ML refuses with 403 while the operator's new
 role assignments propagate (up to 10 minutes: Troubleshoot Azure RBAC, ms.date 2025-12-11);
 azdl says so, waits and submits once it is let in. The storage side of the same retry runs
-against azure-storage-blob's own client in tests/data/test_propagation.py."""
+against azure-storage-blob's own client in tests/azure/test_propagation.py."""
 
 from types import SimpleNamespace
 

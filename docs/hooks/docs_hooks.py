@@ -15,9 +15,11 @@ from collections import Counter
 from functools import cache
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+# private_surfaces is beside this file: mkdocs puts the hook's folder on the path to load it.
+import private_surfaces  # noqa: E402
 from mkdocs.exceptions import PluginError  # noqa: E402
 
 STACKS = ("dev", "prod")
@@ -121,7 +123,7 @@ def stack_outputs() -> str:
     missing = [k for k in keys if k not in OUTPUT_DOCS]
     stale = [k for k in OUTPUT_DOCS if k not in keys]
     if missing or stale:
-        raise PluginError(f"scripts/docs_hooks.py OUTPUT_DOCS: describe {missing}, drop {stale}")
+        raise PluginError(f"docs/hooks/docs_hooks.py OUTPUT_DOCS: describe {missing}, drop {stale}")
     lines = ["| output | what it holds | dev (offline render) | prod (offline render) |",
              "| --- | --- | --- | --- |"]  # fmt: skip
     for key in keys:
@@ -180,11 +182,10 @@ def cost_tables() -> str:
 
 
 def policies_table() -> str:
-    sys.path.insert(0, str(ROOT / "policies"))
-    import azdl_rules
+    from azdl.review.policy import load_rules
 
     lines = ["| policy | enforcement | what it checks |", "| --- | --- | --- |"]
-    for policy in azdl_rules.POLICIES:
+    for policy in load_rules().POLICIES:
         level = getattr(policy.enforcement_level, "value", policy.enforcement_level)
         lines.append(f"| `{policy.name}` | {level} | {_cell(policy.description)} |")
     return "\n".join(lines)
@@ -327,6 +328,7 @@ GENERATORS = {
     "published-rates": published_rates,
     "nccl-baselines": nccl_baselines,
     "benchmark-targets": benchmark_targets,
+    "private-sdk-surfaces": private_surfaces.markdown,
 }
 
 

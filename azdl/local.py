@@ -1,0 +1,143 @@
+"""The local launcher: N Horovod workers on this machine, in the training environment, under
+`horovodrun --gloo` or plain `mpirun` (as Azure ML starts them), for a built-in training script
+or a user's own."""
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from azdl import workers
+from azdl.envs import REPO_ROOT, training_bin, training_env
+from azdl.errors import AzdlError
+from azdl.jobs import safeguards
+from azdl.jobs import script as own_script
+from training.flavours import FRAMEWORKS, entry_module
+
+# Horovod's background thread coordinates the workers every HOROVOD_CYCLE_TIME ms (default 1).
+# With one CPU core per worker that thread takes its time from the training step: P2 measured
+# 2 workers vs 1 at 0.69 with the default and 0.84 with 20 ms (README, Train). GPU clusters
+# keep Horovod's default; a value already in the environment wins.
+LOCAL_CYCLE_TIME_MS = "20"
+
+
+def local_env() -> dict[str, str]:
+    """Environment for local workers: the training venv (TensorFlow's C++ start-up lines
+    quietened, see `azdl.envs`) and the CPU-friendly Horovod cycle time (unless set)."""
+    env = training_env()
+    env.setdefault("HOROVOD_CYCLE_TIME", LOCAL_CYCLE_TIME_MS)
+    return env
+
+
+def check_training_options(
+    framework: str, options: list[str], worker_count: int, command: str = "azdl train"
+) -> None:
+    """Parse the options with the built-in script's own parser (its usage and `error:` line on
+    a bad one, exit 2; its help, once, for --help) and check the data folder, before any worker
+    starts."""
+    from training.data.shards import list_shards, shards_for_rank
+    from training.errors import TrainingError
+    from training.options import build_parser, check_combinations
+
+    parser = build_parser(framework)
+    parser.prog = f"{command} --framework {framework} --"
+    parser.usage = f"{command} [--framework {framework}] [options] -- [training options]"
+    parsed = parser.parse_args(options)
+    if problem := check_combinations(framework, parsed):
+        parser.error(problem)
+    if parsed.data_dir is not None:
+        try:  # relative to the repository, where the workers start
+            shards_for_rank(list_shards(REPO_ROOT / parsed.data_dir, "train"), 0, worker_count)
+        except TrainingError as exc:
+            raise AzdlError(f"--data-dir: {exc}") from None
+
+
+def launch_command(
+    framework: str,
+    workers: int,
+    launcher: str,
+    script_args: list[str],
+    script: Path | None = None,
+    exports: tuple[str, ...] = (),
+    guard: list[str] | None = None,
+) -> list[str]:
+    """The command line that starts `workers` processes of the framework's training script, or
+    of `script` (a user's own file) when given. `exports`: more environment variables mpirun
+    must hand to the workers (horovodrun --gloo hands over the whole environment). `guard`: a
+    prefix each worker's command runs under (safeguards.guard_command)."""
+    if workers < 1:
+        raise AzdlError(f"--workers must be at least 1, got {workers}")
+    if script is not None:
+        worker = [str(training_bin("python")), str(script), *script_args]
+    elif framework not in FRAMEWORKS:
+        allowed = ", ".join(sorted(FRAMEWORKS))
+        raise AzdlError(f"unknown framework {framework!r}; allowed: {allowed}")
+    else:
+        worker = [str(training_bin("python")), "-m", entry_module(framework), *script_args]
+    worker = [*(guard or []), *worker]
+    if launcher == "gloo":
+        hosts = f"localhost:{workers}"
+        return [
+            str(training_bin("horovodrun")), "--gloo", "-np", str(workers), "-H", hosts, *worker,
+        ]  # fmt: skip
+    if launcher != "mpi":
+        raise AzdlError(f"unknown launcher {launcher!r}; allowed: gloo, mpi")
+    mpirun = shutil.which("mpirun")
+    if mpirun is None:
+        raise AzdlError("--launcher mpi needs Open MPI's mpirun (make setup-training installs it)")
+    root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
+    # More workers than cores is fine for a local try-out; Open MPI refuses it by default.
+    oversubscribe = ["--oversubscribe"] if workers > (os.cpu_count() or 1) else []
+    return [
+        mpirun, *root, *oversubscribe, "-np", str(workers), "--bind-to", "none",
+        "--map-by", "slot", "-x", "PYTHONPATH", "-x", "PATH", "-x", "TF_CPP_MIN_LOG_LEVEL",
+        "-x", "HOROVOD_CYCLE_TIME", *(x for name in exports for x in ("-x", name)),
+        *worker,
+    ]  # fmt: skip
+
+
+def script_run(
+    script: Path, workers: int, data: str | None, script_args: list[str], run_dir: Path
+) -> tuple[list[str], dict[str, str]]:
+    """(arguments, environment additions) for a user script: its folders under `run_dir`
+    (created), the data folder if given, each worker's share of the cores."""
+    folders: dict[str, str | None] = {"data_dir": None}
+    if data is not None:
+        data_dir = Path(data).expanduser().resolve()
+        if not data_dir.is_dir():
+            raise AzdlError(f"--data {data}: no such folder")
+        folders["data_dir"] = str(data_dir)
+    made = {"checkpoint_dir": "checkpoints", "log_dir": "logs", "output_dir": "outputs"}
+    folders |= {name: str(run_dir / sub) for name, sub in made.items()}
+    args = own_script.substitute(script_args, folders)  # a bad placeholder fails before mkdir
+    for name in made:
+        Path(folders[name]).mkdir(parents=True, exist_ok=True)
+    threads = str(max(1, (os.cpu_count() or 1) // workers))
+    env = own_script.folder_environment(folders) | {own_script.THREADS_ENV: threads}
+    # PyTorch and TensorFlow size their CPU thread pools by OMP_NUM_THREADS (unless set).
+    env["OMP_NUM_THREADS"] = os.environ.get("OMP_NUM_THREADS", threads)
+    return args, env
+
+
+def stall_guard(stall_timeout: int | None, ranks_dir: Path) -> tuple[list[str] | None, dict]:
+    """(the guard prefix, the stall inspector's environment) for --stall-timeout, else none."""
+    if stall_timeout is None:
+        return None, {}
+    prefix = safeguards.guard_command(str(ranks_dir), python=str(training_bin("python")))
+    return prefix, safeguards.stall_environment(stall_timeout)
+
+
+def mlflow_environment(run_dir: Path) -> dict[str, str]:
+    """Where rank 0 logs its metrics: MLFLOW_TRACKING_URI if set, else the run folder's store."""
+    if os.environ.get("MLFLOW_TRACKING_URI"):
+        return {}
+    run_dir.mkdir(parents=True, exist_ok=True)
+    return {"MLFLOW_TRACKING_URI": safeguards.local_mlflow_uri(run_dir)}
+
+
+def start(cmd: list[str], launcher: str, env: dict[str, str], cwd: Path | None = None) -> int:
+    """Under Gloo, horovodrun's own traceback after a failed worker becomes one line
+    (`azdl.workers`); plain mpirun's output is left as it is."""
+    if launcher == "gloo":
+        return workers.run(cmd, env, cwd)
+    return subprocess.call(cmd, env=env, cwd=cwd)

@@ -1,0 +1,154 @@
+"""The import rules of the product packages, read from their source with `ast` (nothing is
+imported): no module imports a command but the CLI entry, and no two modules import each other,
+directly or around a loop, counting imports inside functions too."""
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("azdl", "infra", "training", "policies")
+# The commands' shared option helpers, which every command may import.
+SHARED_OPTIONS = "azdl.commands.options"
+# The CLI entry point registers the commands: the one module that imports them.
+COMMAND_REGISTRY = "azdl.cli"
+# Pulumi's policy host puts the pack's own folder on the import path, so `import azdl_rules` in
+# policies/ loads policies/azdl_rules.py.
+OWN_PATH_ROOTS = ("policies",)
+# Cycles in packages outside the jobs/CLI work, known and left to their owners (issue 29):
+# each entry is one cycle's modules. Empty when there are none.
+KNOWN_CYCLES: list[frozenset[str]] = []
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def product_modules() -> dict[str, Path]:
+    return {
+        module_name(path): path
+        for package in PACKAGES
+        for path in sorted((ROOT / package).rglob("*.py"))
+    }
+
+
+def imported(name: str, node: ast.Import | ast.ImportFrom, modules: dict[str, Path]) -> set[str]:
+    """The product modules an import statement of module `name` loads: for `from A import B`,
+    A.B where that is a module, else A."""
+    if isinstance(node, ast.Import):
+        targets = [alias.name for alias in node.names]
+    else:
+        base = node.module or ""
+        if node.level:  # relative: from the importing module's package
+            package = name.split(".")
+            is_package = modules[name].name == "__init__.py"
+            package = package[: len(package) - node.level + (1 if is_package else 0)]
+            base = ".".join([*package, *([base] if base else [])])
+        targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base
+                   for alias in node.names]  # fmt: skip
+    top = name.split(".")[0]
+    if top in OWN_PATH_ROOTS:
+        targets = [f"{top}.{t}" if f"{top}.{t.split('.')[0]}" in modules else t for t in targets]
+    found = set()
+    for target in targets:
+        while target and target not in modules:  # `import a.b.c` of a function or attribute
+            target = target.rpartition(".")[0]
+        if target:
+            found.add(target)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module -> the product modules it imports, anywhere in its source."""
+    modules = product_modules()
+    graph = {}
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(), filename=str(path))
+        graph[name] = {
+            target
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Import | ast.ImportFrom)
+            for target in imported(name, node, modules)
+            if target != name
+        }
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[frozenset[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in sorted(graph[node]):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = set()
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.add(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(frozenset(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_module_imports_a_command_but_the_cli_entry():
+    graph = import_graph()
+    commands = {name for name in graph if name.startswith("azdl.commands.")}
+    assert commands, "no command modules found: is azdl/commands where this test looks?"
+    offenders = sorted(
+        f"{name} imports {target}"
+        for name, targets in graph.items()
+        if name != COMMAND_REGISTRY
+        for target in targets
+        if target in commands and target != SHARED_OPTIONS
+    )
+    assert not offenders, (
+        "commands parse and call the service layer (azdl.jobs, azdl.local, ...), never another "
+        "command; shared options go in azdl.commands.options:\n" + "\n".join(offenders)
+    )
+
+
+def test_the_product_packages_have_no_import_cycle():
+    found = cycles(import_graph())
+    unknown = [sorted(cycle) for cycle in found if cycle not in KNOWN_CYCLES]
+    assert not unknown, "import cycles (function-level imports included):\n" + "\n".join(
+        " <-> ".join(cycle) for cycle in unknown
+    )
+    gone = [sorted(cycle) for cycle in KNOWN_CYCLES if cycle not in found]
+    assert not gone, f"known cycles that no longer exist; remove them from KNOWN_CYCLES: {gone}"
+
+
+def test_the_graph_sees_function_level_and_relative_imports(tmp_path):
+    """The reader itself: an import inside a function counts, and `from . import x` resolves."""
+    modules = {"pkg": tmp_path / "__init__.py", "pkg.a": tmp_path / "a.py",
+               "pkg.b": tmp_path / "b.py"}  # fmt: skip
+    inner = ast.parse("def f():\n    from pkg.b import thing\n").body[0].body[0]
+    assert imported("pkg.a", inner, modules) == {"pkg.b"}
+    relative = ast.parse("from . import b").body[0]
+    assert imported("pkg.a", relative, modules) == {"pkg.b"}
+    assert imported("pkg", relative, modules) == {"pkg.b"}
+    pack = {"policies": tmp_path / "__init__.py", "policies.rules": tmp_path / "rules.py"}
+    assert imported("policies", ast.parse("import rules").body[0], pack) == {"policies.rules"}
+    assert cycles({"pkg.a": {"pkg.b"}, "pkg.b": {"pkg.a"}, "pkg": set()}) == [
+        frozenset({"pkg.a", "pkg.b"})
+    ]
