@@ -28,8 +28,9 @@ build-packages() {
     rm -rf /var/lib/apt/lists/*
 }
 
-# Azure's NCCL topology files for the ND sizes (training/nccl_topology says why and which size
-# takes which), fetched from Azure/azhpc-images at pinned commits and checked by sha256.
+# Azure's NCCL topology files for the ND sizes (training/nccl_topology: which size takes which;
+# docs/architecture.md, "NCCL topology files": why), fetched from Azure/azhpc-images at pinned
+# commits and checked by sha256.
 nccl-topology() {
     mkdir -p /opt/nccl-topology
     curl -fsSL -o /opt/nccl-topology/ndv4-topo.xml \
