@@ -11,8 +11,8 @@ PACKAGES = ("azdl", "infra", "training", "policies")
 SHARED_OPTIONS = "azdl.commands.options"
 # The CLI entry point registers the commands: the one module that imports them.
 COMMAND_REGISTRY = "azdl.cli"
-# Pulumi's policy host puts the pack's own folder on the import path, so `import azdl_rules` in
-# policies/ loads policies/azdl_rules.py.
+# Pulumi's policy host puts the pack's own folder on the import path, so `import rules` in
+# policies/ loads policies/rules/.
 OWN_PATH_ROOTS = ("policies",)
 # Cycles in packages outside the jobs/CLI work, known and left to their owners (issue 29):
 # each entry is one cycle's modules. Empty when there are none.
