@@ -4,7 +4,8 @@
 # which the device tool's `run` carries there (limit 64 MiB):
 #   horovod-0.28.1.tar.gz      Horovod's source release (checksum as training/install pins it)
 #   wheels/*.whl               wheels the GPU image lacks, for its CPython 3.12: google-crc32c
-#                              (the TFRecord reader), simplejpeg (CPU decode), cffi + pycparser
+#                              and protobuf (the TFRecord reader, training.data.example_codec),
+#                              simplejpeg (CPU decode), cffi + pycparser
 #                              (Horovod's build needs cffi), patch-ng (applies Horovod's patch
 #                              where no `patch` program is installed)
 #   data/                      TFRecords written by `azdl data prepare`'s converter from
@@ -35,7 +36,7 @@ pin() { grep -E "^$1==" training/requirements.txt | cut -d' ' -f1; }
 "$python" -m pip download -q --no-deps --only-binary=:all: --python-version "$python_version" \
     --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
     --platform manylinux2014_x86_64 -d "$carry/wheels" \
-    "$(pin google-crc32c)" "$(pin simplejpeg)" "$(pin cffi)" pycparser==2.22 patch-ng==1.19.1
+    "$(pin google-crc32c)" "$(pin protobuf)" "$(pin simplejpeg)" "$(pin cffi)" pycparser==2.22 patch-ng==1.19.1
 
 echo "==> $train_images + $validation_images JPEGs (~500x375), converted by the data tool"
 classes=16

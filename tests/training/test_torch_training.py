@@ -98,8 +98,15 @@ def test_two_workers_equal_one_worker_with_double_batch_or_accumulation(syntheti
     moved = max(np.abs(two[k] - initial[k]).max() for k in initial)
     assert moved > 1e-2  # the weights really changed, so agreement below means something
     for name in initial:
-        np.testing.assert_allclose(two[name], one[name], rtol=1e-4, atol=2e-5, err_msg=name)
+        # Two workers of 8 and 2 micro-batches of 8 average the same two batch-8 gradients.
         np.testing.assert_allclose(two[name], accum[name], rtol=1e-4, atol=2e-5, err_msg=name)
+        # One batch of 16 sums in another order: fp32 rounding (~1e-7), grown over 15 steps
+        # at lr 4, reached 3.4e-4 on a 2-core Xeon (torch 2.13 CPU, 2026-11-26). A wrong
+        # average (sum, or one worker's gradient) is off by the size of the step itself, so
+        # the bound is 1% of how far the tensor moved.
+        travelled = np.abs(one[name] - initial[name]).max()
+        off = np.abs(two[name] - one[name]).max()
+        assert off <= 0.01 * travelled, f"{name}: {off:.2e} apart, moved {travelled:.2e}"
 
 
 def test_rank0_checkpoints_and_logs(synthetic):
