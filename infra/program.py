@@ -22,11 +22,12 @@ from infra.config import (
     load_config,
     with_subscription,
 )
+from infra.exports import exported
 from infra.images import TrainingImages, TrainingImagesArgs
 from infra.naming import DEPLOYMENT_ID_BYTES, with_deployment
 from infra.network import Network, NetworkArgs
 from infra.private_link import Endpoint, PrivateLink, PrivateLinkArgs
-from infra.registry import Registry, RegistryArgs
+from infra.registry import Registry, RegistryArgs, registry_domain
 from infra.storage import Storage, StorageArgs, data_protection, strongest
 from infra.workspace import BlobContainer, Workspace, WorkspaceArgs
 
@@ -55,9 +56,11 @@ def read_config() -> StackConfig:
     return with_subscription(cfg, authorization.get_client_config().subscription_id)
 
 
-def declare(cfg: StackConfig) -> dict[str, Any]:
-    """Declare the stack's resources; return its outputs (camelCase keys, see README)."""
-    client = authorization.get_client_config_output()
+def resource_groups(cfg: StackConfig) -> tuple[pulumi.Input[str], pulumi.Input[str]]:
+    """The (platform, data) resource groups' names: the two the stack creates, or the existing
+    ones `azdl:resourceGroups` names (then the stack neither creates nor deletes a group)."""
+    if cfg.resource_groups is not None:
+        return cfg.names.resource_group, cfg.names.data_resource_group
     group = resources.ResourceGroup(
         "resource-group",
         resources.ResourceGroupArgs(
@@ -74,7 +77,15 @@ def declare(cfg: StackConfig) -> dict[str, Any]:
         ),
         data_protection(strongest(cfg.storage.data_protection, cfg.storage.outputs_protection)),
     )
-    net = Network("network", NetworkArgs(cfg, group.name))
+    return group.name, data_group.name
+
+
+def declare(cfg: StackConfig) -> dict[str, Any]:
+    """Declare the stack's resources; return its outputs by key (infra/exports.py)."""
+    domain = registry_domain()  # checked before anything is declared
+    client = authorization.get_client_config_output()
+    group_name, data_group_name = resource_groups(cfg)
+    net = Network("network", NetworkArgs(cfg, group_name))
     # Azure soft-deletes the workspace (14 days) and the Key Vault (up to 90): their names end
     # in an id drawn anew whenever the stack's resources are created, so `up` after `destroy`
     # never asks for a name the last deployment left behind (infra/naming.py). Pulumi keeps
@@ -99,27 +110,27 @@ def declare(cfg: StackConfig) -> dict[str, Any]:
         "storage",
         StorageArgs(
             cfg,
-            data_group.name,
+            data_group_name,
             net.training_subnet_id,
             tenant_id=client.tenant_id,
             workspace_id=workspace_instances,
         ),
     )
-    registry = Registry("registry", RegistryArgs(cfg, group.name))
+    registry = Registry("registry", RegistryArgs(cfg, group_name, domain))
     workspace = Workspace(
         "workspace",
         WorkspaceArgs(
             cfg,
-            group.name,
+            group_name,
             client.tenant_id,
             net.training_subnet_id,
             store.outputs_account.id,
             registry.registry.id,
             data_container=BlobContainer(
-                data_group.name, store.data_account.name, store.data_container.name
+                data_group_name, store.data_account.name, store.data_container.name
             ),
             outputs_container=BlobContainer(
-                data_group.name, store.outputs_account.name, store.outputs_container.name
+                data_group_name, store.outputs_account.name, store.outputs_container.name
             ),
             workspace_name=workspace_name,
             key_vault_name=soft_deleted.apply(lambda n: n.key_vault),
@@ -150,7 +161,7 @@ def declare(cfg: StackConfig) -> dict[str, Any]:
             endpoints.append(Endpoint("nfs-file", store.nfs_account.id, "file"))
         private_link = PrivateLink(
             "private-link",
-            PrivateLinkArgs(cfg, group.name, net.vnet_id, net.endpoint_subnet_id, endpoints),
+            PrivateLinkArgs(cfg, group_name, net.vnet_id, net.endpoint_subnet_id, endpoints),
         )
         workspace_path = private_link.private_path("workspace")
     if cfg.operators:
@@ -170,7 +181,7 @@ def declare(cfg: StackConfig) -> dict[str, Any]:
             "jump-host",
             JumpHostArgs(
                 cfg,
-                group.name,
+                group_name,
                 client.subscription_id,
                 net.bastion_subnet.id,
                 net.jump_host_subnet.id,
@@ -181,7 +192,7 @@ def declare(cfg: StackConfig) -> dict[str, Any]:
         "cluster",
         ClusterArgs(
             cfg,
-            group.name,
+            group_name,
             client.subscription_id,
             workspace.workspace.name,
             net.training_subnet_id,
@@ -192,55 +203,52 @@ def declare(cfg: StackConfig) -> dict[str, Any]:
         ),
     )
 
-    size = cfg.cluster.vm_size
-    outputs: dict[str, Any] = {
-        "resourceGroupName": group.name,
-        "dataResourceGroupName": data_group.name,
-        "location": cfg.location,
-        "subscriptionId": client.subscription_id,
-        "workspaceName": workspace.workspace.name,
-        "clusterName": cluster.compute.name,
-        "clusterVmSize": size.name,
-        "clusterMaxNodes": cfg.cluster.max_nodes,
-        "gpusPerNode": size.gpus,
-        "infiniband": size.infiniband,
-        "clusterIdentityClientId": cluster.identity.client_id,
-        "registryLoginServer": registry.login_server,
-        "dataAccountName": store.data_account.name,
-        "dataAccountUrl": store.data_url,
-        "dataContainerName": store.data_container.name,
-        "dataContainerUrl": store.data_container_url,
-        "outputsAccountName": store.outputs_account.name,
-        "outputsAccountUrl": store.outputs_url,
-        "outputsContainerName": store.outputs_container.name,
-        "nfsMountTarget": store.nfs_mount_target,
-        # restricted | open; None with network.existing (the landing zone's NSG decides).
-        # `azdl submit --requirements` reads it to refuse installs from PyPI that would fail.
-        "trainingOutbound": None if cfg.network.existing else cfg.network.outbound,
-        # What jobs name their data input and outputs by (azureml://datastores/<name>/paths/…)
-        "dataDatastore": workspace.data_datastore.name,
-        "outputsDatastore": workspace.outputs_datastore.name,
-    }
-    if jump_host is not None:  # for `az network bastion ssh` (docs/access.md)
-        outputs["bastionName"] = jump_host.bastion.name
-        outputs["jumpHostId"] = jump_host.vm.id
-
     # Images of this commit, built by ACR Tasks (or the stack's prebuilt refs), registered as
     # Azure ML environments.
     images = TrainingImages(
         "images",
         TrainingImagesArgs(
             cfg,
-            group.name,
+            group_name,
             workspace.workspace.name,
-            registry.name,
-            registry.login_server,
+            registry,
+            client.subscription_id,
             cfg.prebuilt_images,
         ),
     )
-    outputs["images"] = images.images
-    outputs["environments"] = images.environments
-    return outputs
+    size = cfg.cluster.vm_size
+    with_jump_host = {}
+    if jump_host is not None:
+        with_jump_host = {"bastion_name": jump_host.bastion.name, "jump_host_id": jump_host.vm.id}
+    return exported(
+        resource_group_name=group_name,
+        data_resource_group_name=data_group_name,
+        location=cfg.location,
+        subscription_id=client.subscription_id,
+        workspace_name=workspace.workspace.name,
+        cluster_name=cluster.compute.name,
+        cluster_vm_size=size.name,
+        cluster_max_nodes=cfg.cluster.max_nodes,
+        gpus_per_node=size.gpus,
+        infiniband=size.infiniband,
+        cluster_identity_client_id=cluster.identity.client_id,
+        registry_login_server=registry.login_server,
+        data_account_name=store.data_account.name,
+        data_account_url=store.data_url,
+        data_container_name=store.data_container.name,
+        data_container_url=store.data_container_url,
+        outputs_account_name=store.outputs_account.name,
+        outputs_account_url=store.outputs_url,
+        outputs_container_name=store.outputs_container.name,
+        nfs_mount_target=store.nfs_mount_target,
+        # None with network.existing (the landing zone's NSG decides).
+        training_outbound=None if cfg.network.existing else cfg.network.outbound,
+        data_datastore=workspace.data_datastore.name,
+        outputs_datastore=workspace.outputs_datastore.name,
+        **with_jump_host,
+        images=images.images,
+        environments=images.environments,
+    )
 
 
 def main() -> None:
