@@ -26,7 +26,7 @@ relies on and scanners that read the property see it.
 
 The login server is not read from the registry. A generic resource's `properties` output is
 typed Any, and in a preview pulumi-azure-native answers an Any output with the input as given
-(provider/pkg/convert/previewOutputs.go, commit 604cfd5; infra/mocks.py): `loginServer`, which
+(provider/pkg/convert/previewOutputs.go, commit 604cfd5; infra/mocks): `loginServer`, which
 only Azure fills in, is missing from it in every preview of a create or an update, so reading
 it there fails. A typed `containerregistry.Registry` would give a proper unknown, but
 pulumi-azure-native 3.29 ships only the 2023-01-01-preview registry, without the tasks bypass

@@ -461,6 +461,18 @@ def throughput_from(path: Path) -> dict[str, Any]:
     return records[-1]
 
 
+def training_cluster(doc: dict[str, Any]) -> dict[str, Any] | None:
+    """The compute the stack output `clusterName` names. In a plan (a preview of a new stack)
+    that output is the compute's `name`, which pulumi-azure-native's preview leaves unknown
+    (not an input: the input is `computeName`); the unknown value names the resource it
+    comes from."""
+    name = doc["outputs"].get("clusterName")
+    clusters = [r for r in doc["resources"] if r["type"] == azure_facts.ML_COMPUTE]
+    if mf.is_unknown(name):
+        return next((r for r in clusters if [r["key"]] == mf.sources(name)), None)
+    return next((r for r in clusters if r["inputs"].get("computeName") == name), None)
+
+
 def add_epoch_cost(
     est: Estimate,
     doc: dict[str, Any],
@@ -474,11 +486,10 @@ def add_epoch_cost(
     if images_per_sec <= 0:
         raise AzdlError(f"images/sec must be positive, got {images_per_sec}")
     prices = prices or load_prices(region=region_of(doc))
-    name = doc["outputs"].get("clusterName")
-    clusters = [r for r in doc["resources"] if r["type"] == azure_facts.ML_COMPUTE]
-    cluster = next((r for r in clusters if r["inputs"].get("computeName") == name), None)
+    cluster = training_cluster(doc)
     if cluster is None:
         raise AzdlError(f"stack {doc['stack']} declares no training cluster to price an epoch on")
+    name = cluster["inputs"].get("computeName")
     size, _low, high, _priority = _scale(cluster)
     unknown = _not_known(vmSize=size, maxNodeCount=None if workers else high)
     if unknown:

@@ -24,6 +24,11 @@ def is_unknown(value: Any) -> bool:
     return isinstance(value, dict) and set(value) == {UNKNOWN_KEY}
 
 
+def sources(value: dict[str, list[str]]) -> list[str]:
+    """The keys of the resources an unknown value comes from."""
+    return value[UNKNOWN_KEY]
+
+
 def key_of_urn(urn: str) -> str:
     """`urn:pulumi:dev::azdl::pulumi:pulumi:Stack$azure-native:x:Y::n` -> `azure-native:x:Y::n`."""
     if not urn:

@@ -20,7 +20,7 @@ from azdl.review import manifest
 from azdl.review.plan import CONFIG_ERROR_EXIT
 from infra.azure_facts import ENGINE_UNKNOWN
 from infra.config import PROJECT, ConfigError, read_stack_file, stack_name_of
-from infra.mocks import ARM, AzureMocks
+from infra.mocks import AzureMocks, preview_outputs
 
 _ASSET_SIGS = {rpc._special_asset_sig, rpc._special_archive_sig}
 
@@ -64,8 +64,10 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
 
 
 class PreviewMocks(pulumi.runtime.Mocks):
-    """The infra mocks, as a preview of a new stack sees Azure: invokes are answered, and a
-    resource gets no id and no computed outputs, only its Azure name (an input, so known)."""
+    """The infra mocks, as a preview of a new stack sees Azure: invokes are answered; an
+    azure-native resource gets no id and the outputs pulumi-azure-native's preview gives it
+    (infra.mocks.preview_outputs: the inputs of the same name, the rest unknown); any other
+    resource (random, dynamic) gets none."""
 
     def __init__(self, inner: pulumi.runtime.Mocks):
         self.inner = inner
@@ -74,9 +76,9 @@ class PreviewMocks(pulumi.runtime.Mocks):
         return self.inner.call(args)
 
     def new_resource(self, args):
-        name_key = ARM.get(args.typ.removeprefix("azure-native:"), (None, None))[0]
-        name = args.inputs.get(name_key) if name_key else None
-        return "", {"name": name} if isinstance(name, str) else {}
+        if args.typ.startswith("azure-native:"):
+            return "", preview_outputs(args.typ, args.inputs)
+        return "", {}
 
 
 # A dynamic resource's serialized provider (its pickled code): named, not shown.

@@ -188,7 +188,7 @@ def test_pulumi_project_file():
 
 def test_entry_point_runs_the_program_as_pulumi_does_and_exports_outputs():
     """The Python language host runs `main:` (a folder) with runpy, config from the stack."""
-    # as `pulumi preview` of a new stack runs it (infra/mocks.py, PREVIEW_CREATE)
+    # as `pulumi preview` of a new stack runs it (infra/mocks, PREVIEW_CREATE)
     mocks = AzureMocks(mode=PREVIEW_CREATE)
     pulumi.runtime.set_mocks(mocks, project="azdl", stack="dev", preview=True)
     config = read_stack_file(ROOT / "stacks" / "Pulumi.dev.yaml")

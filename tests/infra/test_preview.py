@@ -1,6 +1,6 @@
 """`pulumi preview` as pulumi-azure-native answers it, before the first `up` and before an update.
 
-The mocks' preview modes follow the provider's own source (infra/mocks.py cites it):
+The mocks' preview modes follow the provider's own source (infra/mocks cites it):
 `provider/pkg/convert/previewOutputs.go` (pulumi/pulumi-azure-native, commit
 604cfd525f965477da629fdb2474063bdce7d798) and `Create` / `Update` in
 `provider/pkg/provider/provider.go` (commit 006a62afe453b416e5d5c98d2d91c4c7281f52f9). The first

@@ -3,8 +3,8 @@
 
 Each step runs the whole program for the shipped dev stack, images built by ACR Tasks (not
 prebuilt), against the state the step before left:
-- the preview is pulumi-azure-native's (infra/mocks.py, PREVIEW_CREATE: previewOutputs.go);
-- each `up` goes through the engine's steps (same / update / replace / create, infra/mocks.py)
+- the preview is pulumi-azure-native's (infra/mocks, PREVIEW_CREATE: previewOutputs.go);
+- each `up` goes through the engine's steps (same / update / replace / create, infra/mocks)
   and Azure's rules for names and resource groups (tests/infra/test_redeploy.py, Subscription:
   soft-deleted workspace and vault names, groups that take their contents along);
 - the build fails in ACR (RunStatus Failed) after a change to the image's context; the error

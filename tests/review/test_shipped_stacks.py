@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from azdl.review import manifest
-from azdl.review.cost import estimate
+from azdl.review.cost import estimate, training_cluster
 from azdl.review.diff import diff
 from azdl.review.plan import render_stack
 from azdl.review.policy import check
@@ -50,6 +50,25 @@ def test_manifest_is_faithful(shipped_plans, stack):
     mode = doc["config"]["azdl:storage"]["dataProtection"]
     expected = {"protect": (True, False), "retain": (False, True), "none": (False, False)}
     assert (data["protect"], data["retainOnDelete"]) == expected[mode]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_a_name_is_known_in_the_plan_only_where_the_providers_preview_gives_it(
+    shipped_plans, stack
+):
+    """The plan is a preview of a new stack: an output is the input of the same name, the rest
+    unknown (pulumi-azure-native provider/pkg/convert/previewOutputs.go, commit 604cfd5). A
+    compute's `name` is no input (its input is `computeName`), a datastore's is."""
+    doc = shipped_plans[stack]
+    by_name = {(r["type"], r["name"]): r for r in doc["resources"]}
+    compute = by_name[("azure-native:machinelearningservices:Compute", "compute")]
+    assert doc["outputs"]["clusterName"] == manifest.unknown([compute["key"]])
+    assert training_cluster(doc) is compute
+    group = by_name[("azure-native:resources:ResourceGroup", "data-resource-group")]
+    data = by_name[("azure-native:storage:StorageAccount", "data")]
+    assert data["inputs"]["resourceGroupName"] == manifest.unknown([group["key"]])
+    datastore = by_name[("azure-native:machinelearningservices:Datastore", "data-datastore")]
+    assert doc["outputs"]["dataDatastore"] == datastore["inputs"]["name"] == "azdl_training_data"
 
 
 DISPLAY_NAMES = {"friendlyName"}  # free text shown in the portal, changed in place
@@ -99,7 +118,7 @@ def test_shipped_stacks_are_fully_priced_within_budget(shipped_plans, stack):
     est = estimate(doc)
     assert est.unpriced == []
     budget = doc["config"]["azdl:maxGpuSpendPerHourUsd"]
-    cluster = f"cluster {doc['outputs']['clusterName']}"
+    cluster = f"cluster {training_cluster(doc)['inputs']['computeName']}"
     gpu = sum(line.max_per_hour for line in est.lines if line.item == cluster)
     assert 0 < gpu <= budget
 
