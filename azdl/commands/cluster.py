@@ -7,9 +7,6 @@ output (`azdl jobs download JOB --output health`)."""
 import sys
 
 from azdl.commands.options import add_job_name_option, add_stack_options, positive_int
-from azdl.jobs import health
-from azdl.jobs.stack_outputs import load_outputs
-from azdl.jobs.submit import new_run_id, send
 
 
 def register(subparsers) -> None:
@@ -33,6 +30,10 @@ def register(subparsers) -> None:
 
 
 def check(args) -> int:
+    from azdl.jobs import health
+    from azdl.jobs.stack_outputs import load_outputs
+    from azdl.jobs.submit import new_run_id, send
+
     outputs = load_outputs(args.stack, args.outputs)
     run_id = args.name or new_run_id(f"check-{args.nodes}n")
     job = health.build_check_job(outputs, args.nodes, run_id, args.experiment)

@@ -15,13 +15,10 @@ from azdl.commands.options import (
     script_args,
 )
 from azdl.errors import AzdlError
-from azdl.jobs import export, health
 from azdl.jobs import script as own_script
 from azdl.jobs.request import DEFAULT_LOCAL_DIR, STORAGE_MODES, JobRequest, OwnScript
 from azdl.jobs.safeguards import CLUSTER_STALL_TIMEOUT_S
-from azdl.jobs.spec import build_job, warnings
-from azdl.jobs.stack_outputs import load_outputs
-from azdl.jobs.submit import JSON_SCHEMA, new_run_id, send, send_with_retries
+from azdl.jobs.submit import JSON_SCHEMA
 from training.flavours import DEFAULT_FRAMEWORK, FRAMEWORKS
 
 
@@ -69,7 +66,7 @@ def register(subparsers) -> None:
         help="folder of wheels in the code folder: install --requirements from it only "
         "(pip --no-index; for private package registries and clusters without internet)",
     )
-    p.add_argument("--nodes", type=int, default=1, help="cluster nodes (default 1)")
+    p.add_argument("--nodes", type=positive_int, default=1, help="cluster nodes (default 1)")
     p.add_argument(
         "--storage",
         choices=STORAGE_MODES,
@@ -214,6 +211,12 @@ def framework_of(args: argparse.Namespace, script: OwnScript | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    # The job's machinery (azure-ai-ml among it) is loaded once the options are known good.
+    from azdl.jobs import export, health
+    from azdl.jobs.spec import build_job, warnings
+    from azdl.jobs.stack_outputs import load_outputs
+    from azdl.jobs.submit import new_run_id, send, send_with_retries
+
     if args.json and (args.dry_run or args.export is not None):
         raise AzdlError("--json reports a submitted job; --dry-run and --export print its YAML")
     script = own_script_of(args)

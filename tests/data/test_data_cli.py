@@ -113,7 +113,18 @@ def test_stage_refuses_a_connection_string_for_a_real_account():
         staging.container_client("data", None, real)
 
 
+def shards_folder(folder):
+    """A folder as `azdl data prepare` leaves it: a manifest and the shard it lists."""
+    from training.data.prepare.manifest import Manifest, ShardEntry, SplitSummary
+
+    shard = ShardEntry("train-00000-of-00001", "train", 1, 10, "0" * 32, "0" * 64)
+    Manifest({"n1": 0}, {"train": SplitSummary(1, 1, {"n1": 1})}, [shard]).write(folder)
+    (folder / shard.name).write_bytes(b"0123456789")
+    return folder
+
+
 def test_stage_needs_an_account_and_a_container(tmp_path, monkeypatch, capsys):
+    shards_folder(tmp_path)
     monkeypatch.delenv(staging.CONNECTION_STRING_ENV, raising=False)
     assert main(["data", "stage", str(tmp_path), "--account-url", "https://x.blob"]) == 2
     assert "no container" in capsys.readouterr().err
@@ -140,6 +151,7 @@ def _stack_outputs(**extra) -> dict:
 def test_stage_reads_the_target_from_the_stack_as_submit_does(where, tmp_path, monkeypatch):
     """--stack and --outputs are read as submit reads them; the container defaults to the
     stack's, and --container overrides it."""
+    shards_folder(tmp_path)
     outputs_file = tmp_path / "outputs.json"
     outputs_file.write_text(json.dumps(_stack_outputs()))
     loaded, targets = [], []
@@ -149,7 +161,7 @@ def test_stage_reads_the_target_from_the_stack_as_submit_does(where, tmp_path, m
         return _stack_outputs(), "test outputs"
 
     monkeypatch.delenv(staging.CONNECTION_STRING_ENV, raising=False)
-    monkeypatch.setattr(data, "read_outputs", read)
+    monkeypatch.setattr(stack_outputs, "read_outputs", read)
     monkeypatch.setattr(
         staging, "container_client", lambda c, url, cs: targets.append((c, url, cs)) or 0
     )
@@ -164,6 +176,7 @@ def test_stage_reads_the_target_from_the_stack_as_submit_does(where, tmp_path, m
 
 
 def test_stack_outputs_name_the_account_and_container(tmp_path, capsys):
+    shards_folder(tmp_path)
     outputs = tmp_path / "outputs.json"
     outputs.write_text(json.dumps(_stack_outputs(dataAccountUrl=None)))
     assert main(["data", "stage", str(tmp_path), "--outputs", str(outputs)]) == 2
@@ -184,10 +197,29 @@ def test_stage_refuses_a_negative_sample(tmp_path, capsys):
 
 
 def test_stage_lists_shards_missing_locally_before_any_upload(tmp_path, monkeypatch, capsys):
-    from training.data.prepare.manifest import Manifest, ShardEntry, SplitSummary
-
-    shard = ShardEntry("train-00000-of-00001", "train", 1, 10, "0" * 32, "0" * 64)
-    Manifest({"n1": 0}, {"train": SplitSummary(1, 1, {"n1": 1})}, [shard]).write(tmp_path)
+    shards_folder(tmp_path)
+    (tmp_path / "train-00000-of-00001").unlink()
     monkeypatch.setenv(staging.CONNECTION_STRING_ENV, "UseDevelopmentStorage=true")
     assert main(["data", "stage", str(tmp_path), "--container", "data"]) == 2
     assert "1 shard(s) listed in the manifest are not in" in capsys.readouterr().err
+
+
+def test_stage_names_a_local_mistake_before_reading_the_stack_or_signing_in(
+    tmp_path, monkeypatch, capsys
+):
+    """A missing folder, a file where the folder goes, or a folder without its manifest is
+    named first: neither the stack's outputs nor a credential is asked for."""
+
+    def remote(*args):
+        raise AssertionError("reached the stack or the sign-in before the local check")
+
+    monkeypatch.setattr(stack_outputs, "read_outputs", remote)
+    monkeypatch.setattr(staging, "container_client", remote)
+    (tmp_path / "shards.tar").write_text("x")
+    for folder, said in (
+        (tmp_path / "nowhere", "nowhere does not exist; give the folder"),
+        (tmp_path / "shards.tar", "shards.tar is a file; give the folder of the shards"),
+        (tmp_path, "no manifest at"),
+    ):
+        assert main(["data", "stage", str(folder), "--stack", "dev"]) == 2
+        assert said in capsys.readouterr().err

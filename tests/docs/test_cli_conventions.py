@@ -82,7 +82,7 @@ def test_plan_and_policy_take_stacks_bare_and_with_s_alike(command):
 
 
 def test_diff_takes_the_stack_under_review_bare_or_with_s(capsys, mocker):
-    load = mocker.patch("azdl.commands.diff.load_plans", side_effect=AzdlError("stop here"))
+    load = mocker.patch("azdl.review.plan.load_plans", side_effect=AzdlError("stop here"))
     for argv in (["base.json", "dev"], ["base.json", "-s", "dev"], ["-s", "dev", "base.json"]):
         code, _, err = run_cli(capsys, "diff", *argv)
         assert code == 2 and "stop here" in err

@@ -40,7 +40,9 @@ def price_file(tmp_path, low_priority: bool = True):
 
 def estimate(capsys, *args) -> tuple[int, dict]:
     code = main(["estimate", *args, "--json"])
-    return code, json.loads(capsys.readouterr().out)
+    document = json.loads(capsys.readouterr().out)
+    assert document["schema"] == "azdl.estimate-result/v1"
+    return code, document
 
 
 def option(doc, nodes, priority="Dedicated") -> dict:
@@ -325,10 +327,10 @@ def test_default_gpu_kit_results_it_cannot_use_are_named_in_the_sources(
 
 
 def test_bad_input_with_a_stack_fails_before_the_stack_is_rendered(capsys, monkeypatch):
-    def render(stack):
+    def render(stack, reuse=False):
         raise AssertionError("rendered before the input was checked")
 
-    monkeypatch.setattr("azdl.commands.estimate.render_stack", render)
+    monkeypatch.setattr("azdl.review.plan.render_stack", render)
     assert main(["estimate", "-s", "prod", "--vm-size", "Standard_X"]) == 2
     assert "unknown VM size 'Standard_X'" in capsys.readouterr().err
     assert main(["estimate", "-s", "nosuch"]) == 2
