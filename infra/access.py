@@ -1,55 +1,17 @@
-"""Access: the roles `azdl:operators` get, and the optional way into a private stack.
-
-Operators are Microsoft Entra users or groups. Each gets exactly what the operator commands
-need, on the one resource that needs it (role ids: Azure's built-in roles,
-https://learn.microsoft.com/azure/role-based-access-control/built-in-roles). OPERATOR_GRANTS
-says which role on which resource; COMMAND_ACCESS says which README command needs which of
-them and where Azure documents it (docs/access.md renders both; tests check the plans and the
-page against them). In short:
-
-- `azdl data stage` writes shards into the training-data container: Storage Blob Data
-  Contributor on that container;
-- `azdl submit` and `azdl bench` submit jobs and poll them in the workspace: AzureML Data
-  Scientist on the workspace (every workspace action except creating compute and changing the
-  workspace: learn.microsoft.com/azure/machine-learning/how-to-assign-roles);
-- the workspace's default storage is the outputs account, reached through identity-based
-  datastores (`systemDatastoresAuthMode: Identity`), so the user's own identity writes there:
-  `azdl submit --script` uploads the code folder, `--wait` and `azdl bench` download job logs,
-  and checkpoints are read from the outputs container. Storage Blob Data Contributor on that
-  account (how-to-disable-local-auth-storage: users of the default datastores need it; without
-  it the upload fails with AuthorizationPermissionMismatch, MicrosoftDocs/azure-docs#111210).
-  The same page also lists Storage File Data Privileged Contributor, for the workspace's file
-  share; no azdl command uses the file share (code and logs go to blob storage), so operators
-  do not get it (add it by hand for studio notebooks).
-
-`access.jumpHost` adds Azure Bastion and a small Linux VM in the stack's VNet, for a team with
-no VPN or peered network yet, as Microsoft's secure Azure ML quickstart does
-(Azure/azure-quickstart-templates, quickstarts/microsoft.machinelearningservices/
-machine-learning-end-to-end-secure, modules/bastion.bicep and dsvmjumpbox.bicep), but with no
-password: operators sign in with their Entra identity through the AADSSHLoginForLinux extension
-(learn.microsoft.com/entra/identity/devices/howto-vm-sign-in-azure-ad-linux), which needs the
-VM's system-assigned identity and gives them Virtual Machine User Login on the VM; Bastion needs
-Reader on the bastion, the VM and its NIC (learn.microsoft.com/azure/bastion/
-bastion-connect-vm-ssh-linux, prerequisites). The VM's own identity gets no role. The SSH public
-key in the stack is only the admin's break-glass login (Azure requires one way to sign in).
-"""
+"""Access: the roles `azdl:operators` get (OPERATOR_GRANTS; which command needs which:
+COMMAND_ACCESS, rendered in docs/access.md) and the optional jump host into a private stack,
+Azure Bastion plus a VM that operators sign in to with Entra ID. Why each role, with sources:
+docs/architecture.md, "Operators and the jump host"."""
 
 from dataclasses import dataclass
 
 import pulumi
 from pulumi_azure_native import authorization, compute, network
 
-from infra.cluster import role_assignment_name
 from infra.config import Operator, StackConfig
-from infra.deployer import ASSIGNABLE_ROLES
 from infra.network import standard_public_ip
+from infra.role_assignments import assign_role
 
-# Operators' roles (of those the deployer may assign: infra/deployer.py).
-OPERATOR_ROLES = {
-    name: ASSIGNABLE_ROLES[name]
-    for name in ("Storage Blob Data Contributor", "AzureML Data Scientist",
-                 "Virtual Machine User Login", "Reader")
-}  # fmt: skip
 # What each operator gets without a jump host: (purpose, role, the resource it is granted on).
 OPERATOR_GRANTS = (
     ("data-stage", "Storage Blob Data Contributor", "the training-data container"),
@@ -131,40 +93,6 @@ JUMP_HOST_IMAGE = compute.ImageReferenceArgs(
 )
 
 
-def grant(
-    parent: pulumi.Resource,
-    logical: str,
-    role: str,
-    principal_id: pulumi.Input[str],
-    principal_type: str,
-    scope: pulumi.Input[str],
-    subscription_id: pulumi.Input[str],
-    description: str,
-) -> authorization.RoleAssignment:
-    """A role assignment with a deterministic GUID name (see cluster.role_assignment_name)."""
-    definition = pulumi.Output.concat(
-        "/subscriptions/",
-        subscription_id,
-        "/providers/Microsoft.Authorization/roleDefinitions/",
-        OPERATOR_ROLES[role],
-    )
-    name = pulumi.Output.all(scope, principal_id, definition).apply(
-        lambda a: role_assignment_name(*a)
-    )
-    return authorization.RoleAssignment(
-        logical,
-        authorization.RoleAssignmentArgs(
-            role_assignment_name=name,
-            principal_id=principal_id,
-            principal_type=principal_type,
-            role_definition_id=definition,
-            scope=scope,
-            description=description,
-        ),
-        pulumi.ResourceOptions(parent=parent, delete_before_replace=True),
-    )
-
-
 def _label(operator: Operator) -> str:
     return operator.name or operator.object_id
 
@@ -179,7 +107,7 @@ class OperatorAccessArgs:
 
 
 class OperatorAccess(pulumi.ComponentResource):
-    """The roles of `azdl:operators` (see the module docstring)."""
+    """The roles of `azdl:operators` (OPERATOR_GRANTS, on the resources each needs)."""
 
     def __init__(
         self, name: str, args: OperatorAccessArgs, opts: pulumi.ResourceOptions | None = None
@@ -196,7 +124,7 @@ class OperatorAccess(pulumi.ComponentResource):
         for operator in cfg.operators:
             for purpose, role, _scope in OPERATOR_GRANTS:
                 self.role_assignments.append(
-                    grant(
+                    assign_role(
                         self,
                         f"operator-{operator.object_id}-{purpose}",
                         role,
@@ -320,6 +248,8 @@ class JumpHost(pulumi.ComponentResource):
             ),
             child,
         )
+        # Entra ID SSH login: needs the VM's system-assigned identity
+        # (learn.microsoft.com/entra/identity/devices/howto-vm-sign-in-azure-ad-linux).
         compute.VirtualMachineExtension(
             "jump-host-entra-login",
             compute.VirtualMachineExtensionArgs(
@@ -346,7 +276,7 @@ class JumpHost(pulumi.ComponentResource):
             for purpose, role, _where in JUMP_HOST_GRANTS:
                 scope = scopes[purpose]
                 self.role_assignments.append(
-                    grant(
+                    assign_role(
                         self,
                         f"operator-{operator.object_id}-jump-host-{purpose}",
                         role,

@@ -1,47 +1,16 @@
-"""Cluster: the AmlCompute GPU cluster, its managed identity and that identity's roles.
+"""Cluster: the AmlCompute GPU cluster, its user-assigned identity and that identity's roles, and
+in private stacks the image-build compute with an identity of its own that can only push to the
+registry (docs/architecture.md, "Workspace and cluster")."""
 
-The identity is user-assigned so its roles exist before the first node boots: AcrPull on the
-registry, Storage Blob Data Reader on the training-data container, Storage Blob Data
-Contributor on the outputs account (the workspace's storage too, where job logs land). Role
-assignments get GUID names derived from scope, principal and role (see role_assignment_name).
-Nodes get no SSH and, unless the stack allows it, no public IP.
-
-Private stacks also get the small CPU image-build compute that the workspace names (a workspace
-whose registry is private builds environment images on it and pushes them with the compute's
-identity: how-to-secure-workspace-vnet, how-to-identity-based-service-authentication). It has
-its own identity holding only AcrPush on the stack's registry (push and pull), none of the
-cluster's data roles. Computes without node public IPs are created after `after` (the
-workspace's private endpoint, DNS zone group and VNet links: azdl/review/deploy_order.py).
-"""
-
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
-from pulumi_azure_native import authorization, machinelearningservices, managedidentity
+from pulumi_azure_native import machinelearningservices, managedidentity
 
 from infra.catalogue import VmSize
 from infra.config import StackConfig
-from infra.deployer import ASSIGNABLE_ROLES
-
-# The managed identities' roles (of those the deployer may assign: infra/deployer.py).
-ROLES = {
-    name: ASSIGNABLE_ROLES[name]
-    for name in ("AcrPull", "AcrPush", "Storage Blob Data Reader", "Storage Blob Data Contributor")
-}
-
-
-def role_assignment_name(scope: str, principal_id: str, role_definition_id: str) -> str:
-    """A GUID seeded by scope, principal and role definition, as Bicep's `guid(...)` is.
-
-    Role-assignment names are unique tenant-wide and Azure refuses to reuse one for another
-    scope or principal, so the name must depend on exactly what the assignment grants: the
-    same grant always gets the same name (re-runs never duplicate it), a different one never
-    collides. ARM ids are case-insensitive, so they are lowercased first.
-    """
-    seed = "|".join(part.lower() for part in (scope, principal_id, role_definition_id))
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"azdl-role-assignment:{seed}"))
+from infra.role_assignments import assign_role
 
 
 @dataclass
@@ -64,16 +33,23 @@ class Cluster(pulumi.ComponentResource):
         self._rg = args.resource_group_name
 
         self.identity = self._identity("identity", cfg.names.cluster_identity)
-        self.role_assignments = self._grant(
-            "cluster identity",
-            self.identity,
-            [
+        self.role_assignments = [
+            assign_role(
+                self,
+                purpose,
+                role,
+                self.identity.principal_id,
+                "ServicePrincipal",
+                scope,
+                args.subscription_id,
+                f"azdl {cfg.stack}: cluster identity, {role}",
+            )
+            for purpose, role, scope in (
                 ("registry-pull", "AcrPull", args.registry_id),
                 ("data-read", "Storage Blob Data Reader", args.data_container_id),
                 ("outputs-write", "Storage Blob Data Contributor", args.outputs_account_id),
-            ],
-            args.subscription_id,
-        )
+            )
+        ]
         self.compute = self._compute(
             "compute",
             args,
@@ -90,17 +66,21 @@ class Cluster(pulumi.ComponentResource):
             self.image_build_identity = self._identity(
                 "image-build-identity", cfg.names.image_build_identity
             )
-            pushes = self._grant(
-                "image-build identity",
-                self.image_build_identity,
-                [("image-build-push", "AcrPush", args.registry_id)],
+            push = assign_role(
+                self,
+                "image-build-push",
+                "AcrPush",
+                self.image_build_identity.principal_id,
+                "ServicePrincipal",
+                args.registry_id,
                 args.subscription_id,
+                f"azdl {cfg.stack}: image-build identity, AcrPush",
             )
             self.image_build = self._compute(
                 "image-build",
                 args,
                 self.image_build_identity,
-                [*pushes, *args.after],
+                [push, *args.after],
                 cfg.names.image_build_compute,
                 cfg.image_build_vm_size,
                 "Dedicated",
@@ -127,45 +107,6 @@ class Cluster(pulumi.ComponentResource):
             location=cfg.location,
             tags=cfg.tags,
         )
-
-    def _grant(
-        self,
-        who: str,
-        identity: managedidentity.UserAssignedIdentity,
-        grants: list[tuple[str, str, pulumi.Input[str]]],
-        subscription_id: pulumi.Input[str],
-    ) -> list[authorization.RoleAssignment]:
-        """Role assignments (logical name, built-in role, scope) for `identity`."""
-        # Azure refuses a second assignment of the same role to the same principal at the same
-        # scope, so a replaced assignment (e.g. renamed) must be deleted before its successor.
-        replace_safely = pulumi.ResourceOptions(parent=self, delete_before_replace=True)
-        assignments = []
-        for purpose, role, scope in grants:
-            definition = pulumi.Output.concat(
-                "/subscriptions/",
-                subscription_id,
-                "/providers/Microsoft.Authorization/roleDefinitions/",
-                ROLES[role],
-            )
-            principal = identity.principal_id
-            name = pulumi.Output.all(scope, principal, definition).apply(
-                lambda a: role_assignment_name(*a)
-            )
-            assignments.append(
-                authorization.RoleAssignment(
-                    purpose,
-                    authorization.RoleAssignmentArgs(
-                        role_assignment_name=name,
-                        principal_id=principal,
-                        principal_type="ServicePrincipal",
-                        role_definition_id=definition,
-                        scope=scope,
-                        description=f"azdl {self._cfg.stack}: {who}, {role}",
-                    ),
-                    replace_safely,
-                )
-            )
-        return assignments
 
     def _compute(
         self,

@@ -1,15 +1,7 @@
-"""What the settings' one declaration (infra/config.py's models) gives editors, Pulumi and docs.
-
-- `stack_file_schema()`: the JSON Schema of a Pulumi stack file (`stacks/azdl.schema.json`;
-  the shipped stacks name it in a `# yaml-language-server: $schema=...` line, so editors
-  complete keys and flag bad values);
-- `pulumi_project_config()`: the typed `config:` declarations of `Pulumi.yaml` (shown by
-  `pulumi config`);
-- `reference_rows()`: one row per key for docs/configuration.md (scripts/docs_hooks.py).
-
-`python -m infra.config_schema` rewrites the schema file and Pulumi.yaml's `config:` section;
-tests/infra/test_config_schema.py fails while either differs from what the models give.
-"""
+"""What the settings' one declaration (infra/config/) gives editors, Pulumi and docs: the stack
+files' JSON Schema (`stack_file_schema`), Pulumi.yaml's typed `config:` (`pulumi_project_config`)
+and docs/configuration.md's rows (`reference_rows`). `python -m infra.config_schema` rewrites
+the first two; tests/infra/test_config_schema.py fails while either differs."""
 
 import json
 import sys
@@ -25,6 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SCHEMA_FILE = ROOT / "stacks" / "azdl.schema.json"
 PROJECT_FILE = ROOT / "Pulumi.yaml"
 REGENERATE = "python -m infra.config_schema"
+SOURCE = "infra/config/"  # the models
 TYPE_NAMES = {"string": "str", "integer": "int", "number": "float", "boolean": "bool",
               "array": "list", "object": "dict"}  # fmt: skip
 # Pulumi.yaml declares only what Pulumi can check as we do: its types are string, integer,
@@ -108,7 +101,7 @@ def stack_file_schema() -> dict[str, Any]:
     settings = {f"{PROJECT}:{k}": v for k, v in schema["properties"].items()}
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$comment": f"Generated from infra/config.py by `{REGENERATE}`; do not edit.",
+        "$comment": f"Generated from {SOURCE} by `{REGENERATE}`; do not edit.",
         "title": f"{PROJECT} Pulumi stack file (stacks/Pulumi.<stack>.yaml)",
         "type": "object",
         "properties": {
@@ -143,10 +136,10 @@ def pulumi_project_config() -> dict[str, Any]:
 
 def project_file_text() -> str:
     """Pulumi.yaml with its `config:` section (the file's last) as the models declare it."""
-    text = PROJECT_FILE.read_text().split("\n# Generated from infra/config.py", 1)[0]
+    text = PROJECT_FILE.read_text().split("\n# Generated from ", 1)[0]
     head = text.split("\nconfig:", 1)[0].rstrip("\n")
     section = yaml.safe_dump({"config": pulumi_project_config()}, sort_keys=False, width=100)
-    return f"{head}\n# Generated from infra/config.py by `{REGENERATE}`.\n{section}"
+    return f"{head}\n# Generated from {SOURCE} by `{REGENERATE}`.\n{section}"
 
 
 def schema_text() -> str:

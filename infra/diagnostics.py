@@ -1,27 +1,5 @@
-"""Diagnostics: resource logs of the stack's services, sent to its Log Analytics workspace.
-
-One diagnostic setting per service, naming its log categories explicitly (the categories each
-resource type emits, from Azure Monitor's "Supported logs" reference,
-MicrosoftDocs/azure-monitor-docs, articles/azure-monitor/reference/supported-logs/):
-
-- Key Vault: `AuditEvent`, every access to the vault (microsoft-keyvault-vaults-logs, ms.date
-  2024-11-19; learn.microsoft.com/azure/key-vault/general/logging);
-- container registry: `ContainerRegistryLoginEvents`, `ContainerRegistryRepositoryEvents` (pushes,
-  pulls, deletes; microsoft-containerregistry-registries-logs, ms.date 2026-07-14);
-- Azure ML workspace: the compute cluster, node, job and run-status events and GPU utilisation
-  (`AmlComputeClusterEvent`, `AmlComputeClusterNodeEvent`, `AmlComputeJobEvent`,
-  `AmlRunStatusChangedEvent`, `AmlComputeCpuGpuUtilization`), the categories Azure Monitor
-  exports at no cost (microsoft-machinelearningservices-workspaces-logs);
-- storage: logs are per service, so the setting sits on the account's blob service
-  (`<account>/blobServices/default`: `StorageRead`, `StorageWrite`, `StorageDelete`,
-  microsoft-storage-storageaccounts-blobservices-logs). The outputs account logs all three;
-  the training-data account logs writes and deletes only: a training run reads every shard
-  each epoch on every node, and logging those reads would cost more in ingestion than the
-  audit is worth.
-
-The NFS account is not covered (its file service's logs are not set), nor the NSG; both are
-listed as trade-offs in docs/access.md.
-"""
+"""Diagnostics: one diagnostic setting per service, sending its resource logs to the stack's Log
+Analytics workspace (which categories, and why: docs/architecture.md, "Diagnostics")."""
 
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,10 +7,17 @@ from dataclasses import dataclass
 import pulumi
 from pulumi_azure_native import monitor
 
-KEY_VAULT = ("AuditEvent",)
+# Log categories as Azure Monitor's "Supported logs" reference names them per resource type
+# (MicrosoftDocs/azure-monitor-docs, articles/azure-monitor/reference/supported-logs/).
+KEY_VAULT = ("AuditEvent",)  # microsoft-keyvault-vaults-logs, ms.date 2024-11-19
+# microsoft-containerregistry-registries-logs, ms.date 2026-07-14
 REGISTRY = ("ContainerRegistryLoginEvents", "ContainerRegistryRepositoryEvents")
+# microsoft-machinelearningservices-workspaces-logs: those exported at no cost
 WORKSPACE = ("AmlComputeClusterEvent", "AmlComputeClusterNodeEvent", "AmlComputeJobEvent",
              "AmlRunStatusChangedEvent", "AmlComputeCpuGpuUtilization")  # fmt: skip
+# Storage logs per service, set on `<account>/blobServices/default`
+# (microsoft-storage-storageaccounts-blobservices-logs). The training-data account's reads
+# (every shard, every epoch, every node) would cost more to ingest than their audit is worth.
 BLOB_ALL = ("StorageRead", "StorageWrite", "StorageDelete")
 BLOB_CHANGES = ("StorageWrite", "StorageDelete")
 SETTING_NAME = "azdl-to-log-analytics"

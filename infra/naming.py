@@ -1,22 +1,6 @@
-"""Azure names for one stack: a project/stack prefix plus a short stable suffix.
-
-Globally unique names (storage accounts, registry, Key Vault) share one world-wide namespace,
-so they get a 6-hex-digit suffix hashed from project, stack, the subscription and the resource
-group, as Azure's own templates derive theirs with `uniqueString(subscription().id,
-resourceGroup().id)`: the same stack in the same subscription always gets the same names (plans
-stay diffable), the same stack file deployed in another subscription gets other names, and two
-stacks never collide. A stack may pin its own suffix instead (`azdl:nameSuffix`); the data and
-outputs accounts keep it for good, so it is never changed on a deployed stack.
-
-Names that Azure keeps after a deletion are the exception: a deleted Azure ML workspace stays
-soft-deleted under its name for 14 days, a deleted Key Vault for its retention period (up to
-90 days, and purge protection refuses an early purge), and re-creating either name meanwhile
-fails. Their names end in the deployment id instead: six hex digits drawn when the stack's
-resources are created (`random.RandomId` in infra/program.py, kept in the stack's state), so
-every deployment after a `pulumi destroy` gets new ones (`with_deployment`). Every derived
-name is checked against Azure's rule for its kind before the program declares anything (see
-`infra.config`). Pure Python: the CLI can use it without Pulumi.
-"""
+"""Azure names for one stack: a prefix plus a stable suffix hashed from project, stack,
+subscription and group; the soft-deleted kinds (workspace, Key Vault) end in the deployment id
+instead (docs/architecture.md, "Names"). Pure Python: the CLI can use it without Pulumi."""
 
 import hashlib
 import re
@@ -116,7 +100,7 @@ SOFT_DELETED = ("workspace", "key_vault")
 
 
 # The CPU compute private stacks create for the workspace's image builds (a fixed name, so
-# the GPU cluster may not take it: infra/config.py refuses it for cluster.name).
+# the GPU cluster may not take it: infra/config/ refuses it for cluster.name).
 IMAGE_BUILD_COMPUTE = "image-build"
 
 

@@ -1,13 +1,6 @@
-"""Network: the VNet, the training subnet (with its NSG) and the private-endpoint subnet.
-
-The NSG admits only what Azure ML compute needs inbound (the Batch node-management and Azure ML
-service tags) and states the internet deny explicitly. Outbound, `network.outbound: restricted`
-(required in prod) allows exactly the list Azure ML documents for compute clusters and denies
-the rest; `open` adds no outbound rule, so Azure's default AllowInternetOutBound applies. Where
-nodes have no public IP, a NAT gateway gives the subnet its outbound path. With
-`access.jumpHost` the VNet also gets AzureBastionSubnet and a jump-host subnet. With
-`network.existing` the stack creates none of this and uses a landing zone's subnets.
-"""
+"""Network: the VNet, the training subnet (with its NSG and, without node public IPs, a NAT
+gateway), the private-endpoint subnet and the jump host's subnets; none of them with
+`network.existing` (docs/architecture.md, "Network and private link")."""
 
 from dataclasses import dataclass
 

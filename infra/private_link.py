@@ -1,26 +1,5 @@
-"""Private link (private stacks): private endpoints with private DNS zones.
-
-Each private endpoint sits in the endpoint subnet and registers its address in the matching
-`privatelink.*` zone, which is linked to the VNet so the cluster resolves the services'
-public names to private addresses. Zones named in `network.privateDnsZoneIds` are a landing
-zone's central zones: used, not created (nor linked: the landing zone links its own). Zones the
-stack creates are also linked to every VNet in `network.dnsZoneVnetLinks`, e.g. a peered hub,
-since a private zone resolves only in the VNets linked to it
-(learn.microsoft.com/azure/dns/private-dns-virtual-network-links).
-
-With `network.dnsZoneGroups: policy` (landing zones only) the stack creates the private
-endpoints and nothing else: no zone, no VNet link and no DNS zone group. A landing zone's Azure
-Policy ("Configure private DNS zones for ... private endpoints", DeployIfNotExists) adds the
-zone group to each endpoint and registers it in the central zones; since the zone group is a
-child resource the stack never declares, Pulumi neither fights nor deletes it. The Azure
-Verified Modules expose the same switch as `private_endpoints_manage_dns_zone_group = false`
-("you must manage private DNS zone groups externally, e.g. using Azure Policy"), which
-Azure/terraform-azurerm-avm-res-machinelearningservices-workspace#124 (2025-05-13) asks of the
-ML workspace module: "unmanaged private dns zone usage, which also excludes changes to the
-property private_dns_zone_group". Deploy-order rules then wait for the endpoints only
-(azdl/review/deploy_order.py): the policy's remediation runs after them, which only a real
-landing zone shows (docs/access.md).
-"""
+"""Private link (private stacks): a private endpoint per service, registered in private DNS zones
+the stack creates or a landing zone owns (docs/architecture.md, "Network and private link")."""
 
 import hashlib
 from dataclasses import dataclass

@@ -22,6 +22,7 @@ from infra.config import (
     load_config,
     with_subscription,
 )
+from infra.exports import exported
 from infra.images import TrainingImages, TrainingImagesArgs
 from infra.naming import DEPLOYMENT_ID_BYTES, with_deployment
 from infra.network import Network, NetworkArgs
@@ -56,7 +57,7 @@ def read_config() -> StackConfig:
 
 
 def declare(cfg: StackConfig) -> dict[str, Any]:
-    """Declare the stack's resources; return its outputs (camelCase keys, see README)."""
+    """Declare the stack's resources; return its outputs by key (infra/exports.py)."""
     client = authorization.get_client_config_output()
     group = resources.ResourceGroup(
         "resource-group",
@@ -192,39 +193,6 @@ def declare(cfg: StackConfig) -> dict[str, Any]:
         ),
     )
 
-    size = cfg.cluster.vm_size
-    outputs: dict[str, Any] = {
-        "resourceGroupName": group.name,
-        "dataResourceGroupName": data_group.name,
-        "location": cfg.location,
-        "subscriptionId": client.subscription_id,
-        "workspaceName": workspace.workspace.name,
-        "clusterName": cluster.compute.name,
-        "clusterVmSize": size.name,
-        "clusterMaxNodes": cfg.cluster.max_nodes,
-        "gpusPerNode": size.gpus,
-        "infiniband": size.infiniband,
-        "clusterIdentityClientId": cluster.identity.client_id,
-        "registryLoginServer": registry.login_server,
-        "dataAccountName": store.data_account.name,
-        "dataAccountUrl": store.data_url,
-        "dataContainerName": store.data_container.name,
-        "dataContainerUrl": store.data_container_url,
-        "outputsAccountName": store.outputs_account.name,
-        "outputsAccountUrl": store.outputs_url,
-        "outputsContainerName": store.outputs_container.name,
-        "nfsMountTarget": store.nfs_mount_target,
-        # restricted | open; None with network.existing (the landing zone's NSG decides).
-        # `azdl submit --requirements` reads it to refuse installs from PyPI that would fail.
-        "trainingOutbound": None if cfg.network.existing else cfg.network.outbound,
-        # What jobs name their data input and outputs by (azureml://datastores/<name>/paths/…)
-        "dataDatastore": workspace.data_datastore.name,
-        "outputsDatastore": workspace.outputs_datastore.name,
-    }
-    if jump_host is not None:  # for `az network bastion ssh` (docs/access.md)
-        outputs["bastionName"] = jump_host.bastion.name
-        outputs["jumpHostId"] = jump_host.vm.id
-
     # Images of this commit, built by ACR Tasks (or the stack's prebuilt refs), registered as
     # Azure ML environments.
     images = TrainingImages(
@@ -238,9 +206,39 @@ def declare(cfg: StackConfig) -> dict[str, Any]:
             cfg.prebuilt_images,
         ),
     )
-    outputs["images"] = images.images
-    outputs["environments"] = images.environments
-    return outputs
+    size = cfg.cluster.vm_size
+    with_jump_host = {}
+    if jump_host is not None:
+        with_jump_host = {"bastion_name": jump_host.bastion.name, "jump_host_id": jump_host.vm.id}
+    return exported(
+        resource_group_name=group.name,
+        data_resource_group_name=data_group.name,
+        location=cfg.location,
+        subscription_id=client.subscription_id,
+        workspace_name=workspace.workspace.name,
+        cluster_name=cluster.compute.name,
+        cluster_vm_size=size.name,
+        cluster_max_nodes=cfg.cluster.max_nodes,
+        gpus_per_node=size.gpus,
+        infiniband=size.infiniband,
+        cluster_identity_client_id=cluster.identity.client_id,
+        registry_login_server=registry.login_server,
+        data_account_name=store.data_account.name,
+        data_account_url=store.data_url,
+        data_container_name=store.data_container.name,
+        data_container_url=store.data_container_url,
+        outputs_account_name=store.outputs_account.name,
+        outputs_account_url=store.outputs_url,
+        outputs_container_name=store.outputs_container.name,
+        nfs_mount_target=store.nfs_mount_target,
+        # None with network.existing (the landing zone's NSG decides).
+        training_outbound=None if cfg.network.existing else cfg.network.outbound,
+        data_datastore=workspace.data_datastore.name,
+        outputs_datastore=workspace.outputs_datastore.name,
+        **with_jump_host,
+        images=images.images,
+        environments=images.environments,
+    )
 
 
 def main() -> None:

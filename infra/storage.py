@@ -1,31 +1,6 @@
-"""Storage: premium blob for training data, standard storage for outputs, and an NFS 4.1 share.
-
-The data accounts (premium blob and NFS) and the outputs account live in the data resource
-group, which `pulumi destroy` keeps as strongly as the most protected of them (deleting a
-resource group deletes its contents whatever `retainOnDelete` says). The data accounts carry
-the stack's `storage.dataProtection` option, as do their container and share: a blob container's
-deletion takes its blobs with it, so protecting the account alone would not keep a staged
-ImageNet. Shared-key access is off on the data accounts: jobs and operators use identities.
-
-The outputs account is the workspace's default storage, and `storage.workspaceStorage` says how
-it is networked. `firewall` (the default) is Azure ML's documented configuration for a private
-workspace: private endpoints, the account firewall denying by default, a resource-instance rule
-admitting the workspace, trusted Azure services bypassing it, shared-key access on ("Secure
-Azure storage accounts" in https://learn.microsoft.com/azure/machine-learning/
-how-to-secure-workspace-vnet). `private` disables public network access but keeps shared keys
-(as the Azure Verified Module's private BYO-VNet example does:
-Azure/terraform-azurerm-avm-res-machinelearningservices-workspace, examples/private_byo_vnet).
-`strict` turns public network access and shared keys off, which Azure ML documents as preview,
-"not recommended for production workloads" (https://learn.microsoft.com/azure/machine-learning/
-how-to-disable-local-auth-storage).
-
-The outputs account's replication is `storage.outputsRedundancy` (ZRS by default in prod, which
-requires ZRS or GZRS). Its blob service keeps deleted blobs and containers recoverable (soft
-delete), and in prod every overwritten or deleted blob as a version, with a lifecycle rule that
-deletes versions after the retention, so an overwritten `latest` checkpoint does not pile up
-versions forever (learn.microsoft.com/azure/storage/blobs/soft-delete-blob-overview,
-soft-delete-container-overview, versioning-overview, lifecycle-management-overview).
-"""
+"""Storage: premium blob for training data, standard storage for outputs, and an NFS 4.1 share,
+all in the data resource group. What `pulumi destroy` keeps, the workspace storage's networking
+modes and the outputs' recovery settings: docs/architecture.md, "Storage"."""
 
 from dataclasses import dataclass
 from urllib.parse import urlparse
@@ -115,7 +90,9 @@ class Storage(pulumi.ComponentResource):
                     minimum_tls_version="TLS1_2",
                     enable_https_traffic_only=https_only,
                     allow_blob_public_access=False,
-                    # Azure ML's workspace storage needs shared keys for GA (see above).
+                    # Azure ML's workspace storage needs shared keys for GA
+                    # (how-to-secure-workspace-vnet); `strict` is the documented preview
+                    # without them (how-to-disable-local-auth-storage).
                     allow_shared_key_access=workspace_storage and mode != "strict",
                     allow_cross_tenant_replication=False,
                     public_network_access="Disabled" if closed else "Enabled",
@@ -233,7 +210,7 @@ class Storage(pulumi.ComponentResource):
         self, cfg: StackConfig, rg: pulumi.Input[str], opts: pulumi.ResourceOptions
     ) -> list[pulumi.Resource]:
         """Soft delete for blobs and containers; in prod also versioning, with a lifecycle rule
-        deleting previous versions after the retention (see the module docstring)."""
+        deleting previous versions after the retention (docs/architecture.md, "Storage")."""
         prod = cfg.environment == "prod"
         days = OUTPUTS_RETENTION_DAYS.get(cfg.environment, DEFAULT_RETENTION_DAYS)
         retention = storage.DeleteRetentionPolicyArgs(enabled=True, days=days)

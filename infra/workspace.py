@@ -1,16 +1,6 @@
-"""Workspace: the Azure ML workspace with its Key Vault, Application Insights and Log Analytics.
-
-The workspace has a system identity and reaches its storage (the outputs account) by identity,
-so that account needs no shared keys. Key Vault uses Azure RBAC, not access policies. Private
-stacks disable public access everywhere and name an image-build compute, which a workspace
-whose registry is private needs to build environments.
-
-Two identity-based datastores name the training-data container and the outputs container, so
-jobs address them as `azureml://datastores/<name>/paths/...` (Azure ML job inputs and outputs
-take datastore URIs): no stored credentials; a job reads and writes with its own identity (the
-cluster's, which holds the data-reader and outputs-contributor roles), and the studio with the
-signed-in user's, not with the workspace's identity, which has no data roles.
-"""
+"""Workspace: the Azure ML workspace with its Key Vault, Application Insights and Log Analytics,
+and the identity-based datastores jobs address their data and outputs by
+(docs/architecture.md, "Workspace and cluster")."""
 
 from dataclasses import dataclass
 
@@ -150,7 +140,7 @@ class Workspace(pulumi.ComponentResource):
                         account_name=container.account_name,
                         container_name=container.container_name,
                         resource_group=container.resource_group_name,
-                        # No stored credentials: the identity of whoever uses it (see above).
+                        # No stored credentials: the identity of whoever uses it.
                         credentials=machinelearningservices.NoneDatastoreCredentialsArgs(
                             credentials_type="None"
                         ),

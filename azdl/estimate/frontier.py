@@ -9,7 +9,7 @@ from azdl.estimate.workload import Workload
 from azdl.review.prices import Prices
 from infra.catalogue import VmSize
 
-DEDICATED, LOW_PRIORITY = "Dedicated", "LowPriority"  # Azure's spelling (infra/config.py)
+DEDICATED, LOW_PRIORITY = "Dedicated", "LowPriority"  # Azure's spelling (infra/config/compute.py)
 # Assumptions for low-priority nodes: Azure publishes no eviction rate for them.
 DEFAULT_EVICTION_RATE = 0.05  # evictions per node-hour
 DEFAULT_RESTART_MINUTES = 10.0  # requeue, node allocation, image pull, resume from a checkpoint

@@ -4,55 +4,56 @@ import json
 import math
 import shutil
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import PrivateAttr, ValidationError
+
 from azdl.envs import REPO_ROOT
 from azdl.errors import AzdlError
+from infra import exports
 from infra.catalogue import UnknownVmSize, VmSize, get_vm_size
+from infra.exports import KEYS
 from training.flavours import FLAVOURS
 
 # The outputs submit and bench need (tests/infra checks that the program exports them all);
 # nfsMountTarget is read too, but may be null (a stack without an NFS share).
-REQUIRED = (
-    "resourceGroupName", "subscriptionId", "workspaceName", "clusterName", "clusterVmSize",
-    "clusterMaxNodes", "clusterIdentityClientId", "dataDatastore", "outputsDatastore",
-    "environments",
-)  # fmt: skip
+REQUIRED = exports.REQUIRED_BY_JOBS
 
 
-@dataclass(frozen=True)
-class StackOutputs:
-    source: str  # where they came from, for messages
-    values: dict[str, Any]
-    vm_size: VmSize
+class StackOutputs(exports.StackOutputs):
+    """A stack's outputs as the job tools read them (`parse_outputs`): the typed fields, where
+    they came from (`source`, for messages), the values as given and the cluster's VM size."""
+
+    _source: str = PrivateAttr("")
+    _values: dict[str, Any] = PrivateAttr(default_factory=dict)
+    _vm_size: VmSize | None = PrivateAttr(None)
+
+    source = property(lambda self: self._source)
+    values = property(lambda self: self._values)
+    vm_size = property(lambda self: self._vm_size)
 
     def __getitem__(self, key: str) -> Any:
-        return self.values[key]
+        return self._values[key]
 
     @property
     def max_nodes(self) -> int:
-        return int(self.values["clusterMaxNodes"])  # Pulumi may hand numbers over as floats
-
-    @property
-    def nfs_mount_target(self) -> str | None:
-        return self.values.get("nfsMountTarget") or None
+        return self.cluster_max_nodes
 
     @property
     def internet_denied(self) -> bool:
         """The training subnet denies the internet (`network.outbound: restricted`), as the
         stack says in `trainingOutbound`; False where it does not say (an older stack, or a
         landing zone's subnet, whose NSG the stack does not know)."""
-        return self.values.get("trainingOutbound") == "restricted"
+        return self.training_outbound == "restricted"
 
     def environment(self, framework: str) -> str:
         image = FLAVOURS[framework].image
-        env = (self.values.get("environments") or {}).get(image)
+        env = self.environments.get(image)
         if not env:
             raise AzdlError(
                 f"{self.source} has no Azure ML environment for the {image} image "
-                f"(outputs.environments.{image}); run `pulumi up` for the stack first"
+                f"(outputs.{KEYS.environments}.{image}); run `pulumi up` for the stack first"
             )
         return env
 
@@ -67,17 +68,27 @@ def parse_outputs(values: Any, source: str) -> StackOutputs:
             f"{source} lacks the stack outputs {', '.join(missing)}; "
             "is the stack deployed with this version of azdl (`pulumi up`)?"
         )
-    nodes = values["clusterMaxNodes"]  # Pulumi may hand numbers over as floats (2.0)
+    nodes = values[KEYS.cluster_max_nodes]  # Pulumi may hand numbers over as floats (2.0)
     whole = isinstance(nodes, int | float) and not isinstance(nodes, bool)
     if not (whole and math.isfinite(nodes) and nodes == int(nodes) and nodes >= 1):
         raise AzdlError(
-            f"{source}: clusterMaxNodes = {nodes!r} is invalid: a whole number of at least 1"
+            f"{source}: {KEYS.cluster_max_nodes} = {nodes!r} is invalid: a whole number of at "
+            "least 1"
         )
     try:
-        vm_size = get_vm_size(values["clusterVmSize"])
+        vm_size = get_vm_size(values[KEYS.cluster_vm_size])
     except UnknownVmSize as exc:
-        raise AzdlError(f"{source}: clusterVmSize: {exc}") from None
-    return StackOutputs(source, dict(values), vm_size)
+        raise AzdlError(f"{source}: {KEYS.cluster_vm_size}: {exc}") from None
+    try:
+        outputs = StackOutputs.model_validate(values)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        key = ".".join(str(part) for part in error["loc"])
+        raise AzdlError(
+            f"{source}: {key} = {error['input']!r} is invalid: {error['msg']}"
+        ) from None
+    outputs._source, outputs._values, outputs._vm_size = source, dict(values), vm_size
+    return outputs
 
 
 def read_outputs(stack: str | None = None, outputs_file: Path | None = None) -> tuple[dict, str]:

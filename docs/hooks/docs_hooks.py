@@ -26,38 +26,6 @@ STACKS = ("dev", "prod")
 # A marker may be indented (inside an admonition or a list): the output gets the same indent.
 MARKER = re.compile(r"^( *)<!-- azdl:generate ([\w-]+) -->$", re.M)
 
-# What each stack output holds. The keys come from the program (the build fails when the
-# program exports a key that is not described here, or this describes one it no longer exports).
-OUTPUT_DOCS = {
-    "clusterIdentityClientId": "client id of the cluster's identity (identity-based data access)",
-    "clusterMaxNodes": "the cluster's `cluster.maxNodes`; `azdl submit --nodes` is checked by it",
-    "clusterName": "the AmlCompute cluster jobs run on",
-    "clusterVmSize": "its VM size; GPUs per node and InfiniBand come from infra/vm_sizes.yaml",
-    "dataAccountName": "premium blob account of the training data",
-    "dataAccountUrl": "its blob endpoint (what `azdl data stage` uploads to)",
-    "dataContainerName": "container of the training shards",
-    "dataContainerUrl": "its URL",
-    "dataDatastore": "Azure ML datastore over the data container (job inputs address it)",
-    "dataResourceGroupName": "resource group of the data accounts (protected)",
-    "environments": "framework → Azure ML environment id of its image",
-    "gpusPerNode": "MPI processes per node (one per GPU)",
-    "images": "framework → image ref with digest",
-    "infiniband": "whether the nodes have InfiniBand (NCCL transport settings)",
-    "location": "the region",
-    "nfsMountTarget": "`<account>.file.core.windows.net:/<account>/<share>`; null without a share",
-    "trainingOutbound": "`network.outbound` (`restricted` or `open`); null with "
-    "`network.existing`. `azdl submit --requirements` without `--wheels` is refused on "
-    "`restricted`",
-    "outputsAccountName": "standard account for checkpoints, logs and TensorBoard",
-    "outputsAccountUrl": "its blob endpoint",
-    "outputsContainerName": "the outputs container",
-    "outputsDatastore": "Azure ML datastore over the outputs container",
-    "registryLoginServer": "the container registry, e.g. `<name>.azurecr.io`",
-    "resourceGroupName": "resource group of the platform",
-    "subscriptionId": "the subscription deployed to",
-    "workspaceName": "the Azure ML workspace jobs are submitted to",
-}
-
 
 @cache
 def plans() -> dict[str, dict]:
@@ -118,17 +86,18 @@ def config_reference() -> str:
 
 
 def stack_outputs() -> str:
+    from infra.exports import DESCRIPTIONS  # what each output holds, declared with its key
+
     docs = plans()
     keys = sorted(set(docs["dev"]["outputs"]) | set(docs["prod"]["outputs"]))
-    missing = [k for k in keys if k not in OUTPUT_DOCS]
-    stale = [k for k in OUTPUT_DOCS if k not in keys]
-    if missing or stale:
-        raise PluginError(f"docs/hooks/docs_hooks.py OUTPUT_DOCS: describe {missing}, drop {stale}")
+    undeclared = [k for k in keys if k not in DESCRIPTIONS]
+    if undeclared:
+        raise PluginError(f"the plans export {undeclared}, which infra/exports.py does not declare")
     lines = ["| output | what it holds | dev (offline render) | prod (offline render) |",
              "| --- | --- | --- | --- |"]  # fmt: skip
     for key in keys:
         dev, prod = (_value(docs[s]["outputs"].get(key)) for s in STACKS)
-        lines.append(f"| `{key}` | {_cell(OUTPUT_DOCS[key])} | {_cell(dev)} | {_cell(prod)} |")
+        lines.append(f"| `{key}` | {_cell(DESCRIPTIONS[key])} | {_cell(dev)} | {_cell(prod)} |")
     return "\n".join(lines)
 
 

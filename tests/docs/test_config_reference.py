@@ -1,5 +1,5 @@
 """The configuration reference is generated from the models the validation is made of
-(infra/config.py), so a setting cannot be validated without appearing in the reference, nor
+(infra/config/), so a setting cannot be validated without appearing in the reference, nor
 appear there with another default or other choices than the validation applies."""
 
 import copy

@@ -68,11 +68,11 @@ def test_lookup_sees_the_policy_proxys_unknowns_and_the_manifests():
     assert lookup(manifest, "other") == {"$unknown": 1, "x": 2}  # not a marker: more keys
 
 
-def test_the_facts_and_the_config_load_no_pulumi():
-    """The policy pack and the CLI read the facts, and infra.config validates stack files,
-    without the Pulumi SDK or the provider."""
+def test_the_facts_the_config_and_the_outputs_load_no_pulumi():
+    """The policy pack and the CLI read the facts and the outputs' model, and infra.config
+    validates stack files, without the Pulumi SDK or the provider."""
     code = (
-        "import sys, infra.azure_facts, infra.config; "
+        "import sys, infra.azure_facts, infra.config, infra.exports; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in "
         "('pulumi', 'pulumi_azure_native', 'pulumi_policy')))"
     )

@@ -1,4 +1,4 @@
-"""The stack files' JSON Schema and Pulumi.yaml's declarations come from infra/config.py's models,
+"""The stack files' JSON Schema and Pulumi.yaml's declarations come from infra/config/'s models,
 and the schema accepts the shipped stacks and rejects a bad one as `azdl plan` does.
 
 The schema is checked with the `jsonschema` library against the JSON Schema 2020-12

@@ -13,11 +13,11 @@ import pulumi
 import pytest
 
 from infra import program
-from infra.access import OPERATOR_ROLES
-from infra.cluster import ROLES, role_assignment_name
 from infra.config import ConfigError, load_config, read_stack_file
+from infra.deployer import ASSIGNABLE_ROLES
 from infra.mocks import SUBSCRIPTION_ID, TENANT_ID, AzureMocks, render
 from infra.network import security_rules
+from infra.role_assignments import role_assignment_name
 
 AZ = "azure-native:"
 STACKS = Path(__file__).resolve().parents[2] / "stacks"
@@ -250,7 +250,7 @@ def test_good_access_settings_and_their_defaults():
 
 
 def test_role_ids_are_azures_documented_built_in_roles():
-    for role, guid in {**ROLES, **OPERATOR_ROLES}.items():
+    for role, guid in ASSIGNABLE_ROLES.items():
         assert DOCUMENTED_ROLE_IDS[role] == guid, role
 
 
@@ -536,7 +536,7 @@ def test_the_docs_roles_table_is_what_the_program_grants():
     from infra.access import OPERATOR_GRANTS
 
     rows = {(role, guid) for role, guid, *_ in doc_table("roles-table")}
-    assert rows == {(role, OPERATOR_ROLES[role]) for _, role, _ in OPERATOR_GRANTS}
+    assert rows == {(role, ASSIGNABLE_ROLES[role]) for _, role, _ in OPERATOR_GRANTS}
 
 
 def test_the_docs_command_table_is_what_the_code_renders():

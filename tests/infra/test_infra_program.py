@@ -12,20 +12,14 @@ from pathlib import Path
 import pytest
 
 from azdl.jobs.stack_outputs import REQUIRED, parse_outputs
-from infra.cluster import ROLES, role_assignment_name
+from infra.deployer import ASSIGNABLE_ROLES
+from infra.exports import DESCRIPTIONS, ONLY_WITH
 from infra.mocks import SUBSCRIPTION_ID
 from infra.naming import RULES
+from infra.role_assignments import role_assignment_name
 
 AZ = "azure-native:"
 ROOT = Path(__file__).resolve().parents[2]
-OUTPUT_KEYS = {
-    "resourceGroupName", "dataResourceGroupName", "location", "subscriptionId", "workspaceName",
-    "clusterName", "clusterVmSize", "clusterMaxNodes", "gpusPerNode", "infiniband",
-    "clusterIdentityClientId", "registryLoginServer", "dataAccountName", "dataAccountUrl",
-    "dataContainerName", "dataContainerUrl", "outputsAccountName", "outputsAccountUrl",
-    "outputsContainerName", "nfsMountTarget", "dataDatastore", "outputsDatastore", "images",
-    "environments", "trainingOutbound",
-}  # fmt: skip
 
 
 def one(rendering, short_type, name):
@@ -41,7 +35,7 @@ def ids_of(rendering, short_type):
 
 def test_outputs_are_complete_and_consistent(rendering, cfg):
     out = rendering.outputs
-    assert set(out) == OUTPUT_KEYS
+    assert set(out) == set(DESCRIPTIONS) - set(ONLY_WITH)  # no jump host in the stack files
     assert out["resourceGroupName"] == cfg.names.resource_group
     assert out["location"] == cfg.location
     assert out["subscriptionId"] == SUBSCRIPTION_ID
@@ -397,7 +391,7 @@ def test_cluster_identity_has_least_privilege_roles_on_the_right_scopes(renderin
         if a.inputs["principalId"] == identity.state["principalId"]
     ]
     prefix = f"/subscriptions/{SUBSCRIPTION_ID}/providers/Microsoft.Authorization/roleDefinitions/"
-    by_id = {guid: role for role, guid in ROLES.items()}
+    by_id = {guid: role for role, guid in ASSIGNABLE_ROLES.items()}
     found = set()
     for a in assignments:
         definition = a.inputs["roleDefinitionId"]
@@ -431,7 +425,7 @@ def test_image_build_compute_has_its_own_identity_with_only_acr_push(rendering, 
     registry = one(rendering, "resources:Resource", "registry").id
     prefix = f"/subscriptions/{SUBSCRIPTION_ID}/providers/Microsoft.Authorization/roleDefinitions/"
     assert [(a.inputs["roleDefinitionId"], a.inputs["scope"]) for a in grants] == [
-        (prefix + ROLES["AcrPush"], registry)
+        (prefix + ASSIGNABLE_ROLES["AcrPush"], registry)
     ]
     assert grants[0].delete_before_replace
 
@@ -482,9 +476,8 @@ def test_global_names_differ_between_subscriptions(rendering, stack_file):
 
 def test_role_assignment_names_are_deterministic_guids_of_scope_principal_and_role():
     scope = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.ContainerRegistry/registries/r"
-    reader = (
-        f"/subscriptions/s/providers/Microsoft.Authorization/roleDefinitions/{ROLES['AcrPull']}"
-    )
+    definitions = "/subscriptions/s/providers/Microsoft.Authorization/roleDefinitions/"
+    reader = definitions + ASSIGNABLE_ROLES["AcrPull"]
     first = role_assignment_name(scope, "principal-1", reader)
     assert uuid.UUID(first)
     assert first == role_assignment_name(scope, "principal-1", reader)

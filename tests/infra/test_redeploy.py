@@ -255,3 +255,25 @@ def test_retained_outputs_in_the_platform_group_would_be_lost(monkeypatch):
     assert outputs.retain_on_delete
     subscription.destroy(first)
     assert outputs.id.lower() not in subscription.live
+
+
+def test_an_update_keeps_every_role_assignment_in_place():
+    """A second `up` of a deployed stack (with operators and a jump host, so every kind of role
+    assignment is there) declares each assignment under the same logical name with the same
+    inputs: Pulumi updates nothing and replaces nothing (a new roleAssignmentName, scope,
+    principal or role would replace it), and creates no new one."""
+    from tests.infra.test_infra_access import JUMP_HOST, OPERATORS
+
+    prod = next(f for f in STACK_FILES if f.name == "Pulumi.prod.yaml")
+    changes = {"azdl:operators": OPERATORS, "azdl:access": JUMP_HOST}
+    subscription = Subscription()
+    first = up(subscription, prod, **changes)
+    second = up(subscription, prod, **changes)
+    token = "azure-native:authorization:RoleAssignment"
+
+    def assignments(rendering):
+        return {(r.parent, r.name): r.inputs for r in rendering.of_type(token)}
+
+    assert len(assignments(first)) == 3 + 1 + 2 * (3 + 4)  # cluster, image build, operators
+    assert assignments(second) == assignments(first)
+    assert not [rid for rid in subscription.created if "/roleAssignments/" in rid]
