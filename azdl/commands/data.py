@@ -152,13 +152,12 @@ def _run_fill_nfs(args: argparse.Namespace) -> int:
 
 
 def _run_stage(args: argparse.Namespace) -> int:
-    from azdl.jobs.stack_outputs import read_outputs
-
     if args.parallel_files < 1 or args.max_concurrency < 1:
         raise AzdlError("--parallel-files and --max-concurrency must be at least 1")
     if args.verify_sample < 0:
         raise AzdlError(f"--verify-sample must be 0 or more, got {args.verify_sample}")
     staging.check_folder(args.directory)  # a local mistake is named before any sign-in
+    from azdl.jobs.stack_outputs import read_outputs
     connection_string = os.environ.get(staging.CONNECTION_STRING_ENV)
     account_url, container = args.account_url, args.container
     if args.stack or args.outputs:

@@ -211,16 +211,16 @@ def framework_of(args: argparse.Namespace, script: OwnScript | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    # The job's machinery (azure-ai-ml among it) is loaded once the options are known good.
+    if args.json and (args.dry_run or args.export is not None):
+        raise AzdlError("--json reports a submitted job; --dry-run and --export print its YAML")
+    script = own_script_of(args)
+    framework = framework_of(args, script)
+    # The job's machinery (the outputs' model, then azure-ai-ml) once the options are good.
     from azdl.jobs import export, health
     from azdl.jobs.spec import build_job, warnings
     from azdl.jobs.stack_outputs import load_outputs
     from azdl.jobs.submit import new_run_id, send, send_with_retries
 
-    if args.json and (args.dry_run or args.export is not None):
-        raise AzdlError("--json reports a submitted job; --dry-run and --export print its YAML")
-    script = own_script_of(args)
-    framework = framework_of(args, script)
     outputs = load_outputs(args.stack, args.outputs)
     what = script.path.stem if script else framework
     request = JobRequest(

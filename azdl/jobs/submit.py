@@ -14,7 +14,6 @@ from azdl.console import print_json
 from azdl.jobs import export, quota
 from azdl.jobs.request import JobRequest
 from azdl.jobs.retry import Outcome, classify
-from azdl.jobs.spec import build_job
 
 JSON_SCHEMA = "azdl.submit-result/v1"
 # The chain of attempts, on each job: `azdl jobs show` follows it.
@@ -83,6 +82,9 @@ def send_with_retries(outputs, request: JobRequest, max_retries: int) -> int:
 def retry_builder(outputs, request: JobRequest):
     """Attempt n of the job: the first as asked; later ones named <name>-retryN, resuming from
     the first attempt's checkpoints (or the --resume-from job's, when one was given)."""
+    # Here, not at the top: `azdl submit --help` reads JSON_SCHEMA, and spec reads the stack
+    # outputs' pydantic model.
+    from azdl.jobs.spec import build_job
 
     def build(number: int, first: str | None):
         if number == 1:
