@@ -158,6 +158,7 @@ def _run_stage(args: argparse.Namespace) -> int:
         raise AzdlError(f"--verify-sample must be 0 or more, got {args.verify_sample}")
     staging.check_folder(args.directory)  # a local mistake is named before any sign-in
     from azdl.jobs.stack_outputs import read_outputs
+
     connection_string = os.environ.get(staging.CONNECTION_STRING_ENV)
     account_url, container = args.account_url, args.container
     if args.stack or args.outputs:
