@@ -4,6 +4,7 @@ changed (azdl.review.render_cache)."""
 
 import argparse
 
+from azdl.commands.options import completes_stacks
 from azdl.console import print_json
 from azdl.errors import AzdlError
 from azdl.review.diff import EXIT_CODES
@@ -23,7 +24,8 @@ def register(subparsers) -> None:
     p.add_argument(
         "head", nargs="?", help="the plan under review: a manifest .json or a stack name"
     )
-    p.add_argument("-s", "--stack", help="the stack under review, rendered now (instead of HEAD)")
+    under_review = "the stack under review, rendered now (instead of HEAD)"
+    completes_stacks(p.add_argument("-s", "--stack", help=under_review))
     p.add_argument(
         "--json",
         action="store_true",

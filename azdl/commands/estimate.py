@@ -10,6 +10,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from azdl.commands.options import completes_stacks
 from azdl.console import make_console, print_json, print_table
 from azdl.errors import AzdlError
 from azdl.estimate import frontier, report
@@ -47,8 +48,10 @@ def register(subparsers) -> None:
         "--per-gpu-rate/--efficiency; every figure's source is printed beside it. Offline.",
     )
     where = p.add_argument_group("cluster")
-    where.add_argument("-s", "--stack", help="stack whose size, region, maxNodes, spend limit "
-                       "and fixed costs apply (stacks/Pulumi.STACK.yaml)")  # fmt: skip
+    completes_stacks(where.add_argument(
+        "-s", "--stack", help="stack whose size, region, maxNodes, spend limit and fixed costs "
+        "apply (stacks/Pulumi.STACK.yaml)",
+    ))  # fmt: skip
     where.add_argument("--vm-size", action="append", metavar="SIZE",
                        help="a VM size to consider (repeatable; default: the stack's, or every "
                        "GPU size the region's price table lists)")  # fmt: skip
