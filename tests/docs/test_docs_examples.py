@@ -23,6 +23,7 @@ import re
 import signal
 import socket
 import subprocess
+import sys
 import textwrap
 import uuid
 from dataclasses import dataclass, field
@@ -31,6 +32,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "docs" / "hooks"))
+from docs_hooks import missing_lines  # noqa: E402  (one rule for `…`, the docs build's)
+
 PAGES = ["README.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md"))]
 MARKER = re.compile(r"^( *)<!-- azdl:(check|output)((?: (?:expect|exit)=\"[^\"]*\")*) -->$")
 # Pages and how many checked blocks each must keep: a marker lost in an edit fails here.
@@ -108,23 +112,6 @@ def examples(page: str, text: str) -> list[Example]:
                 found[-1].exit = int(code[1])
         i = after
     return found
-
-
-def missing_lines(expected: list[str], actual: str) -> list[str]:
-    """Expected lines not found in `actual`, in order (`…` matches any text)."""
-    lines = [line.rstrip() for line in actual.splitlines()]
-    at, missing = 0, []
-    for want in (w.rstrip() for w in expected):
-        if not want:
-            continue
-        pattern = re.compile(".*?".join(re.escape(part) for part in want.split("…")))
-        for j in range(at, len(lines)):
-            if pattern.fullmatch(lines[j]):
-                at = j + 1
-                break
-        else:
-            missing.append(want)
-    return missing
 
 
 def _free_port() -> int:

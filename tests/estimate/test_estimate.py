@@ -18,7 +18,8 @@ import pytest
 import yaml
 
 from azdl.cli import main
-from azdl.estimate.throughput import ring_allreduce_seconds
+from azdl.errors import AzdlError
+from azdl.estimate.throughput import PUBLISHED_FILE, read_published, ring_allreduce_seconds
 from azdl.review.prices import PRICES_FILE
 
 H100 = "Standard_ND96isr_H100_v5"
@@ -340,7 +341,6 @@ def test_bad_input_with_a_stack_fails_before_the_stack_is_rendered(capsys, monke
 
 
 def test_published_rates_name_catalogue_sizes_models_and_their_sources():
-    from azdl.estimate.throughput import read_published
     from azdl.estimate.workload import MODELS
     from infra.catalogue import VM_SIZES
 
@@ -351,6 +351,36 @@ def test_published_rates_name_catalogue_sizes_models_and_their_sources():
             assert row["gpus"] < gpus_per_node or row["gpus"] % gpus_per_node == 0, (size, row)
             assert row["images_per_sec"] > 0 and row["batch_per_gpu"] > 0
             assert "/" in row["source"] and ("commit" in row["source"] or "run of" in row["source"])
+            assert row["kind"] in ("published", "modelled")
+            if row["kind"] == "modelled":  # from the same GPU chip, by a stated factor
+                base = VM_SIZES[row["scaled_from"]]
+                assert base.gpu_memory_gib == VM_SIZES[size].gpu_memory_gib
+                assert base.gpu_model.split()[0] == VM_SIZES[size].gpu_model.split()[0]
+                assert 0 < row["scale"] <= 1 and "datasheet" in row["source"]
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_every_gpu_size_a_shipped_stack_names_has_a_rate_so_a_cluster_is_proposed(
+    capsys, monkeypatch, shipped_plans, stack
+):
+    """`azdl estimate -s STACK --deadline 7d` recommends a cluster of the stack's own size."""
+    monkeypatch.setattr(
+        "azdl.review.plan.render_stack", lambda s, reuse=False: (shipped_plans[s], 0.0)
+    )
+    code, doc = estimate(capsys, "-s", stack, "--deadline", "7d")
+    assert code == 0 and doc["recommendation"] is not None
+    size = doc["recommendation"]["vmSize"]
+    rates = read_published()[size]
+    assert any(r["model"] == doc["workload"]["model"] for r in rates), size
+
+
+def test_a_modelled_rate_names_what_it_is_scaled_from(tmp_path):
+    published = yaml.safe_load(PUBLISHED_FILE.read_text())
+    published["Standard_NC24ads_A100_v4"][0]["scaled_from"] = "Standard_NC40ads_H100_v5"
+    wrong = tmp_path / "published.yaml"
+    wrong.write_text(yaml.safe_dump(published))
+    with pytest.raises(AzdlError, match="scaled from Standard_NC40ads_H100_v5, which publishes no"):
+        read_published(wrong)
 
 
 def test_quota_is_read_from_the_deployed_stack_and_marks_what_does_not_fit(monkeypatch, capsys):
