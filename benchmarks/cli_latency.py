@@ -1,9 +1,11 @@
 """How long `azdl` takes to answer: its help, the refusal of bad input, shell completion, and a
 diff of two stacks, before and after a change, in one run on one machine.
 
-The baseline is a git revision (`--baseline`, default `main`) exported with `git archive` into a
-temporary folder; both trees run with this checkout's operator environment (.venv), each with
-its own folder first on PYTHONPATH, so the same interpreter and libraries time both. Every
+The baseline is a git revision (`--baseline`, default BASELINE: the last one whose commands
+imported every library at start-up and re-rendered both stacks for a diff) exported with `git
+archive` into a temporary folder; both trees run with this checkout's operator environment
+(.venv), each with its own folder first on PYTHONPATH, so the same interpreter and libraries
+time both. Every
 command runs REPEAT times, alternating between the trees; the table has the median wall time of
 each, and the exit code (2: the bad input was refused). `azdl diff dev prod` runs once before
 its timed runs in both trees, so a tree that keeps plans (azdl.review.render_cache) is timed
@@ -43,6 +45,7 @@ COMMANDS = [
     ("diff of two stacks", ["diff", "dev", "prod"]),
 ]
 WARM_UP = {"diff of two stacks"}
+BASELINE = "dddebce"
 
 
 def export(ref: str, into: Path) -> str:
@@ -68,7 +71,7 @@ def timed(tree: Path, args: list[str]) -> tuple[float, int]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--baseline", default="main", help="git revision to compare with")
+    parser.add_argument("--baseline", default=BASELINE, help="git revision to compare with")
     parser.add_argument("--repeat", type=int, default=5, help="timed runs per command (5)")
     args = parser.parse_args()
     run = Run()

@@ -97,7 +97,10 @@ def test_bash_offers_the_frameworks(tmp_path, capsys, command):
 def test_shtab_is_pinned_and_the_readme_says_how_to_enable_completion():
     pins = (ROOT / "requirements.txt").read_text()
     assert f"shtab=={version('shtab')}\n" in pins
-    assert 'eval "$(azdl --print-completion bash)"' in (ROOT / "README.md").read_text()
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert 'eval "$(azdl --print-completion bash)"' in readme
+    # ... which needs `azdl` on PATH: the README says where the line for it is
+    assert "`make setup-operator`'s last line puts `azdl` on your PATH" in readme
 
 
 def test_setup_operator_ends_with_the_line_that_puts_azdl_on_path(tmp_path):

@@ -250,7 +250,8 @@ def run(args: argparse.Namespace) -> int:
         if not args.dry_run:
             return 0
     if request.health_check:
-        print(f"# health gate before training: {health.levels_text(outputs.vm_size.name)}")
+        gate = f"# health gate before training: {health.levels_text(outputs.vm_size.name)}"
+        print(gate, file=sys.stderr if args.json else sys.stdout)  # stdout: the JSON alone
     if args.dry_run or not args.max_retries:
         return send(outputs, job, dry_run=args.dry_run, wait=args.wait, as_json=args.json)
-    return send_with_retries(outputs, request, args.max_retries)
+    return send_with_retries(outputs, request, args.max_retries, as_json=args.json)

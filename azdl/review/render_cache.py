@@ -6,10 +6,11 @@ for an invalid config, the message on stderr), with every input recorded through
 interpreter's audit events (PEP 578; docs.python.org/3/library/audit_events.html): each file
 opened for reading (`open`) and each folder listed (`os.listdir`, `os.scandir`: globs of the
 build contexts, the import system's look-ups), plus the file of every module loaded (an import
-may read only a module's .pyc). INPUTS_FILE gets their fingerprints: a file inside the
-repository by the SHA-256 of its content, one outside it (installed packages, Python's own) by
-its size and modification time, which every install rewrites; a folder by the SHA-256 of its
-sorted entries. The interpreter and the PULUMI_* and AZDL_* environment are part of it too.
+may read only a module's .pyc). INPUTS_FILE gets their fingerprints: a file of Python's own or of
+an installed package (INSTALLED) by its size and modification time, which every install
+rewrites; any other (the stack file, the program, the build contexts) by the SHA-256 of its
+content; a folder by the SHA-256 of its sorted entries. The interpreter and the PULUMI_* and
+AZDL_* environment are part of it too.
 
 An entry (`CACHE_DIR/<stack>-<hash of the stack file's path>.json`) holds the fingerprints and
 the manifest. `lookup` hands the manifest back only when every fingerprint is what it was.
@@ -19,6 +20,7 @@ import hashlib
 import json
 import os
 import sys
+import sysconfig
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,9 @@ CACHE_DIR = REPO_ROOT / "out" / "cache" / "render"
 FORMAT = "azdl.render-cache/v1"
 CONFIG_ERROR_EXIT = 3  # exit code of the render for an invalid config
 ENV_PREFIXES = ("PULUMI_", "AZDL_")
+# What the machine is doing, not what it renders from (psutil, which the Pulumi SDK imports,
+# reads /proc/stat): never an input of a plan.
+MACHINE_STATE = ("/proc/", "/sys/", "/dev/")
 
 
 class Recorder:
@@ -57,7 +62,10 @@ class Recorder:
     def inputs(self) -> dict[str, Any]:
         """The fingerprints of what was read (see the module docstring)."""
         modules = {getattr(m, "__file__", None) for m in list(sys.modules.values())}
-        files = {f for f in self.files | {m for m in modules if m} if not f.endswith(".pyc")}
+        files = {
+            f for f in self.files | {m for m in modules if m}
+            if not f.endswith(".pyc") and not f.startswith(MACHINE_STATE)
+        }  # fmt: skip
         return fingerprints(files, self.folders)
 
 
@@ -69,10 +77,21 @@ def environment() -> dict[str, Any]:
     }
 
 
+# Python's own files and the installed packages': fingerprinted by size and modification time.
+INSTALLED = tuple(
+    {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, *sysconfig.get_paths().values())}
+)
+
+
+def installed(path: str) -> bool:
+    resolved = Path(path).resolve()
+    return any(resolved.is_relative_to(root) for root in INSTALLED)
+
+
 def file_fingerprint(path: str) -> str | None:
     """None for a path that is not a file now (gone, or a folder)."""
     try:
-        if Path(path).is_relative_to(REPO_ROOT):
+        if not installed(path):
             return "sha256:" + hashlib.sha256(Path(path).read_bytes()).hexdigest()
         stat = os.stat(path)
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
