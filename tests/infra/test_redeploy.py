@@ -32,9 +32,9 @@ import pytest
 
 from infra import mocks
 from infra.config import read_stack_file
+from tests.shipped import STACK_FILES
 
 ROOT = Path(__file__).resolve().parents[2]
-STACK_FILES = sorted((ROOT / "stacks").glob("Pulumi.*.yaml"))
 SOFT_DELETED_TYPES = {
     "azure-native:machinelearningservices:Workspace": "workspace",
     "azure-native:keyvault:Vault": "key vault",
