@@ -6,7 +6,7 @@ flavours' tf.data pipeline measured in the same run on the same shards (the base
 Writes ImageNet-like JPEGs (training.data.prepare.sample: 300-500 px sides, photo-like grain),
 converts them with the data tool (`azdl data prepare`'s converter), then times each pipeline in
 a child process pinned to N cores (os.sched_setaffinity): tf.data (training.tensorflow.pipeline, its
-decode pool sized to N) and training.torch.data with N DataLoader worker processes (decode on
+decode pool sized to N) and training.torch.loader with N DataLoader worker processes (decode on
 the CPU with libjpeg-turbo via simplejpeg, random-resized-crop, flip, normalise; the training
 process shares the same cores). Both deliver normalised float32 NCHW/NHWC batches of 224 px.
 images/CPU-s counts the CPU time of the child and all its worker processes: it shows the cost
@@ -87,18 +87,18 @@ def child(pipeline: str, data_dir: str, cores: int, batch: int, batches: int, wa
     else:
         import torch
 
-        from training.torch import data as torch_data
+        from training.torch import loader
 
         torch.set_num_threads(1)
         args = build_parser("torch").parse_args(_argv(data_dir, batch))
-        data = torch_data.TFRecordData(args, 0, 1, torch.device("cpu"), workers=cores)
+        data = loader.TFRecordData(args, 0, 1, torch.device("cpu"), workers=cores)
         if pipeline == "torch":
             it = data.train_batches()
         else:  # "torch-uint8": what a GPU run's CPU side makes; normalising is the GPU's job
             dataset = data._dataset(data.train_split, True)
             if pipeline == "torch-uint8-any-scale":
                 dataset.dct_factors = None
-            it = torch_data.batches(dataset, range(10**9), workers=cores, prefetch=0, finish=_Raw())
+            it = loader.batches(dataset, range(10**9), workers=cores, prefetch=0, finish=_Raw())
     for _ in range(warmup):
         next(it)
     start, cpu_start = time.perf_counter(), _cpu_seconds()
@@ -116,16 +116,17 @@ def scale_shares(shards: Path, batches: int, batch: int) -> dict[str, float]:
     import numpy as np
     import simplejpeg
 
-    from training.data.reader import image_record, read_file
+    from training.data.records import image_record
     from training.data.shards import list_shards
-    from training.torch import data as torch_data
+    from training.data.tfrecord import read_file
+    from training.torch import crops, jpeg_decode
 
     jpegs = [image_record(b).jpeg for s in list_shards(shards, "train") for b in read_file(s)]
     rng, counts = np.random.default_rng(0), {}
     for k in range(batches * batch):
         full = simplejpeg.decode_jpeg_header(jpegs[k % len(jpegs)])[:2]
-        window = torch_data.random_windows([full[0]], [full[1]], rng)[0]
-        factor = torch_data.decode_scale(window, full, 224).get("min_factor", 1)
+        window = crops.random_windows([full[0]], [full[1]], rng)[0]
+        factor = jpeg_decode.decode_scale(window, full, 224).get("min_factor", 1)
         counts[f"1/{factor}"] = counts.get(f"1/{factor}", 0) + 1
     return {scale: n / (batches * batch) for scale, n in sorted(counts.items())}
 

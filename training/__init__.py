@@ -5,7 +5,4 @@
 - `training.data`: the framework-free data path (TFRecords, shards, preparation);
 - `training.flavours`: the table of flavours (entry module, image, launchers);
 - at the top, what all flavours share: `options`, `recipe`, `schedule`, `checkpoints`,
-  `throughput`, `common`, `errors`.
-
-The modules `training/train_torch.py`, `train_keras.py` and `train_tf.py` are deprecated aliases
-of the entry scripts, kept for one release."""
+  `throughput`, `worker`, `errors`."""

@@ -1,14 +1,7 @@
-"""Checkpoint rules every flavour follows (stdlib only; each flavour writes its own payload).
-
-- Only rank 0 writes: at the end of every epoch (`ckpt-00003.*`) and, with
-  `--checkpoint-every-steps N`, every N optimizer steps inside an epoch (`ckpt-00003-s000120.*`:
-  3 epochs and 120 steps of the 4th done). Names sort in training order.
-- The payload is written first (model + optimizer state, torch also the GradScaler), then
-  `progress.json` is replaced atomically to point at it. A worker killed mid-write leaves
-  `progress.json` pointing at the previous, complete checkpoint, so a relaunch loses at most one
-  checkpoint interval.
-- On resume only rank 0 reads; the weights, optimizer state and progress are broadcast.
-- The last `keep` payloads are kept, older ones removed.
+"""Checkpoint rules every flavour follows (stdlib only; each flavour writes its own payload): rank
+0 writes, the payload first and then `progress.json` atomically, at epoch ends and every
+`--checkpoint-every-steps` steps; on resume rank 0 reads and broadcasts; the last `keep` are
+kept (docs/architecture.md, "Checkpoints").
 """
 
 import json

@@ -1,18 +1,7 @@
 """Every epoch's end, for all three flavours: each rank's step time gathered, a straggler named,
-and rank 0's metrics to MLflow (training.metrics) beside the TensorBoard logs.
-
-Every rank calls `end_epoch` (it gathers: one small allgather per epoch). Rank 0 prints
-
-    step time per rank: median 0.512 s; slowest rank 3 on node-b at 0.730 s (1.43x) - straggler
-
-and, at the end of the run, which rank was slowest in how many epochs (the job's summary):
-
-    slowest rank over the run: rank 3 on node-b in 5 of 6 epochs (up to 1.43x the median rank)
-
-It logs, at step = the epoch (1-based, as the TensorBoard logs): the epoch's metrics (loss,
-accuracy, lr, val_loss, val_accuracy, val_top5 where there is validation), `images_per_sec`
-(the epoch's timed steps), `epoch_time_s` (the epoch's wall time with validation), and per rank
-`step_time_s.rank_<r>` and per node `images_per_sec.node_<host>`.
+and rank 0's metrics to MLflow (training.metrics) beside the TensorBoard logs. Every rank calls
+`end_epoch` (one small allgather per epoch); the lines and metrics: docs/architecture.md
+("Epoch log").
 """
 
 import socket

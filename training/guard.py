@@ -1,29 +1,10 @@
-"""Runs one rank's training command and watches its output (stdlib only).
+"""Runs one rank's training command and watches its output (stdlib only): records the rank's
+host, names the ranks Horovod's stall inspector reports missing, and with `--check-infiniband`
+stops the rank when NCCL fell back to TCP or runs without GPUDirect RDMA across nodes.
 
     python -m training.guard --ranks-dir DIR [--check-infiniband --nodes N] -- python train.py ...
 
-Every MPI (or horovodrun) process of a job runs its command through this guard, which:
-
-- records the rank's host in `--ranks-dir` (`rank-<R>.json`; a folder every node sees: the
-  job's logs output on Azure ML, the run folder locally) and prints it, so that a rank number
-  in any message can be traced to a machine;
-- reads Horovod's stall inspector in the output (rank 0 reports `Missing ranks:` after
-  HOROVOD_STALL_CHECK_TIME_SECONDS and shuts Horovod down after
-  HOROVOD_STALL_SHUTDOWN_TIME_SECONDS) and names each missing rank with its host;
-- with `--check-infiniband`, reads NCCL's initialisation log (the job sets `NCCL_DEBUG=INFO`
-  and `NCCL_DEBUG_SUBSYS=INIT,NET`) until the first communicator is complete, and stops the
-  rank (exit 3) with the reason when NCCL fell back to TCP sockets or, across nodes, uses
-  InfiniBand without GPUDirect RDMA (training.nccl_check). NCCL reads NCCL_DEBUG once per
-  process, so "back to the user's level" happens here: after the verdict, `NCCL INFO` lines are
-  dropped unless `--nccl-debug` (the user's level) is INFO or TRACE.
-
-The command's output reaches the guard through pipes as it is written: NCCL flushes every log
-line (src/debug.cc), Horovod logs to unbuffered stderr, and Python children run unbuffered
-(PYTHONUNBUFFERED=1 unless set). Horovod creates its NCCL communicator at the first collective
-on GPU tensors (the broadcast of the initial weights in every azdl flavour), so the check
-decides within seconds of training starting, before any step has been spent. The guard exits
-with the command's exit code (128 + signal number for a signal), or 3 when it stopped the
-command.
+Exit code: the command's (128 + signal number for a signal), or 3 when the guard stopped it.
 """
 
 import argparse

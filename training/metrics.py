@@ -3,18 +3,10 @@
     from training import metrics
 
     run = metrics.start(hvd.rank(), params={"lr": args.lr})
-    ...
     run.log({"loss": loss, "accuracy": acc}, step=epoch)   # a no-op on every rank but 0
     run.close()
 
-Where they go is MLflow's own setting, MLFLOW_TRACKING_URI: on Azure ML the job's environment
-holds it (with MLFLOW_RUN_ID, the job's own run; azureml-mlflow in the image resolves the
-`azureml://` URI), so the metrics appear in the job's Metrics tab in the Studio ("jobs that run
-on Azure Machine Learning compute clusters" have the tracking URI configured for them:
-learn.microsoft.com/azure/machine-learning/how-to-use-mlflow-configure-tracking, 2024-01-19);
-`azdl train` points it at a SQLite store in the run's folder (`mlflow ui --backend-store-uri`
-shows it).
-Without MLFLOW_TRACKING_URI nothing is logged, and rank 0 says so once.
+Where they go is MLflow's own setting, MLFLOW_TRACKING_URI (docs/architecture.md, "Metrics").
 """
 
 import math

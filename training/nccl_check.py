@@ -1,14 +1,7 @@
-"""Which transport NCCL picked, read from its own initialisation log (stdlib only).
-
-With `NCCL_DEBUG=INFO` and `NCCL_DEBUG_SUBSYS=INIT,NET`, NCCL says which network plugin it
-chose (`Using network IB` / `Using network Socket`; `IBext...` with the HPC-X SHARP plugin) and,
-for every channel it connects to another node, how (`... [send] via NET/IB/3/GDRDMA`: InfiniBand
-with GPUDirect RDMA; `via NET/IB/3`: InfiniBand through host memory; `via NET/Socket/0`: TCP).
-A communicator ends its set-up with `... - Init COMPLETE`. Excerpts of such logs from public
-threads are the test fixtures (tests/training/nccl_logs/, each file names its source).
-
+"""Which transport NCCL picked, read from its own initialisation log (stdlib only):
 `NcclCheck.feed(line)` takes one log line at a time; `verdict` is None until the first
 communicator is complete (or `finish()` is called at the end of the log), then a `Verdict`.
+The log lines it reads: docs/architecture.md ("NCCL's transport").
 """
 
 import re

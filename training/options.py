@@ -49,7 +49,7 @@ def _fraction_below_one(text: str) -> float:
 
 class _CheckedParser(argparse.ArgumentParser):
     """Also checks combinations of options (`check_combinations`), for every caller: the
-    training scripts, training.torch.elastic and `azdl submit`'s check before submitting
+    training scripts, training.torch.train_elastic and `azdl submit`'s check before submitting
     (which adds --checkpoint-dir itself, so that one is checked when a script starts)."""
 
     def __init__(self, framework: str, **kwargs):

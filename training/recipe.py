@@ -1,32 +1,7 @@
-"""The parts of the ImageNet recipe every flavour applies the same way: which tensors get weight
-decay, and the label-smoothed loss. The card with every hyperparameter and its source is
-docs/recipe.md.
-
-The default recipe, `--recipe goyal`, is Goyal et al. 2017's (arXiv 1706.02677) with label
-smoothing added; `--recipe nvidia` is NVIDIA DeepLearningExamples' ResNet50 v1.5 (RECIPES below
-says where each value comes from).
-
-Weight decay goes on convolution and fully-connected kernels only, never on batch-norm scale and
-shift or on biases (Goyal et al. 2017 §5.1; NVIDIA DeepLearningExamples, PyTorch/Classification/
-ConvNets image_classification/optimizers.py: `bn_weight_decay` off by default). It is
-decided by what a tensor *is* — the layer type and which of its weights — never by its name: this
-torch model's stem and shortcut batch norms are called `stem.1` and `downsample.1`, which a
-`"bn" in name` filter (NVIDIA's) misses.
-
-Every flavour applies it as coupled L2 decay: `wd · w` is added to the kernel's gradient before
-momentum. PyTorch's SGD `weight_decay` does exactly that; the TensorFlow flavours add
-`wd/2 · Σw²` to the loss, whose gradient is the same `wd · w` (NVIDIA's TensorFlow ResNet adds
-`wd · tf.nn.l2_loss(w)`, TensorFlow/Classification/ConvNets/model/resnet.py; Horovod's
-examples/keras/keras_imagenet_resnet50.py, `keras.regularizers.l2(5e-5)` = 1e-4 in this
-convention). Keras' own `SGD(weight_decay=…)` is decoupled (applied outside momentum) and would
-decay about ten times less at momentum 0.9, so it is not used.
-
-Label smoothing (Szegedy et al. 2016; NVIDIA's smoothing.py): the target is `1 - ε` on the true
-class plus `ε / K` on every class, so the loss is `(1 - ε) · (-log p_y) + ε · mean_k(-log p_k)`,
-which is also what `torch.nn.functional.cross_entropy(label_smoothing=ε)` computes.
-
-Each framework's side is in torch_recipe.py and tf_recipe.py, so that neither flavour (nor its
-image) needs the other's framework; this module holds what they share.
+"""The ImageNet recipes (`--recipe goyal|nvidia`, with the source of every value), how they fill
+the options, and the recipe line rank 0 prints. Each framework applies the weight decay and the
+label-smoothed loss in its own module (training.tensorflow.keras_loss, training.torch.torch_loss);
+the card is docs/recipe.md, the reasons docs/architecture.md ("Recipe").
 """
 
 import argparse

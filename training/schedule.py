@@ -1,19 +1,7 @@
-"""The learning-rate schedule every flavour uses (pure Python).
-
-- Linear scaling (Goyal et al., 2017): `--base-lr` is the rate for `--base-batch` images per
-  step, so the peak rate is `base_lr × global_batch / base_batch`. With a fixed per-worker batch
-  this is linear in the number of workers — and 2 workers × b gets the same rate as
-  1 worker × 2b, which keeps the averaging identity exact.
-- Gradual warm-up over `warmup_epochs` (fractions allowed), as Goyal et al. (section 2.2) give
-  it: linear from the base rate (`base_lr`, the rate of `base_batch`) up to `peak`, evaluated at
-  the steps completed. It depends on the global batch only, not on how it is made up (workers ×
-  batch × `--grad-accum`): 1 GPU × 256 × 4 micro-batches warms up exactly like 4 GPUs × 256.
-  A global batch at or below `base_batch` has `peak <= base_lr` and needs no warm-up: its
-  rate starts at `peak` (starting above the linear-scaled rate would defeat the purpose).
-- Then step decay (× `decay_factor` at each of `decay_epochs`) or cosine decay to 0 at `epochs`.
-
-An epoch is one pass over the data: `steps_per_epoch` optimizer steps. Every flavour sets the
-rate before each optimizer step from `lr_at(steps done / steps per epoch)`.
+"""The learning-rate schedule every flavour uses (pure Python): the peak rate scaled linearly with
+the global batch, gradual warm-up from the base rate, then step or cosine decay; every flavour
+sets the rate before each optimizer step from `lr_at(steps done / steps per epoch)`. The rules
+and their sources: docs/architecture.md ("Learning-rate schedule").
 """
 
 import functools

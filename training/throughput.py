@@ -1,19 +1,10 @@
 """The throughput contract: what rank 0 prints at the end of every run, and its parser (stdlib).
 
-Two lines, always together:
-
     Total images/sec: 123.4 (2 workers × 61.7, median step 0.518 s, 90 timed steps)
     {"schema": "azdl.throughput/v1", "framework": "keras", ...}
 
-A step is one optimizer step in every flavour (`grad_accum` micro-batches of `batch_per_worker`
-on each worker). Only images processed in timed steps count, divided by the time those steps
-took: warm-up steps are left out, and so are the pauses between epochs (validation,
-checkpoints). (The reference implementation divided the images of every epoch by the time of
-one.) `timed_span_s` is the wall time of the timed steps with everything between them, for
-comparisons with benchmarks that time whole loops (see benchmarks/p1_vs_horovod.py). Job and
-benchmark tools
-parse the JSON line with `parse_throughput_lines`; its fields are documented in the README and
-only ever added to, never renamed.
+Only images of timed optimizer steps count, divided by the time those steps took
+(docs/architecture.md, "Throughput"); the JSON fields are only ever added to, never renamed.
 """
 
 import json

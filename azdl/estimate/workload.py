@@ -31,7 +31,7 @@ MODELS = {
     "tiny": Model(
         "tiny",
         38_088,
-        "training/torch/models.py `tiny` with 1000 classes: 448 + 4,640 + 33,000",
+        "training/torch/torch_models.py `tiny` with 1000 classes: 448 + 4,640 + 33,000",
     ),
 }
 

@@ -4,7 +4,7 @@
     python3 benchmarks/gpu/p3_resnet50.py --data real --data-dir DIR --decode gpu
     python3 benchmarks/gpu/p3_resnet50.py --device cpu --model tiny ... # a CPU smoke run (CI)
 
-Runs the flavour's own parts (training.torch.train: Data, Trainer.step; training.torch.data)
+Runs the flavour's own parts (training.torch.train: Data, Trainer.step; training.torch.loader)
 for --warmup steps, then times --steps steps (a device sync at each end of the timed window),
 then profiles --profile-steps more with torch.profiler: the share of that wall time in which a
 GPU kernel was running (the union of the kernels' intervals, so overlapping streams are not
@@ -26,7 +26,8 @@ sys.path.insert(0, str(REPO_ROOT))
 
 
 class SoloHorovod:
-    """One process, no Horovod: what train_torch.Trainer asks of `hvd`, for a single worker."""
+    """One process, no Horovod: what training.torch.train's Trainer asks of `hvd`, for a single
+    worker."""
 
     Compression = SimpleNamespace(fp16=None, none=None)
 
@@ -132,7 +133,7 @@ def kernel_share(profiler, wall_us: float) -> float:
     Kernels are grouped by their CUDA stream (the profiler's `device_resource_id` of a device
     event); the training stream is the one with the most kernel time, so the `--decode gpu`
     stream's decode and augmentation kernels, which overlap the step on a stream of their own
-    (training.torch.data.prefetched), do not count."""
+    (training.torch.loader.prefetched), do not count."""
     streams: dict[int, list[tuple[float, float]]] = {}
     for e in profiler.events():
         if e.device_type.name == "CUDA" and e.time_range.end > e.time_range.start:
@@ -147,12 +148,12 @@ def kernel_share(profiler, wall_us: float) -> float:
 def run(args) -> dict:
     import torch
 
-    from training.torch import train as train_torch
+    from training.torch.train import Data, Trainer
 
     device = torch.device(args.device)
     if device.type == "cuda":
         torch.cuda.set_device(0)
-        torch.backends.cudnn.benchmark = True  # as train_torch.worker_device sets it
+        torch.backends.cudnn.benchmark = True  # as training.torch.train.worker_device sets it
     targs = training_args(args)
     if args.horovod:
         import horovod.torch as hvd
@@ -160,8 +161,8 @@ def run(args) -> dict:
         hvd.init()
     else:
         hvd = SoloHorovod()
-    data = train_torch.Data(targs, 0, 1, 1, device)
-    trainer = train_torch.Trainer(targs, hvd, device)
+    data = Data(targs, 0, 1, 1, device)
+    trainer = Trainer(targs, hvd, device)
     if args.weights_channels_last:
         trainer.model.to(memory_format=torch.channels_last)
     trainer.set_lr(0.0)

@@ -50,8 +50,9 @@ def test_sample_and_prepare_run_in_the_operator_environment(tmp_path, capsys):
     operator environment itself, with shard counts that fit the sample, and read back."""
     import importlib.util
 
-    from training.data.reader import image_record, read_file
+    from training.data.records import image_record
     from training.data.shards import list_shards
+    from training.data.tfrecord import read_file
 
     for package in ("tensorflow", "torch", "horovod"):
         assert importlib.util.find_spec(package) is None, f"{package} in the operator environment"

@@ -1,5 +1,7 @@
 """Static checks of the GPU image Dockerfiles (no Docker engine here): hadolint, pinned bases,
-copied paths that exist, versions that match the project's pins, what the images contain."""
+copied paths that exist, versions that match the project's pins, what the images contain. The
+steps both images run are in training/install/image-steps.sh: a RUN of `image-steps.sh STEP`
+is checked as the commands of that step."""
 
 import ast
 import re
@@ -27,7 +29,7 @@ GPU_BUILDS = {"tensorflow": {"tensorflow", "keras"}, "pytorch": {"torch", "torch
 # Training scripts each image runs, and the Horovod framework flag its build needs.
 SCRIPTS = {
     "tensorflow": ("tensorflow.train_keras", "tensorflow.train_loop"),
-    "pytorch": ("torch.train", "torch.elastic"),
+    "pytorch": ("torch.train", "torch.train_elastic"),
 }
 HOROVOD_FLAGS = {"tensorflow": "HOROVOD_WITH_TENSORFLOW=1", "pytorch": "HOROVOD_WITH_PYTORCH=1"}
 # Import name -> distribution name, for the third-party modules the training code uses.
@@ -36,8 +38,42 @@ DISTRIBUTIONS = {
     "yaml": "pyyaml",
     "horovod": "horovod",
     "google_crc32c": "google-crc32c",
+    "google": "protobuf",  # google.protobuf (the only google.* namespace package imported)
     "mlflow": "mlflow-skinny",
 }
+
+
+STEPS = TRAINING / "install" / "image-steps.sh"
+STEP_CALL = re.compile(r"bash /tmp/azdl-install/image-steps\.sh ([\w-]+)")
+SHARED_STEPS = {
+    "build": ["build-packages", "nccl-topology", "nccl-tests", "requirements", "horovod"],
+    "run": ["run-packages"],
+}
+
+
+def step(name: str) -> str:
+    """The commands of one step of image-steps.sh: the body of its shell function."""
+    match = re.search(rf"^{re.escape(name)}\(\) \{{\n(.*?)^\}}", STEPS.read_text(), re.M | re.S)
+    assert match, f"image-steps.sh has no step {name!r}"
+    return match.group(1)
+
+
+def commands(body: str) -> list[str]:
+    """The commands of a step's body, one per entry (continued lines joined, comments left out)."""
+    joined = re.sub(r"\\\n\s*", "", body)
+    return [line.strip() for line in joined.splitlines() if line.strip() and line.strip()[0] != "#"]
+
+
+def shared_pins() -> dict[str, str]:
+    """The pins both images use, as image-steps.sh sets them."""
+    return dict(re.findall(r"^([A-Z0-9_]+)=(\S+)$", STEPS.read_text(), re.M))
+
+
+def executed(items: list[dict]) -> str:
+    """What the RUN instructions among `items` execute, each `image-steps.sh STEP` call followed
+    by the commands of that step."""
+    runs = [i["value"] for i in items if i["instruction"] == "RUN"]
+    return " ".join(run + "".join(step(s) for s in STEP_CALL.findall(run)) for run in runs)
 
 
 def requirement_pins() -> dict[str, str]:
@@ -135,19 +171,28 @@ def test_versions_match_the_project_pins(framework):
     setup = (ROOT / "scripts" / "setup-training.sh").read_text()
     for tool in ("pip", "setuptools", "wheel"):
         pinned = re.findall(rf"\b{tool}==([^\s\"']+)", setup)
-        assert pinned == [args[f"{tool.upper()}_VERSION"]], f"{tool}: setup {pinned}"
+        assert pinned == [shared_pins()[f"{tool.upper()}_VERSION"]], f"{tool}: setup {pinned}"
     # The image installs the pinned requirements less exactly the CPU framework builds.
     run = " ".join(instructions(framework, "RUN"))
-    excluded = re.search(r"grep -vE '\^\(([^)]*)\)==' /tmp/requirements.txt", run)
+    assert "image-steps.sh requirements /tmp/requirements.txt " in run
+    assert "COPY training/requirements.txt /tmp/requirements.txt" in [
+        f"COPY {c}" for c in instructions(framework, "COPY")
+    ]
+    excluded = re.search(r"grep -vE '\^\(([^)]*)\)==' \"\$file\"", step("requirements"))
     assert excluded, "the requirements filter is missing"
     assert set(excluded.group(1).split("|")) == EXCLUDED[framework]
     assert EXCLUDED[framework] <= set(pins)
-    # Horovod comes from the project's build script (its version, checksum and C++17 patch).
+    # Horovod comes from the project's build script (its version, checksum and C++17 patch),
+    # built for this image's framework.
     build = (TRAINING / "install" / "build_horovod.sh").read_text()
     assert "HOROVOD_VERSION=0.28.1" in build
-    assert "build_horovod.sh" in run
-    for flag in ("HOROVOD_GPU_OPERATIONS=NCCL", "HOROVOD_WITH_MPI=1", HOROVOD_FLAGS[framework]):
-        assert flag in run, flag
+    assert f"image-steps.sh horovod {framework}" in run
+    horovod = step("horovod")
+    assert 'bash "$here/build_horovod.sh"' in horovod
+    flags = re.search(rf"^\s*{framework}\) flags=\"([^\"]*)\"", horovod, re.M).group(1).split()
+    assert HOROVOD_FLAGS[framework] in flags
+    for flag in ("HOROVOD_GPU_OPERATIONS=NCCL", "HOROVOD_WITH_MPI=1", "$flags"):
+        assert flag in horovod, flag
 
 
 @pytest.mark.parametrize("framework", sorted(FRAMEWORKS))
@@ -155,7 +200,7 @@ def test_the_run_stage_has_mpi_infiniband_and_the_training_code_and_no_exiting_c
     final = stages(framework)[-1]
     kinds = [i["instruction"] for i in final]
     assert "CMD" not in kinds and "ENTRYPOINT" not in kinds
-    installed = " ".join(i["value"] for i in final if i["instruction"] == "RUN")
+    installed = executed(final)
     for package in ("openmpi-bin", "rdma-core", "ibverbs-providers", "openssh-client"):
         assert re.search(rf"\b{package}\b", installed), package
     copies = [i["value"] for i in final if i["instruction"] == "COPY"]
@@ -168,14 +213,14 @@ def test_the_run_stage_has_mpi_infiniband_and_the_training_code_and_no_exiting_c
 def test_horovod_builds_and_checks_with_the_cuda_driver_stub_then_drops_it(framework):
     """No GPU driver on the builder: the driver stub is on the loader path for Horovod's build
     and `horovodrun --check-build` (as in Horovod's own GPU Dockerfile), and off again after."""
-    build = next(r for r in instructions(framework, "RUN") if "build_horovod.sh" in r)
-    steps = [step.strip() for step in build.split("&&")]
+    assert any(f"image-steps.sh horovod {framework}" in r for r in instructions(framework, "RUN"))
+    steps = commands(step("horovod").split("esac\n", 1)[1])  # after picking the flags
     first, last = steps[0].split(), steps[-1]
     assert first[0] == "ldconfig" and first[1].startswith("/usr/local/cuda/"), steps[0]
     assert first[1].rstrip("/").endswith("/stubs"), steps[0]
     assert last == "ldconfig", "the stub must leave the loader cache after the check"
-    check = next(i for i, step in enumerate(steps) if "horovodrun --check-build" in step)
-    assert 0 < next(i for i, step in enumerate(steps) if "build_horovod.sh" in step) < check
+    check = next(i for i, s in enumerate(steps) if "horovodrun --check-build" in s)
+    assert 0 < next(i for i, s in enumerate(steps) if "build_horovod.sh" in s) < check
     assert check < len(steps) - 1
 
 
@@ -267,26 +312,50 @@ def test_training_code_needs_nothing_newer_than_the_images_python_3_10():
 def test_the_build_fails_unless_horovod_reports_nccl_mpi_gloo_and_the_framework(
     framework, tmp_path
 ):
-    """Runs the Dockerfile's own check (after `horovodrun --check-build`) against reports in
-    Horovod's format: complete, and each with one feature missing."""
-    run = " ".join(instructions(framework, "RUN"))
-    loop = re.search(r"for feature in [^;]*; do .*?; done", run).group(0)
-    features = loop.split("for feature in ", 1)[1].split(";", 1)[0].split()
-    assert {"NCCL", "MPI", "Gloo"} <= set(features)
-    assert {"tensorflow": "TensorFlow", "pytorch": "PyTorch"}[framework] in features
+    """Runs the image's own check (image-steps.sh check-build, which the horovod step runs on
+    `horovodrun --check-build`'s report) against reports in Horovod's format: complete, and
+    each with one feature missing."""
+    horovod = commands(step("horovod"))
+    assert "horovodrun --check-build | tee /tmp/check-build.txt" in horovod
+    assert 'check-build /tmp/check-build.txt "$framework"' in horovod
+    features = [
+        "NCCL",
+        "MPI",
+        "Gloo",
+        {"tensorflow": "TensorFlow", "pytorch": "PyTorch"}[framework],
+    ]
 
-    def check(enabled: set[str]) -> int:
+    def check(enabled: set[str]) -> subprocess.CompletedProcess:
         report = "\n".join(
             f"    [{'X' if name in enabled else ' '}] {name}"
             for name in ("TensorFlow", "PyTorch", "MXNet", "MPI", "Gloo", "NCCL", "DDL", "CCL")
         )
         (tmp_path / "check-build.txt").write_text(f"Horovod v0.28.1:\n\n{report}\n")
-        script = loop.replace("/tmp/check-build.txt", str(tmp_path / "check-build.txt"))
-        return subprocess.run(["bash", "-o", "pipefail", "-c", script]).returncode
+        cmd = ["bash", str(STEPS), "check-build", str(tmp_path / "check-build.txt"), framework]
+        return subprocess.run(cmd, capture_output=True, text=True)
 
-    assert check(set(features)) == 0
+    assert check(set(features)).returncode == 0
     for missing in features:
-        assert check(set(features) - {missing}) != 0, missing
+        result = check(set(features) - {missing})
+        assert result.returncode != 0, missing
+        assert result.stderr == f"error: Horovod was built without {missing}\n"
+
+
+def test_the_images_run_their_shared_steps_from_one_script():
+    """Both images COPY image-steps.sh and run each shared step in the stage it belongs to; the
+    Dockerfiles install nothing themselves; the script runs only steps it has, and says so."""
+    for framework in FRAMEWORKS:
+        build, final = stages(framework)[0], stages(framework)[-1]
+        for stage, items in (("build", build), ("run", final)):
+            copies = [i["value"] for i in items if i["instruction"] == "COPY"]
+            assert "training/install/image-steps.sh /tmp/azdl-install/image-steps.sh" in copies
+            runs = " ".join(i["value"] for i in items if i["instruction"] == "RUN")
+            assert STEP_CALL.findall(runs) == SHARED_STEPS[stage], (framework, stage)
+            assert "apt-get" not in runs and "pip install" not in runs, (framework, stage)
+    assert subprocess.run(["bash", "-n", str(STEPS)]).returncode == 0
+    refused = subprocess.run(["bash", str(STEPS), "nonsense"], capture_output=True, text=True)
+    assert refused.returncode == 2
+    assert refused.stderr.startswith("error: unknown step 'nonsense'; allowed: build-packages ")
 
 
 def test_the_pytorch_image_and_flavour_need_no_tensorflow():
@@ -314,9 +383,10 @@ AZUREML_MLFLOW = ("1.62.0.post6", "3.15.0")
 def test_the_image_sends_metrics_to_azure_ml_with_a_pinned_azureml_mlflow(framework):
     from packaging.version import Version
 
-    args = dict(a.split("=", 1) for a in instructions(framework, "ARG"))
     version, newest_mlflow = AZUREML_MLFLOW
-    assert args["AZUREML_MLFLOW_VERSION"] == version
-    run = " ".join(instructions(framework, "RUN"))
-    assert '"azureml-mlflow==${AZUREML_MLFLOW_VERSION}"' in run
+    assert shared_pins()["AZUREML_MLFLOW_VERSION"] == version
+    assert "image-steps.sh requirements /tmp/requirements.txt " in " ".join(
+        instructions(framework, "RUN")
+    )
+    assert '"azureml-mlflow==${AZUREML_MLFLOW_VERSION}"' in step("requirements")
     assert Version(requirement_pins()["mlflow-skinny"]) <= Version(newest_mlflow)

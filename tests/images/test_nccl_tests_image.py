@@ -6,22 +6,18 @@ import re
 
 import pytest
 
-from tests.images.test_dockerfiles import FRAMEWORKS, instructions, stages
+from tests.images.test_dockerfiles import FRAMEWORKS, executed, shared_pins, stages
 from training.health.gate import BIN_DIR
 
 # NVIDIA/nccl-tests: tag v2.19.6 is commit a0b82b2260cf5152b9f8c061bbf7eaf0ba096432 (2026-07-09).
 TAG, COMMIT = "v2.19.6", "a0b82b2260cf5152b9f8c061bbf7eaf0ba096432"
 
 
-def run_text(stage) -> str:
-    return "\n".join(i["value"] for i in stage if i["instruction"] == "RUN")
-
-
 @pytest.mark.parametrize("framework", sorted(FRAMEWORKS))
 def test_nccl_tests_is_pinned_by_tag_and_checked_against_its_commit(framework):
-    args = dict(a.split("=", 1) for a in instructions(framework, "ARG"))
-    assert (args["NCCL_TESTS_TAG"], args["NCCL_TESTS_COMMIT"]) == (TAG, COMMIT)
-    build = run_text(stages(framework)[0])
+    pins = shared_pins()  # training/install/image-steps.sh, which both images run
+    assert (pins["NCCL_TESTS_TAG"], pins["NCCL_TESTS_COMMIT"]) == (TAG, COMMIT)
+    build = executed(stages(framework)[0])
     assert '--branch "${NCCL_TESTS_TAG}"' in build
     assert 'test "$(git -C /tmp/nccl-tests rev-parse HEAD)" = "${NCCL_TESTS_COMMIT}"' in build
 
@@ -29,8 +25,8 @@ def test_nccl_tests_is_pinned_by_tag_and_checked_against_its_commit(framework):
 @pytest.mark.parametrize("framework", sorted(FRAMEWORKS))
 def test_both_builds_are_made_and_land_where_the_gate_runs_them(framework):
     build, run = stages(framework)[0], stages(framework)[-1]
-    text = run_text(build)
-    assert re.search(r"for mpi in 0 1; do .*MPI=\"\$\{mpi\}\".*MPI_HOME=\S+openmpi", text, re.S)
+    text = executed(build)
+    assert re.search(r"for mpi in 0 1; do\s.*MPI=\"\$\{mpi\}\".*MPI_HOME=\S+openmpi", text, re.S)
     assert re.search(r"apt-get install[^&]* git ", text)  # the build stage can clone
     assert f"cp /tmp/nccl-tests/build-0/all_reduce_perf {BIN_DIR}/all_reduce_perf" in text
     assert f"cp /tmp/nccl-tests/build-1/all_reduce_perf {BIN_DIR}/all_reduce_perf_mpi" in text

@@ -31,7 +31,8 @@ NON_ZERO = (
     "see the driver log file for details.\n\tReason: Job failed with non-zero exit Code"
 )
 TRACEBACK = (
-    'Traceback (most recent call last):\n  File "/opt/azdl/training/train_keras.py", line 40\n'
+    "Traceback (most recent call last):\n"
+    '  File "/opt/azdl/training/tensorflow/train_keras.py", line 40\n'
     "KeyError: 'labels'\n"
 )
 # stas00/ml-engineering, debug/pytorch.md: NCCL's InfiniBand completion error.
@@ -128,7 +129,8 @@ def test_running_out_of_retries_says_so(ml_client, outputs_file, capsys):
         ("Failed", NON_ZERO, "azdl-health: FAIL node nd-node-2 is unhealthy: the job stops", True),
         ("Failed", NON_ZERO, TRACEBACK + NCCL_IB, True),  # a Python error raised by NCCL's
         ("Failed", NON_ZERO, "RuntimeError: NCCL error: unhandled system error\n", True),
-        ("Failed", NON_ZERO, "usage: train_keras.py [-h]\ntrain_keras.py: error: --lr\n", False),
+        ("Failed", NON_ZERO, "usage: python -m training.tensorflow.train_keras [-h]\n"
+         "python -m training.tensorflow.train_keras: error: --lr\n", False),
         ("Failed", NON_ZERO, "", False),
         ("Failed", "", "", False),  # nothing recognised: not spent again
         ("Canceled", "", "", False),

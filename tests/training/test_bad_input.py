@@ -17,14 +17,13 @@ pytestmark = pytest.mark.slow
 
 HARNESS = """
 import contextlib, io, json, sys
-from training.tensorflow import train_keras
-from training.tensorflow import train_loop as train_tf
+from training.tensorflow import train_keras, train_loop
 results = {}
 for name, (framework, argv) in json.loads(sys.argv[1]).items():
     err = io.StringIO()
     with contextlib.redirect_stderr(err):
         try:
-            code = {"keras": train_keras, "tf": train_tf}[framework].main(argv)
+            code = {"keras": train_keras, "tf": train_loop}[framework].main(argv)
         except SystemExit as exc:
             code = exc.code
     results[name] = [code, err.getvalue()]

@@ -3,11 +3,12 @@
 The data (tests/training/learnable.py): 4 classes told apart only by the orientation of their
 edges (horizontal or vertical stripes, checkerboard, diamonds) under random colours, periods,
 sizes and grain; 320 training and 128 validation JPEGs, sharded by the project's converter
-(training/data/prepare). Every flavour trains the same tiny CNN (training/tensorflow/models.py and
-training/torch/models.py build the same network) for EPOCHS epochs with the default recipe:
-weight decay 1e-4 on kernels, label smoothing 0.1, momentum 0.9, 0.1 per 256 images scaled
-linearly (global batch 32: 0.0125, no warm-up needed), step decay at epoch 30,
-random-resized-crop 8-100 % with per-rank seeds, flips. Only the run length is shortened.
+(training/data/prepare). Every flavour trains the same tiny CNN
+(training/tensorflow/keras_models.py and training/torch/torch_models.py build the same network)
+for EPOCHS epochs with the default recipe: weight decay 1e-4 on kernels, label smoothing 0.1,
+momentum 0.9, 0.1 per 256 images scaled linearly (global batch 32: 0.0125, no warm-up needed),
+step decay at epoch 30, random-resized-crop 8-100 % with per-rank seeds, flips. Only the run
+length is shortened.
 
 Threshold: validation accuracy of at least THRESHOLD within EPOCHS epochs. Chance is 25 %; on
 128 balanced images a guesser reaches 40 % with probability below 1e-4 (binomial), so 60 %

@@ -18,7 +18,7 @@ SHARDS = {"train": 3, "validation": 2}
 def _records(path: Path) -> list[dict]:
     import tensorflow as tf
 
-    from training.data.records import parse_example
+    from training.tensorflow.pipeline import parse_example
 
     out = []
     for serialized in tf.data.TFRecordDataset(str(path)):
@@ -207,7 +207,7 @@ def test_reencode_option_and_progress_lines_without_a_terminal(tmp_path, capsys,
     originals = {p.name: p.read_bytes() for p in (source / "train").rglob("*.JPEG")}
     import tensorflow as tf
 
-    from training.data.records import parse_example
+    from training.tensorflow.pipeline import parse_example
 
     records = [parse_example(r) for r in tf.data.TFRecordDataset(str(out / "train-00000-of-00001"))]
     assert len(records) == 12

@@ -1,5 +1,5 @@
 """Horovod elastic training: min 1, max 2 workers; killing one does not stop the run, in every
-flavour (PyTorch: training.torch.elastic; Keras and the TF loop: `--elastic`).
+flavour (PyTorch: training.torch.train_elastic; Keras and the TF loop: `--elastic`).
 
 The host-discovery script names this machine twice, as `localhost` and as `127.0.0.1`, one slot
 each. Horovod's elastic driver blacklists the *host* of a failed worker; with a single
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow
 
 EPOCHS, STEPS = 6, 40
 ENTRY = {
-    "torch": ["training.torch.elastic"],
+    "torch": ["training.torch.train_elastic"],
     "keras": ["training.tensorflow.train_keras", "--elastic"],
     "tf": ["training.tensorflow.train_loop", "--elastic"],
 }

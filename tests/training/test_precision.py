@@ -54,11 +54,11 @@ import json, sys
 import numpy as np
 import tensorflow as tf
 from training import options
-from training.tensorflow import common, train_keras
+from training.tensorflow import tf_worker, train_keras
 
 GRADIENT, LR = 2.5e-8, 1e6
 args = options.parse_args("keras", sys.argv[1:])
-hvd = common.setup(args)
+hvd = tf_worker.setup(args)
 model = tf.keras.Sequential([
     tf.keras.Input((4,)), tf.keras.layers.Dense(1, use_bias=False, kernel_initializer="zeros")
 ])

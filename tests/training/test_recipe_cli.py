@@ -164,16 +164,16 @@ def _tiny_logits(framework, weights_dir, images):
     if framework == "torch":
         import torch
 
-        from training.torch.models import build_model
+        from training.torch.torch_models import build_model
 
         model = build_model("tiny", 4)
         with np.load(weights_dir / "rank-0.npz") as npz:
             model.load_state_dict({k: torch.from_numpy(npz[k]) for k in npz.files})
         with torch.no_grad():
             return model(torch.from_numpy(images).permute(0, 3, 1, 2)).numpy()
-    from training.tensorflow import models as tf_models
+    from training.tensorflow import keras_models
 
-    model = tf_models.build_model("tiny", 32, 4)
+    model = keras_models.build_model("tiny", 32, 4)
     with np.load(weights_dir / "rank-0.npz") as npz:
         model.set_weights([npz[k] for k in sorted(npz.files)])
     return model(images, training=False).numpy()

@@ -16,11 +16,9 @@ import pytest
 import tensorflow as tf  # the training environment has both: a broken install must fail, not skip
 import torch  # the training environment has both: a broken install must fail, not skip
 
-from training.tensorflow import models as tf_models
-from training.tensorflow import pipeline as tf_pipeline
-from training.tensorflow import recipe as tf_recipe
-from training.torch import recipe as torch_recipe
-from training.torch.resnet import resnet50
+from training.tensorflow import keras_loss, keras_models, pipeline
+from training.torch import torch_loss
+from training.torch.torch_resnet import resnet50
 
 TORCHVISION_RESNET50_PARAMS = 25_557_032
 
@@ -29,7 +27,7 @@ TORCHVISION_RESNET50_PARAMS = 25_557_032
 def models():
     tf.keras.utils.set_random_seed(0)
     torch.manual_seed(0)
-    return tf_models.build_model("resnet50", 64, 1000), resnet50(1000)
+    return keras_models.build_model("resnet50", 64, 1000), resnet50(1000)
 
 
 def _keras_name(torch_name: str) -> str:
@@ -130,7 +128,7 @@ def test_keras_resnet50_computes_the_torch_function(models, training):
 
 def test_weight_decay_goes_on_conv_and_fc_kernels_only_by_role(models):
     keras_model, torch_model = models
-    decay, no_decay = torch_recipe.param_groups(torch_model, 1e-4)
+    decay, no_decay = torch_loss.param_groups(torch_model, 1e-4)
     assert decay["weight_decay"] == 1e-4 and no_decay["weight_decay"] == 0
     names = {id(p): n for n, p in torch_model.named_parameters()}
     decayed = {names[id(p)] for p in decay["params"]}
@@ -142,15 +140,15 @@ def test_weight_decay_goes_on_conv_and_fc_kernels_only_by_role(models):
     assert "stages.3.downsample.1.weight" not in decayed and "fc.bias" not in decayed
     assert decayed == {n for n, p in torch_model.named_parameters() if p.ndim > 1}
 
-    kernels = tf_recipe.decayed_kernels(keras_model)
+    kernels = keras_loss.decayed_kernels(keras_model)
     pairs = _keras_weights_by_torch_name(keras_model, torch_model)
     assert {id(k) for k in kernels} == {id(pairs[n]) for n in decayed}
 
 
 def test_keras_penalty_gradient_is_torchs_coupled_decay():
     tf.keras.utils.set_random_seed(0)
-    model = tf_models.build_model("tiny", 32, 4)
-    kernels = tf_recipe.add_weight_decay(model, 0.01)
+    model = keras_models.build_model("tiny", 32, 4)
+    kernels = keras_loss.add_weight_decay(model, 0.01)
     assert len(kernels) == 3  # 2 conv + 1 dense; no bias
     with tf.GradientTape() as tape:
         penalty = tf.add_n(model.losses)
@@ -167,9 +165,9 @@ def test_label_smoothing_matches_torch_and_keras(smoothing):
     rng = np.random.default_rng(0)
     logits = rng.normal(scale=3, size=(16, 10)).astype(np.float32)
     labels = rng.integers(10, size=16)
-    ours_tf = float(tf.reduce_mean(tf_recipe.loss(smoothing)(labels, logits)))
+    ours_tf = float(tf.reduce_mean(keras_loss.loss(smoothing)(labels, logits)))
     ours_torch = float(
-        torch_recipe.loss(torch.from_numpy(logits), torch.from_numpy(labels), smoothing)
+        torch_loss.loss(torch.from_numpy(logits), torch.from_numpy(labels), smoothing)
     )
     keras = tf.keras.losses.CategoricalCrossentropy(from_logits=True, label_smoothing=smoothing)
     reference = float(keras(tf.one_hot(labels, 10), logits))
@@ -183,7 +181,7 @@ def test_label_smoothing_matches_torch_and_keras(smoothing):
 def _windows(height, width, count, seed=0):
     return np.array(
         [
-            tf_pipeline.crop_window(height, width, tf.constant([seed, i], tf.int64)).numpy()
+            pipeline.crop_window(height, width, tf.constant([seed, i], tf.int64)).numpy()
             for i in range(count)
         ]
     )
@@ -214,7 +212,7 @@ def test_random_resized_crop_falls_back_to_a_center_crop_like_torchvision():
 
 
 def test_every_rank_has_its_own_augmentation_stream():
-    seeds = {tf_pipeline.augmentation_seed(0, rank) for rank in range(64)}
+    seeds = {pipeline.augmentation_seed(0, rank) for rank in range(64)}
     assert len(seeds) == 64
-    assert tf_pipeline.augmentation_seed(0, 1) == tf_pipeline.augmentation_seed(0, 1)
-    assert tf_pipeline.augmentation_seed(1, 0) != tf_pipeline.augmentation_seed(0, 0)
+    assert pipeline.augmentation_seed(0, 1) == pipeline.augmentation_seed(0, 1)
+    assert pipeline.augmentation_seed(1, 0) != pipeline.augmentation_seed(0, 0)

@@ -15,7 +15,7 @@ from collections import Counter
 import pytest
 from conftest import TINY, write_tiny_tfrecords
 
-from training.data import count as record_count
+from training.data import record_count
 from training.data.shards import list_shards
 
 pytestmark = pytest.mark.training_env
@@ -102,10 +102,10 @@ def _labels(root, start, batches=6):
     """Rank 0 of 2's first training labels from a stream that starts at `start`. One shard per
     rank: the interleave has one file, so the order is the shuffle's alone (deterministic)."""
     from training import options
-    from training.tensorflow import pipeline as tf_pipeline
+    from training.tensorflow import pipeline
 
     args = options.parse_args("tf", ["--data-dir", str(root), "--batch-size", "4", *TINY])
-    data = tf_pipeline.make_data(args, 0, 2, 1, start)
+    data = pipeline.make_data(args, 0, 2, 1, start)
     return [int(x) for _, labels in data.train.take(batches) for x in labels]
 
 
@@ -119,7 +119,7 @@ def test_a_resumed_stream_does_not_replay_the_first_epochs_order(tmp_path):
 
 
 def test_shuffle_seeds_differ_by_rank_and_position_and_stay_put():
-    from training.data.order import shuffle_seed
+    from training.data.shuffle_order import shuffle_seed
 
     seeds = {shuffle_seed(0, r, e, s) for r in range(4) for e in range(50) for s in (0, 7)}
     assert len(seeds) == 4 * 50 * 2 and all(0 <= x < 2**63 for x in seeds)

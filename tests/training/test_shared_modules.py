@@ -331,9 +331,9 @@ def test_synthetic_rank_batch_makes_only_its_own_slice():
 def test_worker_threads_are_the_option_or_this_workers_share_of_its_cores(monkeypatch):
     from types import SimpleNamespace
 
-    from training import common
+    from training import worker
 
-    monkeypatch.setattr(common.os, "sched_getaffinity", lambda pid: set(range(48)))
-    assert common.worker_threads(SimpleNamespace(threads=0), local_size=4) == 12
-    assert common.worker_threads(SimpleNamespace(threads=0), local_size=96) == 1
-    assert common.worker_threads(SimpleNamespace(threads=5), local_size=4) == 5
+    monkeypatch.setattr(worker.os, "sched_getaffinity", lambda pid: set(range(48)))
+    assert worker.worker_threads(SimpleNamespace(threads=0), local_size=4) == 12
+    assert worker.worker_threads(SimpleNamespace(threads=0), local_size=96) == 1
+    assert worker.worker_threads(SimpleNamespace(threads=5), local_size=4) == 5

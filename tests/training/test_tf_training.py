@@ -91,7 +91,7 @@ def _initial_weights(root):
     """The untrained tiny model's weights (the same seed every run uses)."""
     import tensorflow as tf
 
-    from training.tensorflow.models import build_model
+    from training.tensorflow.keras_models import build_model
 
     tf.keras.utils.set_random_seed(0)
     return [w.numpy() for w in build_model("tiny", 32, 4).weights]

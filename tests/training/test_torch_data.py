@@ -12,12 +12,14 @@ import tensorflow as tf  # the training environment has both: a broken install m
 import torch
 
 from training.data import records
-from training.data.reader import image_record, parse_example, read_file
+from training.data.example_codec import decode_example
+from training.data.records import image_record
 from training.data.shards import list_shards
+from training.data.tfrecord import RecordWriter, read_file
 from training.errors import TrainingError
 from training.options import parse_args
-from training.tensorflow import pipeline as tf_pipeline
-from training.torch import data as torch_data
+from training.tensorflow import pipeline
+from training.torch import crops, device_finish, jpeg_decode, loader, record_batches
 
 SIZE = 48
 
@@ -68,7 +70,7 @@ def test_records_are_tensorflows_records_byte_for_byte(prepared):
 def test_examples_parse_as_tensorflow_parses_them(prepared):
     for path in list_shards(prepared, "train"):
         for blob in read_file(path):
-            ours, theirs = image_record(blob), records.parse_example(tf.constant(blob))
+            ours, theirs = image_record(blob), pipeline.parse_example(tf.constant(blob))
             assert ours.jpeg == theirs["image/encoded"].numpy()
             assert ours.label == int(theirs["image/class/label"])
             assert (ours.height, ours.width) == (
@@ -91,7 +93,7 @@ def test_every_feature_kind_decodes_like_protobuf():
             }
         )
     )
-    parsed = parse_example(example.SerializeToString())
+    parsed = decode_example(example.SerializeToString())
     assert parsed == {
         "ints": [0, -1, 2**62, -(2**63)],
         "floats": [1.5, -0.25],
@@ -101,16 +103,16 @@ def test_every_feature_kind_decodes_like_protobuf():
 
 
 def test_validation_batches_match_tf_data_in_order_without_padding(prepared):
-    """Same records, labels and order as tf_pipeline's validation dataset; the last batch is
-    partial; pixels agree up to the two libraries' resampling."""
+    """Same records, labels and order as training.tensorflow.pipeline's validation dataset; the
+    last batch is partial; pixels agree up to the two libraries' resampling."""
     for rank, size in ((0, 1), (1, 2)):
         args = _args(prepared)
         ours = list(
-            torch_data.TFRecordData(
+            loader.TFRecordData(
                 args, rank, size, torch.device("cpu"), workers=0
             ).validation_batches()
         )
-        theirs = list(tf_pipeline.make_data(args, rank, size, 1).validation.as_numpy_iterator())
+        theirs = list(pipeline.make_data(args, rank, size, 1).validation.as_numpy_iterator())
         assert [len(y) for _, y in ours] == [len(y) for _, y in theirs]
         for (x, y), (tx, ty) in zip(ours, theirs, strict=True):
             np.testing.assert_array_equal(y.numpy(), ty)
@@ -121,14 +123,14 @@ def test_validation_batches_match_tf_data_in_order_without_padding(prepared):
     args = _args(prepared)
     labels = [
         len(y)
-        for _, y in torch_data.TFRecordData(
+        for _, y in loader.TFRecordData(
             args, 0, 1, torch.device("cpu"), workers=0
         ).validation_batches()
     ]
     assert labels == [4, 4, 1]
 
 
-def _filenames(split: torch_data.Split, positions) -> list[str]:
+def _filenames(split: record_batches.Split, positions) -> list[str]:
     out = []
     for p in positions:
         ref = split.ref(int(p))
@@ -140,12 +142,12 @@ def _filenames(split: torch_data.Split, positions) -> list[str]:
 
 def test_training_passes_cover_the_ranks_records_reshuffled_each_pass(prepared):
     args = _args(prepared)
-    data = torch_data.TFRecordData(args, 1, 2, torch.device("cpu"), workers=0)
+    data = loader.TFRecordData(args, 1, 2, torch.device("cpu"), workers=0)
     dataset = data._dataset(data.train_split, True)
     n = len(data.train_split)
     # The rank's shards by global rank (1 of 2: the second shard), read by tf.data.
     expected = [
-        records.parse_example(r)["image/filename"].numpy().decode()
+        pipeline.parse_example(r)["image/filename"].numpy().decode()
         for r in tf.data.TFRecordDataset(list_shards(prepared, "train")[1::2])
     ]
     stream = np.concatenate([dataset.positions(k) for k in range(3 * n // 4 + 1)])
@@ -155,7 +157,7 @@ def test_training_passes_cover_the_ranks_records_reshuffled_each_pass(prepared):
     assert not np.array_equal(passes[0], passes[1])  # a fresh order every pass
     again = data._dataset(data.train_split, True)
     assert np.array_equal(again.positions(2), dataset.positions(2))  # fixed by the seed
-    other = torch_data.TFRecordData(_args(prepared, "--seed", 1), 1, 2, torch.device("cpu"), 0)
+    other = loader.TFRecordData(_args(prepared, "--seed", 1), 1, 2, torch.device("cpu"), 0)
     assert not np.array_equal(
         other._dataset(other.train_split, True).positions(0), dataset.positions(0)
     )
@@ -163,8 +165,8 @@ def test_training_passes_cover_the_ranks_records_reshuffled_each_pass(prepared):
 
 def test_worker_processes_and_prefetching_yield_the_simple_paths_batches(prepared):
     args = _args(prepared, "--channels-last")
-    simple = torch_data.TFRecordData(args, 0, 1, torch.device("cpu"), workers=0, prefetch=0)
-    fast = torch_data.TFRecordData(args, 0, 1, torch.device("cpu"), workers=2, prefetch=2)
+    simple = loader.TFRecordData(args, 0, 1, torch.device("cpu"), workers=0, prefetch=0)
+    fast = loader.TFRecordData(args, 0, 1, torch.device("cpu"), workers=2, prefetch=2)
     a, b = simple.train_batches(5), fast.train_batches(5)
     for _ in range(6):  # across a pass boundary (18 records, batches of 4)
         (x, y), (fx, fy) = next(a), next(b)
@@ -178,7 +180,7 @@ def test_worker_processes_and_prefetching_yield_the_simple_paths_batches(prepare
 def test_random_resized_crop_follows_the_recipe():
     rng = np.random.default_rng(0)
     h, w = np.full(4000, 375), np.full(4000, 500)
-    windows = torch_data.random_windows(h, w, rng)
+    windows = crops.random_windows(h, w, rng)
     top, left, ch, cw = windows.T
     assert (top >= 0).all() and (left >= 0).all()
     assert (top + ch <= h).all() and (left + cw <= w).all()
@@ -187,7 +189,7 @@ def test_random_resized_crop_follows_the_recipe():
     aspect = cw / ch
     assert aspect.min() > 0.70 and aspect.max() < 1.40
     # No window fits a 1 × 1000 strip: the center fallback, clamped to aspect 4/3.
-    assert tuple(torch_data.random_windows([1], [1000], rng)[0]) == (0, 499, 1, 1)
+    assert tuple(crops.random_windows([1], [1000], rng)[0]) == (0, 499, 1, 1)
 
 
 def test_a_corrupted_record_is_named_with_its_file(prepared, tmp_path):
@@ -199,7 +201,7 @@ def test_a_corrupted_record_is_named_with_its_file(prepared, tmp_path):
     blob = bytearray(shard.read_bytes())
     blob[len(blob) // 2] ^= 0xFF  # inside a JPEG: only the data checksum can tell
     shard.write_bytes(bytes(blob))
-    data = torch_data.TFRecordData(_args(bad), 0, 1, torch.device("cpu"), workers=1)
+    data = loader.TFRecordData(_args(bad), 0, 1, torch.device("cpu"), workers=1)
     batches = data.train_batches()
     with pytest.raises(
         TrainingError,
@@ -211,24 +213,24 @@ def test_a_corrupted_record_is_named_with_its_file(prepared, tmp_path):
     blob[3] ^= 0x01  # the first record's length: the index finds it before training starts
     shard.write_bytes(bytes(blob))
     with pytest.raises(TrainingError, match=rf"'{shard}': record 0 at byte 0: length checksum"):
-        torch_data.TFRecordData(_args(bad), 0, 1, torch.device("cpu"), workers=0)
+        loader.TFRecordData(_args(bad), 0, 1, torch.device("cpu"), workers=0)
 
 
 def test_labels_beyond_num_classes_name_the_image(prepared):
     args = _args(prepared, "--num-classes", "2")
-    batches = torch_data.TFRecordData(args, 0, 1, torch.device("cpu"), workers=0).train_batches()
+    batches = loader.TFRecordData(args, 0, 1, torch.device("cpu"), workers=0).train_batches()
     with pytest.raises(TrainingError, match=r"label 2 of image '.+' in '.+train-0000\d-of-00003'"):
         for _ in range(5):
             next(batches)
 
 
 def test_label_offset_shifts_every_label_and_names_those_below_it(prepared):
-    """--label-offset (TF-slim's 1-based shards) as tf_pipeline applies it: the record's label
-    minus the offset, and a record whose label falls below the offset is named."""
-    split = torch_data.index_split(list_shards(prepared, "validation"))
+    """--label-offset (TF-slim's 1-based shards) as training.tensorflow.pipeline applies it: the
+    record's label minus the offset, and a record whose label falls below the offset is named."""
+    split = record_batches.index_split(list_shards(prepared, "validation"))
     common = dict(train=False, seed=0, rank=0, decode="cpu")
-    plain = torch_data.RecordBatches(split, 4, SIZE, 3, **common)
-    shifted = torch_data.RecordBatches(split, 4, SIZE, 3, **common, label_offset=1)
+    plain = record_batches.RecordBatches(split, 4, SIZE, 3, **common)
+    shifted = record_batches.RecordBatches(split, 4, SIZE, 3, **common, label_offset=1)
     seen = set()
     for position in range(len(split)):
         label = plain._record(position).label
@@ -247,12 +249,12 @@ def test_shards_without_a_manifest_are_counted_once_per_job_from_their_headers(
     tmp_path, monkeypatch
 ):
     """TF-slim shards have no manifest: the torch flavour counts records from their headers, each
-    worker only its own train shards, and shares the counts (training.data.count), so no
+    worker only its own train shards, and shares the counts (training.data.record_count), so no
     worker reads another's shards to count them."""
     from conftest import write_tiny_tfrecords
 
     from training import schedule
-    from training.data import count as record_count
+    from training.data import record_count
 
     root = write_tiny_tfrecords(tmp_path, train_shards=4, validation_shards=0, per_shard=5)
     files = list_shards(root, "train")
@@ -265,7 +267,7 @@ def test_shards_without_a_manifest_are_counted_once_per_job_from_their_headers(
     monkeypatch.setattr(record_count, "_COUNTS", {})  # this process has counted nothing yet
     monkeypatch.setattr(record_count, "count_records", lambda path: counted.append(path) or 5)
     theirs = {f: 5 for f in files[1::2]}  # what rank 1 counted, as allgather_object hands it
-    data = torch_data.TFRecordData(
+    data = loader.TFRecordData(
         _args(root), 0, 2, torch.device("cpu"), workers=0, gather=lambda mine: [mine, theirs]
     )
     assert counted == files[0::2]
@@ -283,7 +285,7 @@ def test_grey_and_cmyk_jpegs_decode_to_rgb(mode):
     Image.new(mode, (90, 60), 200 if mode == "L" else (10, 200, 30, 0)[: len(mode)]).save(
         buffer, "JPEG"
     )
-    out = torch_data.decode_crop_resize(buffer.getvalue(), (5, 10, 50, 70), (60, 90), 32, True)
+    out = jpeg_decode.decode_crop_resize(buffer.getvalue(), (5, 10, 50, 70), (60, 90), 32, True)
     assert out.shape == (32, 32, 3) and out.dtype == torch.uint8
     if mode == "L":
         assert (out == out[..., :1]).all()  # grey stays grey in all three channels
@@ -316,11 +318,11 @@ def test_the_gpu_decode_path_matches_the_cpu_path(prepared, monkeypatch):
     monkeypatch.setitem(sys.modules, "torchvision", types.ModuleType("torchvision"))
     monkeypatch.setitem(sys.modules, "torchvision.io", fake)
     args = _args(prepared, "--channels-last")
-    data = torch_data.TFRecordData(args, 0, 1, torch.device("cpu"), workers=0, prefetch=0)
-    finish = torch_data.Finisher(torch.device("cpu"), SIZE, channels_last=True)
+    data = loader.TFRecordData(args, 0, 1, torch.device("cpu"), workers=0, prefetch=0)
+    finish = device_finish.Finisher(torch.device("cpu"), SIZE, channels_last=True)
     for train in (True, False):
         cpu, gpu = (
-            torch_data.RecordBatches(
+            record_batches.RecordBatches(
                 data.train_split if train else data.val_split,
                 4,
                 SIZE,
@@ -367,12 +369,12 @@ def test_cpu_decode_asks_libjpeg_only_for_the_scales_faster_than_full_size(monke
         shapes.append(out.shape[:2])
         return out
 
-    monkeypatch.setattr(torch_data.simplejpeg, "decode_jpeg", recording)
+    monkeypatch.setattr(jpeg_decode.simplejpeg, "decode_jpeg", recording)
     fast = {(-(-900 // f), -(-1200 // f)) for f in (1, 2, 4, 8)}
     rng = np.random.default_rng(0)
-    for window in torch_data.random_windows([900] * 200, [1200] * 200, rng):
+    for window in crops.random_windows([900] * 200, [1200] * 200, rng):
         _, _, height, width = window
-        torch_data.decode_crop_resize(jpeg, window, full, 224, False)
+        jpeg_decode.decode_crop_resize(jpeg, window, full, 224, False)
         decoded = shapes[-1]
         assert decoded in fast, decoded
         enough = decoded[0] * height >= 224 * 900 and decoded[1] * width >= 224 * 1200
@@ -380,8 +382,8 @@ def test_cpu_decode_asks_libjpeg_only_for_the_scales_faster_than_full_size(monke
     assert {s for s in shapes} - {full}, "some crops should decode at a reduced scale"
     # The old way (any n/8 scale) picks the slow scales for some of the same windows.
     shapes.clear()
-    for window in torch_data.random_windows([900] * 200, [1200] * 200, np.random.default_rng(0)):
-        torch_data.decode_crop_resize(jpeg, window, full, 224, False, factors=None)
+    for window in crops.random_windows([900] * 200, [1200] * 200, np.random.default_rng(0)):
+        jpeg_decode.decode_crop_resize(jpeg, window, full, 224, False, factors=None)
     assert set(shapes) - fast, "the baseline should use scales like 5/8"
 
 
@@ -392,11 +394,13 @@ def test_open_shards_stay_bounded_at_imagenet_scale(tmp_path):
 
     jpeg = _jpeg(40, 40)
     for i in range(1024):
-        with records.RecordWriter(str(tmp_path / f"train-{i:05d}-of-01024")) as writer:
+        with RecordWriter(str(tmp_path / f"train-{i:05d}-of-01024")) as writer:
             for j in range(2):
                 writer.write(records.serialize_example(jpeg, (i + j) % 3, 40, 40, f"{i}-{j}.jpg"))
-    split = torch_data.index_split(list_shards(tmp_path, "train"))
-    dataset = torch_data.RecordBatches(split, 256, 16, 3, train=True, seed=0, rank=0, decode="cpu")
+    split = record_batches.index_split(list_shards(tmp_path, "train"))
+    dataset = record_batches.RecordBatches(
+        split, 256, 16, 3, train=True, seed=0, rank=0, decode="cpu"
+    )
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard))
     try:
@@ -407,8 +411,8 @@ def test_open_shards_stay_bounded_at_imagenet_scale(tmp_path):
             most = max(most, len(os.listdir("/proc/self/fd")))
     finally:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
-    assert most - before <= torch_data.MAX_OPEN_SHARDS
-    assert len(dataset._fds) == torch_data.MAX_OPEN_SHARDS
+    assert most - before <= record_batches.MAX_OPEN_SHARDS
+    assert len(dataset._fds) == record_batches.MAX_OPEN_SHARDS
 
 
 @pytest.mark.parametrize("size", [32, 150])  # down- and upscaling
@@ -422,9 +426,9 @@ def test_the_batched_gpu_augmentation_is_pytorchs_antialiased_resize_per_image(s
     sizes = [(60, 90), (48, 48), (120, 70), (33, 200), (75, 75)]
     images = [torch.randint(0, 256, (3, h, w), dtype=torch.uint8, generator=g) for h, w in sizes]
     heights, widths = zip(*sizes, strict=True)
-    windows = torch.from_numpy(torch_data.random_windows(heights, widths, np.random.default_rng(1)))
+    windows = torch.from_numpy(crops.random_windows(heights, widths, np.random.default_rng(1)))
     flips = torch.tensor([True, False, True, False, True])
-    out = torch_data.crop_resize_flip(images, windows, flips, size)
+    out = device_finish.crop_resize_flip(images, windows, flips, size)
     for image, (top, left, h, w), flip, got in zip(
         images, windows.tolist(), flips, out, strict=True
     ):
@@ -432,5 +436,5 @@ def test_the_batched_gpu_augmentation_is_pytorchs_antialiased_resize_per_image(s
         want = F.interpolate(crop, size=(size, size), mode="bilinear", antialias=True)[0]
         want = want.flip(-1) if flip else want
         assert (got - want).abs().max() < 2e-3  # of 255
-    monkeypatch.setattr(torch_data, "RESIZE_CHUNK_BYTES", 1)
-    assert torch.equal(torch_data.crop_resize_flip(images, windows, flips, size), out)
+    monkeypatch.setattr(device_finish, "RESIZE_CHUNK_BYTES", 1)
+    assert torch.equal(device_finish.crop_resize_flip(images, windows, flips, size), out)

@@ -3,8 +3,8 @@
 import pytest
 import torch  # the training environment has both: a broken install must fail, not skip
 
-from training.torch.models import build_model
-from training.torch.resnet import Bottleneck, resnet50
+from training.torch.torch_models import build_model
+from training.torch.torch_resnet import Bottleneck, resnet50
 
 
 def test_resnet50_has_torchvisions_parameter_count_and_v1_5_strides():

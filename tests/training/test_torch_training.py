@@ -89,7 +89,7 @@ def test_all_ranks_hold_identical_weights(synthetic):
 def test_two_workers_equal_one_worker_with_double_batch_or_accumulation(synthetic):
     import torch
 
-    from training.torch.models import build_model
+    from training.torch.torch_models import build_model
 
     root, _ = synthetic
     torch.manual_seed(0)  # the scripts' default --seed: the weights every run starts from

@@ -3,23 +3,9 @@
     python -m training.data.copy_shards --source /mnt/data --dest /mnt/nvme/data
     python -m training.data.copy_shards --all --source /mnt/data --dest /mnt/azdl-nfs/imagenet
 
-Without `--all` (the `copy` storage mode): run once per worker under the job's MPI launch,
-before training. Local rank 0 of each node copies the shards that this node's ranks will read
-(by global rank, as `training.data.shards` and the training input pipeline assign them) from the
-mounted container or share to local disk, after checking there is room; the node's other
-ranks wait for it. Training then reads `--dest` unchanged: every other shard appears there as
-a symbolic link to the mount, so `--dest` lists the whole dataset, each worker's global-rank
-share of it is on local disk, and the links (which no rank on this node reads) cost nothing.
-
-With `--all` (filling the NFS share, which cannot be written over the storage REST API): one
-process copies every shard the manifest lists, and then the manifest, to `--dest`.
-
-Copies are checked against the manifest's MD5s when `--source` has a manifest (always, with
-`--all`); shard-named files in `--dest` that `--source` does not hold are deleted, so an earlier
-conversion's shards never mix with this one's.
-
-The node's global ranks are taken as the contiguous block `rank - local_rank …
-+ local_size - 1`, which is how mpirun (by slot) and horovodrun place ranks.
+Without `--all` (the `copy` storage mode) local rank 0 of each node copies the shards its
+node's ranks read to local disk; with `--all` one process fills the NFS share. How both work:
+docs/architecture.md ("Copying shards").
 """
 
 import argparse

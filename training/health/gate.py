@@ -1,20 +1,7 @@
 """The health gate on the job's nodes: `python -m training.health.gate ...` in every MPI process
-before training (the job's command runs it first, then training only if it exits 0).
-
-1. On each node, its local rank 0 checks the GPUs (nvidia-smi: count and ECC as the VM size says)
-   and runs a single-process all_reduce_perf over all the node's GPUs (NVLink/NVSwitch), the
-   per-node figure that names a bad node; the node's other ranks wait for its verdict. No MPI.
-2. With --across-nodes (`azdl cluster check`, a job of the gate alone) and more than one node,
-   every rank runs the MPI build of all_reduce_perf (one GPU per rank, across nodes over
-   InfiniBand); rank 0 judges the figure. Never before training in the same job: Open MPI
-   refuses a second MPI_Init by the same rank, even from another process (open-mpi/ompi#7025,
-   2019-10-01), and the training's Horovod would be that second one.
-
-Below the warning level a line gives the figure and the node; below the failure level the gate
-exits 1, which ends the MPI job before training, with a line naming the node. Every figure goes
-to OUT/health/*.json and, when MLflow tracking is configured (Azure ML sets
-MLFLOW_TRACKING_URI), to the job's metrics. Lines start with `azdl-health:` so that the job's
-log can be searched for the verdict (`azdl submit --max-retries` does).
+before training (the job's command runs it first, then training only if it exits 0). Each
+node's GPUs and its all_reduce_perf figure are checked; with --across-nodes, the MPI figure
+across nodes. Lines start with `azdl-health:`; below the failure level it exits 1.
 """
 
 import argparse

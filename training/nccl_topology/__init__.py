@@ -1,23 +1,7 @@
 """Azure's NCCL topology files for the ND sizes: which size needs which, and where the images
-keep them.
-
-Inside an ND VM the GPUs and InfiniBand HCAs sit on a flattened, virtual PCI tree, so NCCL
-cannot see which HCA is next to which GPU; Azure's HPC images give NCCL the real tree in a
-topology file (NCCL_TOPO_FILE) for every VM size that needs one, and set
-NCCL_IGNORE_CPU_AFFINITY=1 with it. Azure ML jobs run in our container, not on those images,
-so the image builds fetch Azure's own files at pinned commits, checked by sha256 (`SOURCES`;
-images/*/Dockerfile):
-
-- `ndv4-topo.xml`: Azure/azhpc-images `topology/ndv4-topo.xml`, for `standard_nd*v4`
-  (ND A100 v4: ND96asr_v4, ND96amsr_A100_v4);
-- `ndv5-topo.xml`: Azure/azhpc-images `topology/ndv5-topo.xml`, for
-  `standard_nd96is*_h[1-2]00_v5` (ND H100 v5 and ND H200 v5).
-
-Which size takes which file, and the NCCL settings that go with it, are Azure's:
-Azure/azhpc-images `components/setup_sku_customizations.sh` and
-`components/customizations/ndv4.sh` / `ndv5.sh` (commit 8e9d055, 2026-07-29). Sizes without a
-file there need none: NC H100 v5 (Azure/azhpc-images#332: "NCCL detects the NVlink
-connectivity"), and the small NC A100 v4 sizes (#327). MIT licence: LICENSE-azhpc-images.
+keep them (the images fetch Azure's own files at pinned commits, checked by sha256: `SOURCES`).
+Why ND VMs need them and where the size patterns come from: docs/architecture.md ("NCCL topology
+files"). MIT licence: LICENSE-azhpc-images.
 """
 
 import fnmatch

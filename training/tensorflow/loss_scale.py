@@ -1,27 +1,7 @@
-"""fp16 loss scaling for Keras `model.fit` that Horovod's gradient accumulation can wrap.
-
-Keras' `LossScaleOptimizer` wrapped *around* `hvd.DistributedOptimizer(...,
-backward_passes_per_step=k)` updates the loss scale after every micro-batch: one accumulated
-step then sums gradients taken at different scales, and a worker whose own micro-batch
-overflowed halves its scale and skips while the others don't. The order here is the other way
-round, `hvd.DistributedOptimizer(loss-scale optimizer(SGD))`:
-
-    loss × scale → local gradients, still scaled → Horovod accumulates k micro-batches and
-    allreduces them (fp16-compressed with --fp16-allreduce) → ÷ scale → the loss-scale
-    optimizer checks the averaged gradients, skips or applies, and updates the scale: once
-    per optimizer step, the same on every worker.
-
-The gradients Horovod compresses are the scaled ones, as in the PyTorch flavour (GradScaler's
-scaled gradients are allreduced, then unscaled) and the TF loop (scaled loss through
-`DistributedGradientTape`): unscaled, a gradient below fp16's smallest subnormal (6e-8) would
-arrive as zero. An overflowing micro-batch, or a sum that overflows fp16, makes the averaged
-gradients inf, so the whole step is skipped and the scale halved.
-
-Three adaptations let Horovod 0.28.1's `create_distributed_optimizer` (horovod/_keras/__init__.py)
-wrap Keras 2.15's `LossScaleOptimizerV3`: Horovod rebuilds the optimizer with keyword arguments
-from its config (the Keras metaclass passes the inner optimizer positionally), calls
-`variables()` (a property here), and puts `apply_gradients`' result in a `tf.cond` whose other
-branch returns the iteration count.
+"""fp16 loss scaling for Keras `model.fit` that Horovod's gradient accumulation can wrap:
+`hvd.DistributedOptimizer(loss-scale optimizer(SGD))`, so the loss scale is checked and updated
+once per optimizer step, the same on every worker (why, and the adaptations Horovod 0.28.1
+needs: docs/architecture.md, "fp16 loss scaling with Keras").
 """
 
 import functools

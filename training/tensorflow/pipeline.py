@@ -1,14 +1,6 @@
-"""The tf.data input pipeline of every flavour: TFRecord shards or the synthetic source.
-
-TFRecords: this worker's shards (by global rank) → shuffled file order → interleaved reads →
-shuffle buffer → decode + random-resized-crop + flip (train, `augment`) or center crop
-(validation) →
-batch → prefetch, on a thread pool of the dataset's own (the PyTorch flavour holds TensorFlow's
-op threads to one; decoding must not be held with them). Synthetic: this worker's micro-batches
-of one fixed global batch, repeated.
-
-Batches are micro-batches of `--batch-size`; an epoch is one pass over the data, in optimizer
-steps of `--grad-accum` micro-batches on every worker (training.schedule.steps_per_epoch).
+"""The tf.data input pipeline of the TensorFlow flavours: TFRecord shards or the synthetic source,
+in micro-batches of `--batch-size` (docs/architecture.md, "The tf.data pipeline"); and
+`parse_example`, the tf.data reading of training.data.records' schema.
 """
 
 import contextlib
@@ -20,9 +12,7 @@ import numpy as np
 import tensorflow as tf
 
 from training import schedule
-from training.data import count as record_count
-from training.data import order as data_order
-from training.data import records, shards, synthetic
+from training.data import record_count, records, shards, shuffle_order, synthetic
 from training.errors import TrainingError
 
 AUTOTUNE = tf.data.AUTOTUNE
@@ -55,9 +45,10 @@ def make_data(args, rank: int, size: int, threads: int, start=(0, 0), gather=Non
 
     `threads`: the thread pool that reads and decodes TFRecords (this worker's share of cores).
     `start`: (epochs done, steps done in the epoch) the stream begins at; it seeds the shuffles
-    (training.data.order), so a resumed run draws a fresh order instead of the first epoch's.
+    (training.data.shuffle_order), so a resumed run draws a fresh order instead of the first
+    epoch's.
     `gather`: the flavour's `hvd.allgather_object`, to count unlabelled shards once per job
-    (training.data.count); None: this process counts them all.
+    (training.data.record_count); None: this process counts them all.
     """
     if args.data_dir is None:
         return _synthetic(args, rank, size)
@@ -93,7 +84,7 @@ def _tfrecords(args, rank, size, threads, start, gather) -> Data:
                 args.data_dir, all_train, rank, size, gather, threads
             )
         steps = schedule.steps_per_epoch(examples, args.batch_size, size, args.grad_accum)
-    seed = data_order.shuffle_seed(args.seed, rank, *start)
+    seed = shuffle_order.shuffle_seed(args.seed, rank, *start)
     own_pool = tf.data.Options()
     own_pool.threading.private_threadpool_size = threads
     files = tf.data.Dataset.from_tensor_slices(train_files)
@@ -155,7 +146,7 @@ def augmentation_seed(seed: int, rank: int, start: tuple[int, int] = (0, 0)) -> 
     """The seed of rank `rank`'s augmentation stream: its own for every (--seed, rank) pair, so
     workers draw different crops and flips (one shared seed made every rank draw the same), and
     for every `start` (epochs, steps done), so a resumed run draws fresh crops as it draws a
-    fresh order (training.data.order)."""
+    fresh order (training.data.shuffle_order)."""
     entropy = [seed, rank, *start]
     return int(np.random.SeedSequence(entropy).generate_state(1, np.uint64)[0]) >> 1
 
@@ -198,14 +189,28 @@ def augment(jpeg, image_size, seed):
     return _normalize(image, image_size)
 
 
+def parse_example(serialized):
+    """A scalar serialized Example (a `tf.string` tensor) → dict of tensors keyed as
+    training.data.records' schema."""
+    spec = {
+        "image/encoded": tf.io.FixedLenFeature([], tf.string),
+        "image/class/label": tf.io.FixedLenFeature([], tf.int64),
+        "image/height": tf.io.FixedLenFeature([], tf.int64, default_value=0),
+        "image/width": tf.io.FixedLenFeature([], tf.int64, default_value=0),
+        "image/format": tf.io.FixedLenFeature([], tf.string, default_value=records.IMAGE_FORMAT),
+        "image/filename": tf.io.FixedLenFeature([], tf.string, default_value=""),
+    }
+    return tf.io.parse_single_example(serialized, spec)
+
+
 def _train_example(serialized, seed, image_size, num_classes, offset):
-    features = records.parse_example(serialized)
+    features = parse_example(serialized)
     label = _checked_label(features, num_classes, offset)
     return augment(features["image/encoded"], image_size, seed), label
 
 
 def _validation_example(serialized, image_size, num_classes, offset):
-    features = records.parse_example(serialized)
+    features = parse_example(serialized)
     label = _checked_label(features, num_classes, offset)
     jpeg = features["image/encoded"]
     shape = tf.image.extract_jpeg_shape(jpeg)

@@ -1,19 +1,11 @@
 """ResNet50 with Keras `model.fit` and Horovod: one process per worker.
 
-    horovodrun --gloo -np 2 -H localhost:2 python -m training.tensorflow.train_keras \
+    horovodrun --gloo -np 2 -H localhost:2 python -m training.tensorflow.train_keras \\
         --image-size 64 ...
 
-Horovod pieces: `hvd.DistributedOptimizer` (allreduce-averaged gradients, optional fp16
-compression and gradient accumulation) and `MetricAverageCallback` (the epoch's training loss
-and accuracy averaged over workers). The rest is this module's, so that Keras agrees with the
-other flavours: the learning rate is set before every optimizer step from training.schedule
-(Horovod's warm-up and schedule callbacks compare the whole-number epoch with a fractional
-warm-up end and run one step ahead), validation accuracy is summed over workers (a worker
-without a validation shard takes part with nothing), and rank 0's weights are broadcast before
-the first step (common.restore_and_broadcast). Rank 0 alone checkpoints (every epoch, and
-every `--checkpoint-every-steps` steps), writes TensorBoard logs and prints the throughput lines.
-A relaunch resumes at the last checkpoint's epoch and step: `Fit` runs the rest of that epoch,
-then the remaining ones. `--elastic`: Horovod elastic training (training.tensorflow.elastic).
+Horovod's `DistributedOptimizer` and `MetricAverageCallback`, and this module's callbacks so that
+Keras agrees with the other flavours (docs/architecture.md, "The Keras flavour"). `--elastic`:
+Horovod elastic training (training.tensorflow.elastic_state).
 """
 
 import sys
@@ -23,9 +15,16 @@ import horovod.tensorflow.keras as hvd
 import tensorflow as tf
 from horovod.tensorflow import allgather_object
 
-from training import checkpoints, options, schedule
+from training import checkpoints, options, schedule, worker
 from training.epoch_log import EpochLog
-from training.tensorflow import common, elastic, loss_scale, models, pipeline, recipe
+from training.tensorflow import (
+    elastic_state,
+    keras_loss,
+    keras_models,
+    loss_scale,
+    pipeline,
+    tf_worker,
+)
 from training.throughput import ThroughputMeter
 
 FRAMEWORK = "keras"
@@ -97,14 +96,14 @@ class PooledValidation(tf.keras.callbacks.Callback):
 
     def set_model(self, model):
         super().set_model(model)
-        self.evaluate = common.pooled_validation(model, self.loss_fn)
+        self.evaluate = tf_worker.pooled_validation(model, self.loss_fn)
 
     def on_epoch_end(self, epoch, logs=None):
         logs.update(self.evaluate(self.dataset))
 
 
 class TrackPosition(tf.keras.callbacks.Callback):
-    """Moves the run's position (a `elastic.Position` or the elastic state) on after every
+    """Moves the run's position (a `elastic_state.Position` or the elastic state) on after every
     optimizer step (`grad_accum` Keras batches) and epoch; rank 0 checkpoints at every epoch's
     end and every `--checkpoint-every-steps` steps; the elastic state commits every
     `--commit-every` steps and at every epoch's end. Must come after the other callbacks."""
@@ -139,23 +138,23 @@ class TrackPosition(tf.keras.callbacks.Callback):
         if hvd.rank() == 0 and self.args.checkpoint_dir:
             model = self.model
             global_step = self.state.global_step
-            self.last = common.save_checkpoint(
+            self.last = tf_worker.save_checkpoint(
                 self.args, FRAMEWORK, model, model.optimizer, epoch, global_step, step, self.steps
             )
 
 
 def train(args) -> None:
-    common.setup(args)
+    tf_worker.setup(args)
     if args.xla:
-        common.enable_xla_autoclustering()
+        tf_worker.enable_xla_autoclustering()
     size = hvd.size()
 
     peak = schedule.peak_lr(args.base_lr, args.base_batch, args.batch_size * args.grad_accum, size)
     optimizer = distributed_optimizer(args, peak)
-    model = models.build_model(args.model, args.image_size, args.num_classes)
-    recipe.add_weight_decay(model, args.weight_decay)
-    common.print_recipe(args, model, peak, size)
-    loss_fn = recipe.loss(args.label_smoothing)
+    model = keras_models.build_model(args.model, args.image_size, args.num_classes)
+    keras_loss.add_weight_decay(model, args.weight_decay)
+    tf_worker.print_recipe(args, model, peak, size)
+    loss_fn = keras_loss.loss(args.label_smoothing)
     model.compile(
         optimizer=optimizer,
         loss=loss_fn,  # on fp32 logits, also under mixed precision (training.recipe)
@@ -164,23 +163,23 @@ def train(args) -> None:
         # compiled; --xla turns on auto-clustering instead.
         jit_compile=False,
     )
-    progress = common.restore_and_broadcast(
+    progress = tf_worker.restore_and_broadcast(
         args, FRAMEWORK, model, optimizer, broadcast=not args.elastic
     )
     epochs = EpochLog(
         args, FRAMEWORK, hvd.rank(), size, allgather_object, args.batch_size * args.grad_accum
     )
     fit = Fit(args, model, loss_fn, epochs)
-    position = elastic.Position.at(progress)
+    position = elastic_state.Position.at(progress)
     if args.elastic:
-        state = elastic.model_state(model, optimizer, position)
-        elastic.run(fit, state)
+        state = elastic_state.model_state(model, optimizer, position)
+        elastic_state.run(fit, state)
     else:
         fit(position)
-    common.dump_weights(args, model, hvd.rank())
+    tf_worker.dump_weights(args, model, hvd.rank())
     checkpoint = fit.track.last if fit.track else None
     epochs.close(
-        common.report(args, FRAMEWORK, fit.meter, fit.source, hvd.size(), hvd.rank(), checkpoint)
+        worker.report(args, FRAMEWORK, fit.meter, fit.source, hvd.size(), hvd.rank(), checkpoint)
     )
 
 
@@ -194,7 +193,7 @@ def distributed_optimizer(args, peak: float):
         optimizer = loss_scale.loss_scale_optimizer(optimizer)
     return hvd.DistributedOptimizer(
         optimizer,
-        compression=common.compression(args),
+        compression=tf_worker.compression(args),
         backward_passes_per_step=args.grad_accum,
         average_aggregated_gradients=True,
     )
@@ -210,7 +209,7 @@ class Fit:
 
     def __call__(self, state) -> None:
         args, rank, size = self.args, hvd.rank(), hvd.size()
-        threads = common.worker_threads(args, hvd.local_size())
+        threads = worker.worker_threads(args, hvd.local_size())
 
         def data_from(epoch, step):
             return pipeline.make_data(args, rank, size, threads, (epoch, step), allgather_object)
@@ -267,7 +266,7 @@ class Fit:
 
 
 def main(argv=None) -> int:
-    return common.run_main(train, options.parse_args(FRAMEWORK, argv))
+    return worker.run_main(train, options.parse_args(FRAMEWORK, argv))
 
 
 if __name__ == "__main__":

@@ -1,15 +1,10 @@
 """ResNet50 with a TensorFlow custom training loop and Horovod: one process per worker.
 
-    horovodrun --gloo -np 2 -H localhost:2 python -m training.tensorflow.train_loop \
+    horovodrun --gloo -np 2 -H localhost:2 python -m training.tensorflow.train_loop \\
         --image-size 64 ...
 
-Each step: forward under a `tf.GradientTape` wrapped in `hvd.DistributedGradientTape`, which
-averages the gradients over all workers (optionally fp16-compressed); the learning rate comes
-from training.schedule. Validation accuracy is summed over workers (correct / seen), so it is the
-accuracy of all validation images together. Rank 0 alone checkpoints (every epoch, and every
-`--checkpoint-every-steps` steps), writes TensorBoard logs and prints the throughput lines. A
-relaunch resumes at the last checkpoint's epoch and step. `--elastic`: Horovod elastic training
-(training.tensorflow.elastic).
+Each step runs under `hvd.DistributedGradientTape` (docs/architecture.md, "The TF loop").
+`--elastic`: Horovod elastic training (training.tensorflow.elastic_state).
 """
 
 import sys
@@ -18,16 +13,16 @@ import time
 import horovod.tensorflow as hvd
 import tensorflow as tf
 
-from training import checkpoints, options, schedule
+from training import checkpoints, options, schedule, worker
 from training.epoch_log import EpochLog
-from training.tensorflow import common, elastic, models, pipeline, recipe
+from training.tensorflow import elastic_state, keras_loss, keras_models, pipeline, tf_worker
 from training.throughput import ThroughputMeter
 
 FRAMEWORK = "tf"
 
 
 def train(args) -> None:
-    common.setup(args)
+    tf_worker.setup(args)
     size = hvd.size()
 
     peak = schedule.peak_lr(args.base_lr, args.base_batch, args.batch_size, size)
@@ -35,14 +30,14 @@ def train(args) -> None:
     fp16 = args.precision == "fp16"
     if fp16:
         optimizer = tf.keras.mixed_precision.LossScaleOptimizer(optimizer)
-    model = models.build_model(args.model, args.image_size, args.num_classes)
-    recipe.add_weight_decay(model, args.weight_decay)
-    common.print_recipe(args, model, peak, size)
-    progress = common.restore_and_broadcast(
+    model = keras_models.build_model(args.model, args.image_size, args.num_classes)
+    keras_loss.add_weight_decay(model, args.weight_decay)
+    tf_worker.print_recipe(args, model, peak, size)
+    progress = tf_worker.restore_and_broadcast(
         args, FRAMEWORK, model, optimizer, broadcast=not args.elastic
     )
-    loss_fn = recipe.loss(args.label_smoothing)  # on fp32 logits, also under fp16/bf16
-    compression = common.compression(args)
+    loss_fn = keras_loss.loss(args.label_smoothing)  # on fp32 logits, also under fp16/bf16
+    compression = tf_worker.compression(args)
     # XLA compiles the model (forward and its gradient); the allreduce stays outside it.
     forward = tf.function(lambda x: model(x, training=True), jit_compile=args.xla)
 
@@ -60,29 +55,29 @@ def train(args) -> None:
         if fp16:
             grads = optimizer.get_unscaled_gradients(grads)
         optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
-        return loss, common.correct_predictions(logits, labels)
+        return loss, tf_worker.correct_predictions(logits, labels)
 
     loop = Loop(args, model, optimizer, train_step, loss_fn)
-    position = elastic.Position.at(progress)
+    position = elastic_state.Position.at(progress)
     if args.elastic:
-        state = elastic.model_state(model, optimizer, position)
-        elastic.run(loop, state)
+        state = elastic_state.model_state(model, optimizer, position)
+        elastic_state.run(loop, state)
     else:
         loop(position)
-    common.dump_weights(args, model, hvd.rank())
-    result = common.report(
+    tf_worker.dump_weights(args, model, hvd.rank())
+    result = worker.report(
         args, FRAMEWORK, loop.meter, loop.data.source, hvd.size(), hvd.rank(), loop.checkpoint
     )
     loop.epochs.close(result)
 
 
 class Loop:
-    """The training loop from a position (a `elastic.Position`, or the elastic state, which
-    `elastic.run` calls this again with after a change of workers)."""
+    """The training loop from a position (a `elastic_state.Position`, or the elastic state, which
+    `elastic_state.run` calls this again with after a change of workers)."""
 
     def __init__(self, args, model, optimizer, train_step, loss_fn):
         self.args, self.model, self.optimizer, self.train_step = args, model, optimizer, train_step
-        self.evaluate = common.pooled_validation(model, loss_fn)
+        self.evaluate = tf_worker.pooled_validation(model, loss_fn)
         self.writer = None
         if hvd.rank() == 0 and args.log_dir:
             self.writer = tf.summary.create_file_writer(args.log_dir)
@@ -93,7 +88,7 @@ class Loop:
 
     def __call__(self, state) -> None:
         args, rank, size = self.args, hvd.rank(), hvd.size()
-        threads = common.worker_threads(args, hvd.local_size())
+        threads = worker.worker_threads(args, hvd.local_size())
         # The data stream starts where the state stands, for this rank of this many workers.
         self.data = pipeline.make_data(
             args, rank, size, threads, (state.epoch, state.step), hvd.allgather_object
@@ -165,7 +160,7 @@ class Loop:
         steps = self.data.steps_per_epoch
         if step == steps:
             return  # the epoch's last step: the epoch-end checkpoint follows
-        self.checkpoint = common.save_checkpoint(
+        self.checkpoint = tf_worker.save_checkpoint(
             self.args, FRAMEWORK, self.model, self.optimizer, epoch, state.global_step, step, steps
         )
 
@@ -191,7 +186,7 @@ class DeviceSums:
 
 
 def main(argv=None) -> int:
-    return common.run_main(train, options.parse_args(FRAMEWORK, argv))
+    return worker.run_main(train, options.parse_args(FRAMEWORK, argv))
 
 
 if __name__ == "__main__":

@@ -3,15 +3,8 @@
     horovodrun --gloo -np 2 -H localhost:2 python -m training.torch.train --image-size 64 ...
     mpirun -np 2 python -m training.torch.train ...
 
-The loop follows Horovod's own `pytorch_imagenet_resnet50.py`: `hvd.DistributedOptimizer`
-averages the gradients (fp16-compressed with `--fp16-allreduce`; `--grad-accum` micro-batches
-per step via `backward_passes_per_step`), rank 0's parameters and optimizer state are broadcast
-before the first step, and only rank 0 writes checkpoints, TensorBoard logs and the throughput
-lines. Data: the shared synthetic source, or TFRecord shards read without TensorFlow
-(training.torch.data: worker processes decode on the CPU, or nvJPEG on the GPU; batches are
-prefetched onto the device ahead of the step). On a GPU cuDNN picks its fastest kernels
-(`cudnn.benchmark`, as Horovod's and NVIDIA's ResNet50 examples set it); `--compile` hands the
-model to torch.compile.
+The loop follows Horovod's own `pytorch_imagenet_resnet50.py` (docs/architecture.md, "The
+PyTorch flavour"); data: the synthetic source or TFRecords (training.torch.loader).
 """
 
 import contextlib
@@ -24,13 +17,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from training import checkpoints, common, recipe, schedule
+from training import checkpoints, recipe, schedule, worker
 from training.data import synthetic
 from training.epoch_log import EpochLog
 from training.options import parse_args
 from training.throughput import ThroughputMeter
-from training.torch import recipe as torch_recipe
-from training.torch.models import build_model
+from training.torch import torch_loss
+from training.torch.torch_models import build_model
 
 FRAMEWORK = "torch"
 PROGRESS_EVERY = 20  # steps between the progress bar's loss readings (each one a host sync)
@@ -87,7 +80,7 @@ def synthetic_batches(args, rank: int, size: int, device) -> Iterator[Batch]:
 def set_threads(args, local_size: int) -> None:
     """`--threads`, or this node's cores shared out among its workers (torch's own default,
     every core per process, oversubscribes them: 2 workers on 2 cores ran 10× slower)."""
-    torch.set_num_threads(common.worker_threads(args, local_size))
+    torch.set_num_threads(worker.worker_threads(args, local_size))
 
 
 class Trainer:
@@ -105,7 +98,7 @@ class Trainer:
         # see the same parameters either way.
         self.forward = torch.compile(self.model) if getattr(args, "compile", False) else self.model
         self.rescale(hvd.size())
-        groups = torch_recipe.param_groups(self.model, args.weight_decay)
+        groups = torch_loss.param_groups(self.model, args.weight_decay)
         sgd = torch.optim.SGD(groups, lr=self.peak_lr, momentum=args.momentum)
         self.optimizer = hvd.DistributedOptimizer(
             sgd,
@@ -147,7 +140,7 @@ class Trainer:
             images, labels = next(batches)
             with self.autocast():
                 logits = self.forward(images)
-                loss = torch_recipe.loss(logits, labels, self.args.label_smoothing)
+                loss = torch_loss.loss(logits, labels, self.args.label_smoothing)
                 loss = loss / self.args.grad_accum
             # Gradients of the micro-batches add up; dividing the loss makes them a mean.
             self.scaler.scale(loss).backward()
@@ -250,13 +243,13 @@ class Trainer:
 
 class Data:
     """Where a worker's batches come from: the synthetic source, or TFRecord shards
-    (training.torch.data). `steps_per_epoch` counts optimizer steps
+    (training.torch.loader). `steps_per_epoch` counts optimizer steps
     (training.schedule.steps_per_epoch); `train` yields micro-batches forever, from
     `start_at(n)`'s micro-batch when called before the first one (a resumed run)."""
 
     def __init__(self, args, rank, size, local_size, device: torch.device, gather=None):
         """`gather`: horovod.torch's allgather_object, to count unlabelled shards once per job
-        (training.data.count); every worker must then build its Data."""
+        (training.data.record_count); every worker must then build its Data."""
         self.args, self.device = args, device
         self._first, self._train = 0, None
         if args.data_dir is None:
@@ -267,12 +260,12 @@ class Data:
             self._train = synthetic_batches(args, rank, size, device)
             self._records = None
             return
-        from training.torch import data as torch_data
+        from training.torch import loader
 
         workers = args.data_workers
         if workers is None:  # this worker's share of the node's cores decodes
-            workers = common.worker_threads(args, local_size)
-        self._records = torch_data.TFRecordData(args, rank, size, device, workers, gather=gather)
+            workers = worker.worker_threads(args, local_size)
+        self._records = loader.TFRecordData(args, rank, size, device, workers, gather=gather)
         self.source = "tfrecord"
         self.steps_per_epoch = self._records.steps_per_epoch
 
@@ -370,7 +363,7 @@ def train(args) -> None:
 
     if args.dump_weights:
         trainer.dump_weights(args.dump_weights)
-    epochs.close(common.report(args, FRAMEWORK, meter, data.source, size, rank, checkpoint))
+    epochs.close(worker.report(args, FRAMEWORK, meter, data.source, size, rank, checkpoint))
 
 
 @contextlib.contextmanager
@@ -399,7 +392,7 @@ def progress_bar(visible: bool, description: str, total: int):
 
 
 def main(argv=None) -> int:
-    return common.run_main(train, parse_args(FRAMEWORK, argv))
+    return worker.run_main(train, parse_args(FRAMEWORK, argv))
 
 
 if __name__ == "__main__":

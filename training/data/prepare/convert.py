@@ -2,12 +2,8 @@
 
     azdl data prepare --input IMAGENET --output SHARDS [--train-shards 1024 ...]
 
-Everything about the input is checked before any shard is written (missing splits, empty class
-folders, unlabelled validation images, shards already in the output). Shards are written by
-one worker process per core into a hidden folder inside `--output` and moved into place only
-when the run succeeds, so a failed run leaves the output folder as it was. PNG files named
-`.JPEG` and CMYK JPEGs (both occur in ImageNet) are re-encoded to RGB JPEG and listed in the
-manifest; unreadable images fail the run at the end, listed together, unless `--skip-bad`.
+Checks everything before writing, writes with one process per core into a hidden folder and
+moves the shards into place only when the run succeeds (docs/architecture.md, "Conversion").
 """
 
 import argparse
@@ -38,8 +34,9 @@ from training.data.prepare.manifest import (
 )
 from training.data.prepare.options import DEFAULT_SHARDS, PREPARE_OPTIONS, add_options
 from training.data.prepare.sample import LABELS_FILE
-from training.data.records import RecordWriter, serialize_example
+from training.data.records import serialize_example
 from training.data.shards import SPLITS, shard_name
+from training.data.tfrecord import RecordWriter
 from training.errors import TrainingError
 
 IMAGE_SUFFIXES = {".jpeg", ".jpg", ".png"}

@@ -1,20 +1,7 @@
-"""Where a TensorFlow run stands, and Horovod elastic training for the Keras and TF flavours.
-
-`--elastic` (with `horovodrun --min-np/--max-np --host-discovery-script`) lets workers leave or
-join while the run goes on, as `training.torch.elastic` does for PyTorch:
-
-- `ModelState` holds the model's and the optimizer's variables (and the fp16 loss scale) plus the
-  position (epoch, step, global step, the epoch's running sums). `commit()` copies them to host
-  memory every `--commit-every` steps and at every epoch's end.
-- When a worker dies, the survivors' next collective fails; `run` rolls them back to the last
-  commit, re-forms the ring with the workers left, broadcasts the state from the new rank 0 and
-  calls the training function again, which rebuilds the data stream for the new rank and number
-  of workers at the committed position and rescales the learning rate.
-
-Horovod's own `TensorFlowKerasState` calls `optimizer.variables()`, which the Keras 2.11+
-optimizers have as a property, and leaves the loss scale out; hence a state of our own, built on
-Horovod's `ObjectState` (horovod/tensorflow/elastic.py, horovod/common/elastic.py, 0.28.1).
-Without `--elastic` the same training code runs on a `Position`, whose `commit()` does nothing.
+"""Where a TensorFlow run stands (`Position`), and Horovod elastic training for the Keras and TF
+flavours (`--elastic`): `ModelState` holds the model's and optimizer's variables, the fp16 loss
+scale and the position, and `run` rolls the survivors back to the last commit after a worker is
+lost. How, and why not Horovod's own state: docs/architecture.md ("Elastic training").
 """
 
 from dataclasses import dataclass

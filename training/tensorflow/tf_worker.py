@@ -1,6 +1,6 @@
 """What the TensorFlow flavours share besides the data: Horovod and precision set-up,
 validation loss and accuracy pooled over workers, rank-0 checkpoints with broadcast on resume. What
-every flavour shares (threads, the end-of-run report, the error exit) is in training.common."""
+every flavour shares (threads, the end-of-run report, the error exit) is in training.worker."""
 
 import os
 from pathlib import Path
@@ -8,7 +8,6 @@ from pathlib import Path
 import numpy as np
 
 from training import checkpoints
-from training.common import report, run_main, worker_threads  # noqa: F401  (the flavours' API)
 from training.errors import TrainingError
 
 POLICIES = {"fp32": "float32", "fp16": "mixed_float16", "bf16": "mixed_bfloat16"}
@@ -86,11 +85,11 @@ def print_recipe(args, model, peak: float, workers: int) -> None:
     import horovod.tensorflow as hvd
 
     from training import recipe
-    from training.tensorflow import recipe as tf_recipe
+    from training.tensorflow import keras_loss
 
     if hvd.rank() != 0:
         return
-    decayed = {id(k) for k in tf_recipe.decayed_kernels(model)}
+    decayed = {id(k) for k in keras_loss.decayed_kernels(model)}
     tensors = [(tuple(w.shape), id(w) in decayed) for w in model.trainable_weights]
     batch = args.batch_size * args.grad_accum * workers
     print(recipe.summary_line(args, tensors, peak, batch), flush=True)
@@ -121,7 +120,7 @@ def restore_and_broadcast(
     import horovod.tensorflow as hvd
     import tensorflow as tf
 
-    from training.tensorflow.elastic import state_variables
+    from training.tensorflow.elastic_state import state_variables
 
     optimizer.build(model.trainable_variables)
     progress = None

@@ -1,19 +1,13 @@
-"""How many training examples a TFRecord split holds, counted once for the whole job.
-
-With a `manifest.json` (written by `azdl data`) the count is read from it. Shards without one
-(TF-slim's ImageNet conversion, for instance) must be read to be counted: ~140 GB for ImageNet.
-Rather than every worker reading every shard, each worker counts only the shards it trains on
-(`files[rank::size]`, the ones it reads anyway) and the per-shard counts are exchanged with one
-`allgather_object`. Counts are kept per shard in this process, so an elastic reset (new ranks,
-new number of workers) reads nothing again; a worker that joins later gets the counts from the
-others.
+"""How many training examples a TFRecord split holds, counted once for the whole job: from the
+manifest when there is one, else each worker counts its own shards from the record headers and
+the counts are exchanged with one `allgather_object` (docs/architecture.md, "Counting records").
 """
 
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from training.data.reader import index_file
+from training.data.tfrecord import index_file
 from training.errors import TrainingError
 
 _COUNTS: dict[str, int] = {}  # shard path → records, for the life of this process

@@ -1,5 +1,5 @@
 """The recipe's TensorFlow/Keras side: which kernels decay, the decay as a loss term, and the
-label-smoothed loss. Why these choices, and their sources, are in training/recipe.py and
+label-smoothed loss. Why these choices, and their sources: docs/architecture.md ("Recipe") and
 docs/recipe.md."""
 
 import tensorflow as tf

@@ -2,7 +2,7 @@
 
 import tensorflow as tf
 
-from training.tensorflow import resnet
+from training.tensorflow import keras_resnet
 
 
 class Model(tf.keras.Model):
@@ -21,7 +21,8 @@ class Model(tf.keras.Model):
 
 
 def build_model(name: str, image_size: int, num_classes: int) -> tf.keras.Model:
-    """`resnet50` (v1.5, training.tensorflow.resnet) or `tiny`, a 2-conv net without batch norm.
+    """`resnet50` (v1.5, training.tensorflow.keras_resnet) or `tiny`, a 2-conv net without batch
+    norm.
 
     Both end in float32 logits, also under a mixed-precision policy. `tiny` exists for tests: it
     trains in seconds on CPU and, having no batch-norm statistics, makes the averaging identity
@@ -29,7 +30,7 @@ def build_model(name: str, image_size: int, num_classes: int) -> tf.keras.Model:
     """
     inputs = tf.keras.Input((image_size, image_size, 3), name="images")
     if name == "resnet50":
-        x = resnet.resnet50(inputs, num_classes)
+        x = keras_resnet.resnet50(inputs, num_classes)
     elif name == "tiny":
         x = tf.keras.layers.Conv2D(16, 3, strides=2, activation="relu")(inputs)
         x = tf.keras.layers.Conv2D(32, 3, strides=2, activation="relu")(x)

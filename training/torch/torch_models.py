@@ -3,14 +3,14 @@
 `tiny` has no normalisation layer, so each image's output depends on that image alone: 2 workers
 × batch b then compute exactly what 1 worker × batch 2b does (BatchNorm would normalise over
 each worker's own batch). The averaging test relies on that. It is the same network as the
-TensorFlow flavours' `tiny` (training/tensorflow/models.py): unpadded convolutions, Glorot-uniform
-weights and zero biases (Keras' defaults), so the convergence test trains one network in all
-three flavours.
+TensorFlow flavours' `tiny` (training/tensorflow/keras_models.py): unpadded convolutions,
+Glorot-uniform weights and zero biases (Keras' defaults), so the convergence test trains one
+network in all three flavours.
 """
 
 from torch import nn
 
-from training.torch.resnet import resnet50
+from training.torch.torch_resnet import resnet50
 
 
 def tiny(num_classes: int) -> nn.Module:

@@ -1,17 +1,10 @@
 """Horovod elastic training with PyTorch: workers may leave (or join) while the run goes on.
 
     horovodrun -np 2 --min-np 1 --max-np 2 --host-discovery-script ./hosts.sh \\
-        python -m training.torch.elastic --model tiny --image-size 32 ...
+        python -m training.torch.train_elastic --model tiny --image-size 32 ...
 
-Same model, optimizer, data and step as `training.torch.train`. `hvd.elastic.TorchState` holds
-the model, the optimizer and the position (epoch, step); `state.commit()` copies them to host
-memory every `--commit-every` steps. When a worker dies, the survivors' next collective raises
-`HorovodInternalError`; `@hvd.elastic.run` rolls them back to the last commit, re-forms the ring
-with the workers left, broadcasts the state from the new rank 0 and carries on. The reset
-callback rescales the learning rate and re-slices the data for the new number of workers.
-
-At the end rank 0 prints how many workers the run ended with, then the throughput lines for the
-steps since the last change of workers.
+Same model, optimizer, data and step as `training.torch.train`, under `hvd.elastic.TorchState`
+(docs/architecture.md, "Elastic training").
 """
 
 import sys
@@ -19,14 +12,14 @@ from pathlib import Path
 
 import torch
 
-from training import checkpoints, common, options
+from training import checkpoints, options, worker
 from training.throughput import ThroughputMeter
 from training.torch.train import FRAMEWORK, Data, Trainer, set_threads, worker_device
 
 
 def build_parser():
     parser = options.build_parser(FRAMEWORK)
-    parser.prog = "python -m training.torch.elastic"
+    parser.prog = "python -m training.torch.train_elastic"
     parser.add_argument(
         "--commit-every",
         type=options._at_least(1),
@@ -164,7 +157,7 @@ def train(args) -> None:
         )
     if args.dump_weights:
         run.trainer.dump_weights(args.dump_weights)
-    common.report(args, FRAMEWORK, run.meter, run.data.source, workers, hvd.rank(), run.checkpoint)
+    worker.report(args, FRAMEWORK, run.meter, run.data.source, workers, hvd.rank(), run.checkpoint)
 
 
 def main(argv=None) -> int:
@@ -172,7 +165,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if problem := options.check_combinations(FRAMEWORK, args):
         parser.error(problem)
-    return common.run_main(train, args)
+    return worker.run_main(train, args)
 
 
 if __name__ == "__main__":

@@ -1,25 +1,7 @@
-"""ResNet50 v1.5 in Keras, built like training/torch/resnet.py, parameter for parameter.
-
-Keras Applications' ResNet50 is v1 and made for inference (stride in the first 1×1 convolution,
-biased convolutions, Glorot initialisation, batch-norm momentum 0.99 / epsilon 1.001e-5), and
-Horovod's own Keras ImageNet example patches it. This one follows the training references:
-
-- v1.5: a downsampling bottleneck strides in its 3×3 convolution (torchvision
-  torchvision/models/resnet.py `Bottleneck`; NVIDIA DeepLearningExamples
-  PyTorch/Classification/ConvNets/image_classification/models/resnet.py and
-  TensorFlow/Classification/ConvNets/model/blocks/resnet_bottleneck_block.py);
-- convolutions without bias, He initialisation in fan-out mode, untruncated normal (torchvision's
-  `kaiming_normal_(mode="fan_out")`; NVIDIA's TensorFlow model: variance scaling 2.0, fan_out);
-- batch norm with momentum 0.9 (torch's 0.1: Keras keeps 0.9 of the old average) and epsilon
-  1e-5 (NVIDIA's TensorFlow `batch_norm_hparams`); the last batch norm of every bottleneck starts
-  at γ = 0, so each block starts as the identity (Goyal et al. 2017, section 5.1; torchvision's
-  `zero_init_residual`);
-- padding as torch pads: explicit symmetric zero padding then a "valid" convolution (Keras'
-  "same" pads strided convolutions asymmetrically), so the two models compute the same function;
-- the classifier initialised like torch's `nn.Linear` (uniform ±1/√fan_in, bias too).
-
-Layer names are the torch parameter paths with `_` for `.` (`stages_3_downsample_0`), so a test
-can map one model onto the other; nothing in training looks at names.
+"""ResNet50 v1.5 in Keras, built like training/torch/torch_resnet.py, parameter for parameter
+(v1.5 strides, no conv biases, He fan-out init, torch's batch-norm settings and padding, zero-γ
+last batch norms); layer names are the torch parameter paths with `_` for `.`. The sources of
+each choice: docs/architecture.md ("The Keras ResNet50").
 """
 
 import tensorflow as tf

@@ -1,5 +1,5 @@
 """The recipe's PyTorch side: which parameters decay and the label-smoothed loss. Why these
-choices, and their sources, are in training/recipe.py and docs/recipe.md."""
+choices, and their sources: docs/architecture.md ("Recipe") and docs/recipe.md."""
 
 import torch.nn.functional as F
 from torch import nn
