@@ -34,6 +34,8 @@ from infra import mocks
 from infra.config import read_stack_file
 from tests.shipped import STACK_FILES
 
+pytestmark = pytest.mark.slow  # every test renders the program, most several times (seconds)
+
 ROOT = Path(__file__).resolve().parents[2]
 SOFT_DELETED_TYPES = {
     "azure-native:machinelearningservices:Workspace": "workspace",
