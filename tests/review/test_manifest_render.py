@@ -108,10 +108,14 @@ def test_stack_config_secrets_are_redacted():
     assert redact_config(config) == {"azdl:tags": {"owner": "me"}, "azdl:token": "[secret]"}
 
 
-def test_unknown_stack_lists_the_known_ones():
+def test_unknown_stack_lists_the_known_ones(tmp_path):
+    """Those in the stacks folder, whatever it holds (a stack file a user added too)."""
     assert {"dev", "prod"} <= set(known_stacks())
-    with pytest.raises(AzdlError, match=r"unknown stack 'staging'; known stacks .*: dev, prod"):
-        stack_file("staging")
+    for stack in ("prod", "dev", "mine"):
+        (tmp_path / f"Pulumi.{stack}.yaml").write_text("config: {}\n")
+    known = r"unknown stack 'staging'; known stacks .*: dev, mine, prod$"
+    with pytest.raises(AzdlError, match=known):
+        stack_file("staging", tmp_path)
 
 
 def test_malformed_stack_file(tmp_path):
