@@ -9,8 +9,8 @@ build contexts, the import system's look-ups), plus the file of every module loa
 may read only a module's .pyc). INPUTS_FILE gets their fingerprints: a file of Python's own or of
 an installed package (INSTALLED) by its size and modification time, which every install
 rewrites; any other (the stack file, the program, the build contexts) by the SHA-256 of its
-content; a folder by the SHA-256 of its sorted entries. The interpreter and the PULUMI_* and
-AZDL_* environment are part of it too.
+content; a folder by the SHA-256 of its sorted entries. The interpreter and the PULUMI_*
+environment are part of it too.
 
 An entry (`CACHE_DIR/<stack>-<hash of the stack file's path>.json`) holds the fingerprints and
 the manifest. `lookup` hands the manifest back only when every fingerprint is what it was.
@@ -29,7 +29,9 @@ from azdl.envs import REPO_ROOT
 CACHE_DIR = REPO_ROOT / "out" / "cache" / "render"
 FORMAT = "azdl.render-cache/v1"
 CONFIG_ERROR_EXIT = 3  # exit code of the render for an invalid config
-ENV_PREFIXES = ("PULUMI_", "AZDL_")
+# The environment the Pulumi runtime reads (its settings); the program reads none of its own
+# (tests/review/test_render_cache.py holds it to that).
+ENV_PREFIXES = ("PULUMI_",)
 # What the machine is doing, not what it renders from (psutil, which the Pulumi SDK imports,
 # reads /proc/stat): never an input of a plan.
 MACHINE_STATE = ("/proc/", "/sys/", "/dev/")

@@ -200,6 +200,7 @@ def test_the_catalogue_is_the_one_the_stack_config_uses(tmp_path, capsys, monkey
     assert option(doc, 1)["imagesPerSec"] == 40 and option(doc, 1)["coresNeeded"] == 10
 
 
+@pytest.mark.slow  # renders the stack (seconds)
 def test_the_prod_stack_estimate_prints_table_recommendation_and_sources(capsys):
     assert main(["estimate", "-s", "prod", "--deadline", "12h"]) == 0
     printed = capsys.readouterr().out
@@ -234,6 +235,7 @@ def test_bad_input_is_one_clear_line(args, message, tmp_path, capsys):
     assert err.count("\n") == 1 and "Traceback" not in err
 
 
+@pytest.mark.slow  # renders the stack (seconds)
 def test_options_above_the_stacks_gpu_spend_limit_are_excluded_and_named(tmp_path, capsys):
     """dev allows 10 USD/h of GPUs; at 6 USD/h a node, 2 nodes (12 USD/h) are excluded, and a
     deadline only they would meet says the limit is what it needs."""
@@ -383,6 +385,7 @@ def test_a_modelled_rate_names_what_it_is_scaled_from(tmp_path):
         read_published(wrong)
 
 
+@pytest.mark.slow  # renders the stack (seconds)
 def test_quota_is_read_from_the_deployed_stack_and_marks_what_does_not_fit(monkeypatch, capsys):
     """--quota: the free cores of each size and priority, read with azdl submit's own quota
     read over azure-ai-ml's conversion of the REST API's documented responses."""

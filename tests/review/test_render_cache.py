@@ -79,6 +79,17 @@ def test_a_damaged_or_other_format_entry_is_no_plan(tmp_path, inputs_tree):
     assert render_cache.lookup(stack_file, tmp_path / "cache") is None
 
 
+def test_the_program_reads_no_environment_variable_of_its_own():
+    """The kept plans' environment is the Pulumi runtime's (PULUMI_*): a variable the program
+    read would be an input the fingerprints miss."""
+
+    root = render_cache.REPO_ROOT
+    sources = [*(root / "infra").rglob("*.py"), root / "azdl" / "review" / "render.py"]
+    reads = [str(p.relative_to(root)) for p in sources
+             if "os.environ" in p.read_text() or "getenv" in p.read_text()]  # fmt: skip
+    assert reads == []
+
+
 def test_the_recorder_sees_files_read_and_folders_listed_not_files_written(tmp_path):
     recorder = render_cache.Recorder()
     (tmp_path / "read.txt").write_text("x")
