@@ -14,6 +14,8 @@ EXAMPLE = "docs/stack-outputs.example.json"
 # What a help or a refusal may load from outside the standard library and the project: the
 # stack and price files are YAML, the completion script comes from shtab.
 LIGHT = {"yaml", "_yaml", "shtab"}
+# The converter's own modules import its image and record libraries (no rich, no NumPy).
+CONVERTER = {"PIL", "google", "google_crc32c"}
 # Reading stack outputs or a stack file validates them with their pydantic models.
 MODELS = {"pydantic", "pydantic_core", "annotated_types", "typing_extensions", "typing_inspection"}
 
@@ -34,6 +36,7 @@ CASES = [
     (["estimate", "--budget", "-1"], 2, set()),
     (["estimate", "--vm-size", "Standard_X"], 2, set()),
     (["data", "stage", "/nowhere", "--outputs", EXAMPLE], 2, set()),
+    (["data", "prepare", "--input", "/nowhere", "--output", "/nowhere-out"], 2, CONVERTER),
     (["jobs", "show", "no good", "--outputs", EXAMPLE], 2, set()),
     (["bench", "--local", "--workers", "0,1"], 2, set()),
     (["cluster", "check", "--nodes", "0"], 2, set()),

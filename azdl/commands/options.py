@@ -12,8 +12,6 @@ import re
 import shlex
 from pathlib import Path
 
-import shtab
-
 from azdl.envs import REPO_ROOT
 from azdl.errors import AzdlError
 
@@ -23,17 +21,20 @@ from azdl.errors import AzdlError
 JOB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,255}")
 
 
-# Shell completion of a stack name (shtab's `cmd` completer): the stack files of this
-# repository's stacks/ folder, listed when the user presses Tab, so a stack added later is
-# offered too.
-STACK_NAMES = shtab.cmd(
+# Shell completion of a stack name: the stack files of this repository's stacks/ folder, listed
+# when the user presses Tab, so a stack added later is offered too.
+LIST_STACKS = (
     f"ls -1 {shlex.quote(str(REPO_ROOT / 'stacks'))} 2>/dev/null"
     " | sed -n 's/^Pulumi\\.\\(.*\\)\\.yaml$/\\1/p'"
 )
 
 
 def completes_stacks(action: argparse.Action) -> argparse.Action:
-    action.complete = STACK_NAMES
+    """`action` completed with the stack names (shtab's `cmd` completer; shtab is imported here:
+    the training environment imports command modules without building their parsers)."""
+    import shtab
+
+    action.complete = shtab.cmd(LIST_STACKS)
     return action
 
 

@@ -12,6 +12,7 @@ from azdl.commands import data
 from azdl.errors import AzdlError
 from azdl.jobs import stack_outputs
 from training.data.copy_shards import COPY_OPTIONS
+from training.data.prepare.manifest import load_manifest
 from training.data.prepare.options import PREPARE_OPTIONS, SAMPLE_OPTIONS, add_options, to_argv
 
 
@@ -224,3 +225,65 @@ def test_stage_names_a_local_mistake_before_reading_the_stack_or_signing_in(
     ):
         assert main(["data", "stage", str(folder), "--stack", "dev"]) == 2
         assert said in capsys.readouterr().err
+
+
+def sample_with_bad_images(tmp_path):
+    """`azdl data sample`'s dataset, with one train class's every image unreadable: a file that
+    is no image at all, and a JPEG cut in half."""
+    assert main(["data", "sample", str(tmp_path / "jpeg")]) == 0
+    first = sorted((tmp_path / "jpeg" / "train").iterdir())[0]
+    images = sorted(first.iterdir())
+    images[0].write_text("not an image")
+    for image in images[1:]:
+        image.write_bytes(image.read_bytes()[: image.stat().st_size // 2])
+    return tmp_path / "jpeg", images
+
+
+def test_prepare_names_each_bad_image_and_why_and_writes_no_empty_shard(tmp_path, capsys):
+    source, bad = sample_with_bad_images(tmp_path)
+    out = tmp_path / "shards"
+    argv = [
+        "data",
+        "prepare",
+        "--input",
+        str(source),
+        "--output",
+        str(out),
+        "--splits",
+        "train",
+        "--train-shards",
+        "48",
+    ]  # fmt: skip  (one image per shard: 12 of them all bad)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"  {bad[0]}: UnidentifiedImageError: not an image Pillow can read (12 bytes; " in err
+    assert f"  {bad[1]}: OSError: image file is truncated" in err
+    assert "BytesIO" not in err
+    assert not out.exists() or list(out.iterdir()) == []
+
+    assert main([*argv, "--skip-bad"]) == 0
+    printed = capsys.readouterr().out
+    assert f"skipped unreadable image: {bad[0]} (UnidentifiedImageError: not an image" in printed
+    manifest = load_manifest(out)
+    # The 12 shards of a bad image each are gone; the 36 others are numbered 0..35 of 36, as
+    # their names and the manifest say.
+    names = sorted(p.name for p in out.iterdir() if p.name != "manifest.json")
+    assert names == [f"train-{i:05d}-of-00036" for i in range(36)]
+    assert [s.name for s in manifest.shards] == names
+    assert all(s.num_examples > 0 and s.size > 0 for s in manifest.shards)
+    assert manifest.splits["train"].num_shards == 36
+    assert manifest.splits["train"].num_examples == 48 - len(bad)
+
+
+def test_prepare_names_a_file_given_where_a_folder_goes(tmp_path, capsys):
+    (tmp_path / "train.tar").write_text("x")
+    argv = ["data", "prepare", "--input", str(tmp_path / "train.tar"), "--output", str(tmp_path)]
+    assert main(argv) == 2
+    assert "--input " + str(tmp_path / "train.tar") + " is a file; give the folder" in (
+        capsys.readouterr().err
+    )
+    assert main(["data", "sample", str(tmp_path / "jpeg")]) == 0
+    argv = ["data", "prepare", "--input", str(tmp_path / "jpeg"), "--output",
+            str(tmp_path / "train.tar")]  # fmt: skip
+    assert main(argv) == 2
+    assert "train.tar is a file; give a folder for the shards" in capsys.readouterr().err
