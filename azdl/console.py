@@ -85,7 +85,7 @@ def print_table(console: "Console", table: "Table") -> None:
     """`table` at the console's width, its cells wrapping inside their columns; or, when it is
     wider and a column may not wrap or would cut its text (`no_wrap`, or an overflow other than
     `fold`), its title and then one line per row: `header: cell` pairs joined by `; `, empty
-    cells left out."""
+    cells left out, a headerless column's cell (a marker such as `→`) first."""
     from rich.measure import Measurement
 
     # Measured as if there were room: rich clamps a measurement to the width it is given.
@@ -98,11 +98,12 @@ def print_table(console: "Console", table: "Table") -> None:
         console.print(table.title, soft_wrap=True)
     headers = [str(column.header) for column in table.columns]
     for row in zip(*(column.cells for column in table.columns), strict=True):
-        pairs = [(h, str(cell)) for h, cell in zip(headers, row, strict=True) if str(cell)]
+        cells = [(h, str(cell)) for h, cell in zip(headers, row, strict=True) if str(cell)]
+        marks = " ".join(v for h, v in cells if not h)  # a column without a header: a marker
+        line = "; ".join(f"{h}: {v}" for h, v in cells if h)
         console.print(
-            "; ".join(f"{h}: {v}" if h else v for h, v in pairs),
-            soft_wrap=True, markup=False, highlight=False,
-        )  # fmt: skip
+            f"{marks} {line}" if marks else line, soft_wrap=True, markup=False, highlight=False
+        )
 
 
 def print_json(schema: str, document: dict[str, Any]) -> None:
