@@ -93,9 +93,10 @@ def main() -> int:
                     codes[name].add(code)
             before, after = (statistics.median(times[n]) for n in ("before", "after"))
             shown = "azdl " + " ".join(argv)
+            exits = ["/".join(str(c) for c in sorted(codes[n])) for n in ("before", "after")]
             rows.append([
                 label, f"`{shown}`", f"{before:.2f}", f"{after:.2f}", f"{before / after:.1f}×",
-                "/".join(str(c) for c in sorted(codes["before"] | codes["after"])),
+                exits[1] if exits[0] == exits[1] else f"{exits[0]} → {exits[1]}",
             ])  # fmt: skip
             data[shown] = {"before": times["before"], "after": times["after"],
                            "exit_codes": {n: sorted(c) for n, c in codes.items()}}  # fmt: skip
@@ -103,13 +104,14 @@ def main() -> int:
         python_alone = statistics.median(timed_python() for _ in range(args.repeat))
     run.write(
         "cli_latency",
-        f"azdl's answer time, median of {args.repeat} runs in seconds: before ({args.baseline}, "
-        f"{commit}) and after (this checkout); Python alone starts in {python_alone:.2f} s",
+        f"azdl's answer time, median of {args.repeat} runs in seconds: before ({commit}) and "
+        f"after (this checkout); Python alone starts in {python_alone:.2f} s",
         ["what", "command", "before", "after", "speed-up", "exit code"],
         rows,
         notes=[
             "Each command runs as `.venv/bin/python -m azdl …` with its tree first on "
-            "PYTHONPATH, output discarded; exit code 2 is the refusal of bad input.",
+            "PYTHONPATH, output discarded; exit code 2 is the refusal of bad input (4 before: "
+            "`data stage` asked for a sign-in before it looked at the folder).",
             "`azdl diff dev prod` ran once before the timed runs in each tree: the after column "
             "reuses the plans kept from that run, as a repeated diff does.",
         ],
