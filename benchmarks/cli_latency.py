@@ -38,6 +38,7 @@ COMMANDS = [
     ("bad option value", ["submit", "--outputs", EXAMPLE_OUTPUTS, "--nodes", "0"]),
     ("more nodes than the cluster has", ["submit", "--outputs", EXAMPLE_OUTPUTS, "--nodes", "99"]),
     ("unknown stack", ["plan", "nosuch"]),
+    ("invalid stack setting", ["plan", "clilatency"]),  # README step 2's example of a bad value
     ("training option before `--`", ["train", "--epochs", "3"]),
     ("bad number", ["estimate", "--budget", "-1"]),
     ("missing local folder", ["data", "stage", "/nowhere", "--outputs", EXAMPLE_OUTPUTS]),
@@ -45,6 +46,9 @@ COMMANDS = [
     ("diff of two stacks", ["diff", "dev", "prod"]),
 ]
 WARM_UP = {"diff of two stacks"}
+# The stack file of "invalid stack setting", written into each tree for the run: dev's, with
+# cluster.minNodes above maxNodes.
+BAD_STACK = "clilatency"
 BASELINE = "dddebce"
 
 
@@ -79,28 +83,16 @@ def main() -> int:
         base = Path(tmp)
         commit = export(args.baseline, base)
         trees = {"before": base, "after": ROOT}
+        for tree in trees.values():
+            dev = (tree / "stacks" / "Pulumi.dev.yaml").read_text()
+            bad = dev.replace("minNodes: 0", "minNodes: 5")
+            assert bad != dev, "no `minNodes: 0` in the dev stack file"
+            (tree / "stacks" / f"Pulumi.{BAD_STACK}.yaml").write_text(bad)
         rows, data = [], {}
-        for label, argv in COMMANDS:
-            times: dict[str, list[float]] = {"before": [], "after": []}
-            codes: dict[str, set[int]] = {"before": set(), "after": set()}
-            if label in WARM_UP:
-                for tree in trees.values():
-                    timed(tree, argv)
-            for _ in range(args.repeat):
-                for name, tree in trees.items():
-                    seconds, code = timed(tree, argv)
-                    times[name].append(seconds)
-                    codes[name].add(code)
-            before, after = (statistics.median(times[n]) for n in ("before", "after"))
-            shown = "azdl " + " ".join(argv)
-            exits = ["/".join(str(c) for c in sorted(codes[n])) for n in ("before", "after")]
-            rows.append([
-                label, f"`{shown}`", f"{before:.2f}", f"{after:.2f}", f"{before / after:.1f}×",
-                exits[1] if exits[0] == exits[1] else f"{exits[0]} → {exits[1]}",
-            ])  # fmt: skip
-            data[shown] = {"before": times["before"], "after": times["after"],
-                           "exit_codes": {n: sorted(c) for n, c in codes.items()}}  # fmt: skip
-            print(f"{label}: {before:.2f} s -> {after:.2f} s", flush=True)
+        try:
+            measure(trees, args.repeat, rows, data)
+        finally:
+            (ROOT / "stacks" / f"Pulumi.{BAD_STACK}.yaml").unlink()
         python_alone = statistics.median(timed_python() for _ in range(args.repeat))
     run.write(
         "cli_latency",
@@ -122,6 +114,31 @@ def main() -> int:
         },
     )
     return 0
+
+
+def measure(trees: dict[str, Path], repeat: int, rows: list, data: dict) -> None:
+    """Time every command in both trees, alternating; a row and its raw times per command."""
+    for label, argv in COMMANDS:
+        times: dict[str, list[float]] = {"before": [], "after": []}
+        codes: dict[str, set[int]] = {"before": set(), "after": set()}
+        if label in WARM_UP:
+            for tree in trees.values():
+                timed(tree, argv)
+        for _ in range(repeat):
+            for name, tree in trees.items():
+                seconds, code = timed(tree, argv)
+                times[name].append(seconds)
+                codes[name].add(code)
+        before, after = (statistics.median(times[n]) for n in ("before", "after"))
+        shown = "azdl " + " ".join(argv)
+        exits = ["/".join(str(c) for c in sorted(codes[n])) for n in ("before", "after")]
+        rows.append([
+            label, f"`{shown}`", f"{before:.2f}", f"{after:.2f}", f"{before / after:.1f}×",
+            exits[1] if exits[0] == exits[1] else f"{exits[0]} → {exits[1]}",
+        ])  # fmt: skip
+        data[shown] = {"before": times["before"], "after": times["after"],
+                       "exit_codes": {n: sorted(c) for n, c in codes.items()}}  # fmt: skip
+        print(f"{label}: {before:.2f} s -> {after:.2f} s", flush=True)
 
 
 def timed_python() -> float:
