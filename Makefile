@@ -7,8 +7,11 @@ demo: setup-operator setup-training  ## local 2-worker Horovod training on synth
 test: setup  ## every test: unit, Pulumi-under-mocks, multi-process Horovod, Azurite
 	scripts/test.sh
 
-test-fast: setup-operator  ## unit tests of the operator side only (seconds)
-	.venv/bin/python -m pytest -m "not slow and not training_env"
+test-fast: setup-operator  ## the operator side's tests in under 2 minutes, saying what it leaves out
+	@echo "==> make test-fast leaves out tests/training and every test marked training_env (they need"
+	@echo "    the training environment) and those marked slow (stack renders, the docs build, Azurite,"
+	@echo "    multi-process training); make test runs them all"
+	.venv/bin/python -m pytest tests --ignore=tests/training -m "not slow and not training_env"
 
 docs: setup-operator  ## the docs site, strictly (broken links and missing pages fail): out/site/
 	scripts/build-docs.sh

@@ -14,6 +14,8 @@ properties cannot reveal a block blob whose stored bytes differ at the same size
 blobs back (`download_verify`, or `verify_sample` random ones) is the check that trusts nothing.
 """
 
+from __future__ import annotations
+
 import hashlib
 import random
 import threading
@@ -21,38 +23,25 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import urlparse
-
-from azure.core.exceptions import (
-    AzureError,
-    ClientAuthenticationError,
-    HttpResponseError,
-    ResourceNotFoundError,
-    ServiceRequestError,
-)
-from azure.storage.blob import BlobServiceClient, ContainerClient, ContentSettings, ExponentialRetry
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TextColumn,
-    TimeRemainingColumn,
-    TransferSpeedColumn,
-)
 
 from azdl import credentials
 from azdl.errors import AzdlError, Unreachable
-from azdl.propagation import while_propagating
 from training.data.prepare.manifest import (
     MANIFEST_NAME,
     SHARD_FILE,
+    Manifest,
     ManifestError,
     ShardEntry,
     file_digests,
     load_manifest,
 )
+
+if TYPE_CHECKING:  # the storage SDK and rich are imported where used: `azdl data stage` checks
+    # its folder, and refuses bad input, before it loads them
+    from azure.storage.blob import ContainerClient
+    from rich.console import Console
 
 CONNECTION_STRING_ENV = "AZURE_STORAGE_CONNECTION_STRING"
 SINGLE_PUT_MAX = 32 * 1024 * 1024
@@ -99,6 +88,8 @@ def container_client(
     container: str, account_url: str | None = None, connection_string: str | None = None
 ) -> ContainerClient:
     """A client for `container`: Entra ID for `account_url`, or the emulator's connection string."""
+    from azure.storage.blob import BlobServiceClient, ExponentialRetry
+
     # Files up to 32 MiB go up in one request (fewest round trips); larger ones (ImageNet's
     # train shards are ~140 MB) as 8 MiB blocks, `max_concurrency` of them at once.
     # An endpoint that does not answer fails in bounded time (about 25 s): a 10 s connection
@@ -143,6 +134,15 @@ def _is_emulator(connection_string: str) -> bool:
 
 def check_access(container: ContainerClient) -> None:
     """Fail early, before any upload, with what is wrong: credentials, rights or container."""
+    from azure.core.exceptions import (
+        ClientAuthenticationError,
+        HttpResponseError,
+        ResourceNotFoundError,
+        ServiceRequestError,
+    )
+
+    from azdl.propagation import while_propagating
+
     where = f"container {container.container_name!r} at {container.primary_endpoint}"
     try:
         while_propagating(container.get_container_properties, f"reading {where}")
@@ -196,6 +196,33 @@ def _remote_state(container: ContainerClient, prefix: str) -> dict[str, tuple[in
     return state
 
 
+def check_folder(directory: Path) -> tuple[Manifest, ShardEntry]:
+    """The manifest of the shards folder and the manifest's own entry, checked before anything
+    remote is touched (`azdl data stage` calls it before the sign-in): the folder exists, its
+    manifest reads, and every shard it lists is there."""
+    if not directory.exists():
+        raise AzdlError(
+            f"{directory} does not exist; give the folder `azdl data prepare --output` wrote"
+        )
+    if not directory.is_dir():
+        raise AzdlError(
+            f"{directory} is a file; give the folder of the shards and {MANIFEST_NAME} "
+            "(`azdl data prepare --output`)"
+        )
+    try:
+        manifest = load_manifest(directory)
+    except ManifestError as exc:
+        raise AzdlError(str(exc)) from exc
+    absent = [s.name for s in manifest.shards if not (directory / s.name).is_file()]
+    if absent:
+        raise AzdlError(
+            f"{len(absent)} shard(s) listed in the manifest are not in {directory}: "
+            f"{', '.join(absent[:10])}"
+        )
+    size, md5, sha256 = file_digests(directory / MANIFEST_NAME)
+    return manifest, ShardEntry(MANIFEST_NAME, "", 0, size, md5, sha256)
+
+
 def stage(
     directory: Path,
     container: ContainerClient,
@@ -212,19 +239,19 @@ def stage(
     once every shard is in place: an interrupted run never leaves the old manifest beside a
     mix of old and new shards.
     """
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
+
     directory = Path(directory)
-    try:
-        manifest = load_manifest(directory)
-    except ManifestError as exc:
-        raise AzdlError(str(exc)) from exc
-    absent = [s.name for s in manifest.shards if not (directory / s.name).is_file()]
-    if absent:
-        raise AzdlError(
-            f"{len(absent)} shard(s) listed in the manifest are not in {directory}: "
-            f"{', '.join(absent[:10])}"
-        )
-    size, md5, sha256 = file_digests(directory / MANIFEST_NAME)
-    manifest_entry = ShardEntry(MANIFEST_NAME, "", 0, size, md5, sha256)
+    manifest, manifest_entry = check_folder(directory)
+    size, md5 = manifest_entry.size, manifest_entry.md5
     files = [*manifest.shards, manifest_entry]
     check_access(container)
 
@@ -277,6 +304,8 @@ def stage(
 
 
 def _delete_blob(container: ContainerClient, name: str) -> None:
+    from azure.core.exceptions import AzureError, ResourceNotFoundError
+
     try:
         container.delete_blob(name)
     except ResourceNotFoundError:
@@ -327,6 +356,9 @@ class _Uploader:
 
     def upload(self, entry: ShardEntry) -> None:
         """Upload one file; any failure is recorded in the report, not raised."""
+        from azure.core.exceptions import AzureError
+        from azure.storage.blob import ContentSettings
+
         sent = 0
 
         def advance(current: int, _total: int | None) -> None:

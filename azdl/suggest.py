@@ -5,6 +5,7 @@ that script really takes the option (its own parser, `training.options`, is aske
 import argparse
 import difflib
 import re
+import sys
 
 from azdl.commands.options import SCRIPT_ARGS
 from training.flavours import DEFAULT_FRAMEWORK
@@ -16,7 +17,13 @@ INVALID_CHOICE = re.compile(r"invalid choice: '(?P<value>[^']*)' \(choose from (
 
 class Parser(argparse.ArgumentParser):
     """argparse, with the nearest choice suggested for an invalid one (`azdl plna`: did you mean
-    plan?). Subcommand parsers are made of the same class."""
+    plan?). Subcommand parsers are made of the same class.
+
+    The help is written as any other output: argparse's own writer drops a failed write, which
+    would end `azdl --help | head -1` with 0 instead of as a reader gone (azdl.cli.main)."""
+
+    def print_help(self, file=None):
+        (file or sys.stdout).write(self.format_help())
 
     def error(self, message):
         if found := INVALID_CHOICE.search(message):

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Regenerate every benchmark results file (benchmarks/results/<name>.md + .json) that this machine
 # can measure. Slow: P1 alone takes about 25 minutes on 2 cores. QUICK=1 runs the few-minute ones
-# only (P4, the PyTorch input pipeline, P5, conversion, the Example codec). Run on a quiet
-# machine: each file records the load average.
+# only (P4, the PyTorch input pipeline, P5, conversion, the Example codec, the CLI's answer
+# time, make test-fast from a fresh clone). Run on a quiet machine: each file records the load average.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 op=.venv/bin/python
@@ -13,6 +13,8 @@ export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 "$op" benchmarks/p5_staging.py
 "$tr" benchmarks/conversion.py --per-class 250
 "$op" benchmarks/example_codec.py
+"$op" benchmarks/cli_latency.py
+"$op" benchmarks/test_fast.py
 if [ "${QUICK:-0}" != 1 ]; then
     "$op" benchmarks/p2_scaling.py
     "$op" benchmarks/p1_vs_horovod.py --rounds 2

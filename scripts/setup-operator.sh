@@ -6,9 +6,16 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 venv=.venv
 stamp=$venv/.setup-stamp
+# The last line, whatever was done: the one that puts `azdl` on PATH (the README writes
+# .venv/bin/azdl, which works without it).
+on_path() {
+    echo "azdl is $PWD/$venv/bin/azdl; to type just azdl, run (or add to ~/.bashrc):"
+    echo "export PATH=\"$PWD/$venv/bin:\$PATH\""
+}
 want=$(cat requirements.txt pyproject.toml scripts/setup-operator.sh | sha256sum | cut -d' ' -f1)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
     echo "operator environment is up to date ($venv)"
+    on_path
     exit 0
 fi
 
@@ -21,3 +28,4 @@ echo "==> installing the pinned operator requirements into $venv"
 "$venv/bin/python" -m pip install --quiet --no-deps -e .
 echo "$want" > "$stamp"
 echo "operator environment ready ($venv)"
+on_path

@@ -1,11 +1,27 @@
 """The shipped stacks, rendered once per session for tests/review and tests/docs: dev through
 the `azdl plan` command, prod through the function it calls (each in its own subprocess).
 
+A test that uses a rendering fixture (RENDERING, directly or through another fixture) is marked
+slow: rendering the program takes seconds, and `make test-fast` leaves slow tests out. A test
+that renders by itself carries the mark in its module.
+
 Imports stay inside the fixtures: the training tests (.venv-train) load this file too."""
 
 import json
 
 import pytest
+
+# The fixtures that render the program (by name, wherever they are defined).
+RENDERING = {
+    "cli_plan_output", "shipped_plans", "rendering", "cfg",  # the shipped stacks
+    "built", "prebuilt", "variant", "prod_with_jump_host", "landing_zone", "policy_dns", "plans",
+}  # fmt: skip
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if RENDERING & set(item.fixturenames):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")

@@ -3,6 +3,7 @@ script knows every command, bash really completes with it, and the README says h
 it."""
 
 import re
+import shlex
 import shutil
 import subprocess
 from importlib.metadata import version
@@ -11,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from azdl.cli import build_parser, main
+from azdl.review.plan import known_stacks
+from training.flavours import FRAMEWORKS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -49,18 +52,84 @@ def test_the_completion_script_has_every_command(shell, capsys):
     ],
 )
 def test_bash_completes_commands_and_options(tmp_path, capsys, words, expected):
+    assert bash_completes(tmp_path, capsys, words) == [expected]
+
+
+def bash_completes(tmp_path, capsys, words: list[str]) -> list[str]:
+    """What bash offers for the last of `words` (an empty string: after a space)."""
     script = tmp_path / "azdl.bash"
     script.write_text(completion("bash", capsys))
+    quoted = " ".join(shlex.quote(w) for w in words)
     probe = (
-        f"source {script}; COMP_WORDS=({' '.join(words)}); COMP_CWORD={len(words) - 1}; "
-        f'COMP_LINE="{" ".join(words)}"; COMP_POINT=${{#COMP_LINE}}; _shtab_azdl; '
+        f"source {script}; COMP_WORDS=({quoted}); COMP_CWORD={len(words) - 1}; "
+        f"COMP_LINE={shlex.quote(' '.join(words))}; COMP_POINT=${{#COMP_LINE}}; _shtab_azdl; "
         'printf "%s\\n" "${COMPREPLY[@]}"'
     )
     out = subprocess.run(["bash", "-c", probe], capture_output=True, text=True, check=True).stdout
-    assert out.split() == [expected]
+    return out.split()
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+@pytest.mark.parametrize(
+    "words",
+    [
+        ["azdl", "plan", "-s", ""],
+        ["azdl", "plan", ""],
+        ["azdl", "submit", "--stack", ""],
+        ["azdl", "estimate", "-s", ""],
+        ["azdl", "diff", "dev", "-s", ""],
+        ["azdl", "data", "stage", "shards", "-s", ""],
+    ],
+)
+def test_bash_offers_the_stacks_of_the_stacks_folder(tmp_path, capsys, words):
+    assert bash_completes(tmp_path, capsys, words) == known_stacks()
+    assert bash_completes(tmp_path, capsys, [*words[:-1], "pro"]) == ["prod"]
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+@pytest.mark.parametrize("command", ["train", "submit", "bench"])
+def test_bash_offers_the_frameworks(tmp_path, capsys, command):
+    assert bash_completes(tmp_path, capsys, ["azdl", command, "--framework", ""]) == sorted(
+        FRAMEWORKS
+    )
 
 
 def test_shtab_is_pinned_and_the_readme_says_how_to_enable_completion():
     pins = (ROOT / "requirements.txt").read_text()
     assert f"shtab=={version('shtab')}\n" in pins
-    assert 'eval "$(azdl --print-completion bash)"' in (ROOT / "README.md").read_text()
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert 'eval "$(azdl --print-completion bash)"' in readme
+    # ... which needs `azdl` on PATH: the README says where the line for it is
+    assert "`make setup-operator`'s last line puts `azdl` on your PATH" in readme
+
+
+def test_setup_operator_ends_with_the_line_that_puts_azdl_on_path(tmp_path):
+    """Its last line, here on the path where nothing is left to install, is a command that
+    makes `azdl` resolve to the environment it set up."""
+    import hashlib
+
+    for name in ("requirements.txt", "pyproject.toml", "scripts/setup-operator.sh"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / name, tmp_path / name)
+    digest = hashlib.sha256(b"".join(
+        (tmp_path / n).read_bytes()
+        for n in ("requirements.txt", "pyproject.toml", "scripts/setup-operator.sh")
+    )).hexdigest()  # fmt: skip
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    (tmp_path / ".venv" / ".setup-stamp").write_text(digest + "\n")
+    (tmp_path / ".venv" / "bin" / "azdl").symlink_to(ROOT / ".venv" / "bin" / "azdl")
+    out = subprocess.run(
+        ["bash", str(tmp_path / "scripts" / "setup-operator.sh")],
+        capture_output=True, text=True, check=True,
+    ).stdout.splitlines()  # fmt: skip
+    assert out[0] == "operator environment is up to date (.venv)"
+    last = out[-1]
+    assert last == f'export PATH="{tmp_path}/.venv/bin:$PATH"'
+    found = subprocess.run(
+        ["bash", "-c", f"{last}; command -v azdl && azdl --version"],
+        capture_output=True, text=True, check=True,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
+    ).stdout.split()  # fmt: skip
+    assert found == [f"{tmp_path}/.venv/bin/azdl", "azdl", version("azdl")]
+    script = (ROOT / "scripts" / "setup-operator.sh").read_text().rstrip().splitlines()
+    assert script[-1] == "on_path"  # the other way out, after installing, ends the same

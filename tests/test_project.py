@@ -97,3 +97,15 @@ def test_github_test_workflow_runs_the_readme_test_command():
     steps = workflow["jobs"]["test"]["steps"]
     assert [s.get("run") for s in steps if s.get("name") == "make test"] == ["make test"]
     assert workflow["jobs"]["test"]["timeout-minutes"] <= 90
+
+
+def test_the_tests_read_the_shipped_stacks_not_the_stacks_folder():
+    """README step 2 adds stacks/Pulumi.mine.yaml: no test may pick it up by listing stacks/
+    (tests/shipped.py names the shipped ones)."""
+    listing = re.compile(r"glob\(\s*[\"']Pulumi\.\*|stacks[\"']\)\s*\.(?:glob|iterdir|rglob)\(")
+    found = [
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "tests").rglob("*.py")
+        if listing.search(path.read_text())
+    ]
+    assert found == []

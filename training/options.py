@@ -9,7 +9,7 @@ and docs/recipe.md give their sources), and each of their options given on its o
 import argparse
 
 from training import recipe
-from training.data.synthetic import IMAGENET_TRAIN_IMAGES
+from training.data.imagenet import IMAGENET_TRAIN_IMAGES
 from training.flavours import FRAMEWORKS, entry_module
 from training.schedule import DECAYS
 

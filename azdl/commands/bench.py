@@ -2,14 +2,15 @@
 scaling report (azdl.jobs.bench)."""
 
 import argparse
+import json
+import sys
 import time
 from pathlib import Path
 
 from azdl.commands.options import add_script_args, add_stack_options, script_args
+from azdl.console import print_json
 from azdl.envs import REPO_ROOT
 from azdl.errors import AzdlError
-from azdl.jobs import bench
-from azdl.jobs.stack_outputs import load_outputs
 from training.flavours import DEFAULT_FRAMEWORK, FRAMEWORKS
 
 
@@ -41,6 +42,12 @@ def register(subparsers) -> None:
         help="longest wait for one job, queueing included (default 120); a job still running "
         "then is cancelled and reported as an error, and the next size starts",
     )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the report's results.json (azdl.bench/v1) instead of its table; stable for "
+        "scripts (the files are written as without it)",
+    )
     add_script_args(p)
     p.set_defaults(func=run)
 
@@ -68,19 +75,26 @@ def counts(text: str, option: str) -> list[int]:
 def run(args: argparse.Namespace) -> int:
     """Every input is checked (and, on the cluster, the sign-in) before the report folder is
     made."""
+    workers = counts(args.workers, "--workers") if args.local else None
+    asked = counts(args.nodes, "--nodes") if args.nodes and not args.local else None
+    from azdl.jobs import bench  # the sweep's machinery, once the counts are known good
+    from azdl.jobs.stack_outputs import load_outputs
+
     out = args.out or REPO_ROOT / "runs" / time.strftime("bench-%Y%m%d-%H%M%S", time.gmtime())
     if args.local:
-        workers = counts(args.workers, "--workers")
         bench.check_local(args.framework, workers, script_args(args))
         out.mkdir(parents=True, exist_ok=True)
         runs = bench.run_local(args.framework, workers, script_args(args), out)
     else:
         outputs = load_outputs(args.stack, args.outputs)
-        nodes = (
-            counts(args.nodes, "--nodes") if args.nodes else bench.default_nodes(outputs.max_nodes)
-        )
+        nodes = asked or bench.default_nodes(outputs.max_nodes)
         requests = bench.cluster_requests(outputs, args.framework, nodes, script_args(args))
         runs = bench.run_cluster(outputs, requests, out, args.poll_seconds, args.timeout_minutes)
-    print((out / "results.md").read_text(), end="")
-    print(f"\nwrote {out / 'results.json'}, {out / 'results.md'} and {out / 'scaling.png'}")
+    if args.json:
+        document = json.loads((out / "results.json").read_text())
+        print_json(document.pop("schema"), document)
+    else:
+        print((out / "results.md").read_text(), end="")
+    wrote = f"wrote {out / 'results.json'}, {out / 'results.md'} and {out / 'scaling.png'}"
+    print(wrote if args.json else f"\n{wrote}", file=sys.stderr if args.json else sys.stdout)
     return 0 if all(r.measured for r in runs) else 1

@@ -8,17 +8,15 @@ import os
 import sys
 from pathlib import Path
 
-from rich.console import Console
-
 from azdl import staging
 from azdl.commands.options import add_job_name_option, add_stack_options, positive_int
+from azdl.console import make_console, print_json
 from azdl.envs import run_training_module
 from azdl.errors import AzdlError
-from azdl.jobs.fill_nfs import build_fill_nfs_job
-from azdl.jobs.stack_outputs import load_outputs, read_outputs
-from azdl.jobs.submit import new_run_id, send
 from training.data.copy_shards import COPY_OPTIONS
 from training.data.prepare.options import PREPARE_OPTIONS, SAMPLE_OPTIONS, add_options, to_argv
+
+STAGE_SCHEMA = "azdl.stage-result/v1"
 
 # name: (module, options, summary, runs in the training environment)
 DATA_TOOLS = {
@@ -99,6 +97,11 @@ def register(subparsers) -> None:
         metavar="N",
         help="download N blobs picked at random and check their MD5 (default 0)",
     )
+    s.add_argument(
+        "--json",
+        action="store_true",
+        help=f"print the result as one JSON document ({STAGE_SCHEMA}); stable for scripts",
+    )
     s.set_defaults(func=_run_stage)
 
     f = commands.add_parser(
@@ -118,6 +121,12 @@ def register(subparsers) -> None:
     add_job_name_option(f, "azdl-fill-nfs-<time>-<hex>")
     f.add_argument("--dry-run", action="store_true", help="print the job; do not contact Azure")
     f.add_argument("--wait", action="store_true", help="stream the job's logs until it ends")
+    f.add_argument(
+        "--json",
+        action="store_true",
+        help="print the job's name, studio URL and status as one JSON document "
+        "(azdl.submit-result/v1, as `azdl submit --json`); stable for scripts",
+    )
     f.set_defaults(func=_run_fill_nfs)
 
 
@@ -130,10 +139,16 @@ def _run_here(args: argparse.Namespace) -> int:
 
 
 def _run_fill_nfs(args: argparse.Namespace) -> int:
+    from azdl.jobs.fill_nfs import build_fill_nfs_job
+    from azdl.jobs.stack_outputs import load_outputs
+    from azdl.jobs.submit import new_run_id, send
+
+    if args.json and args.dry_run:
+        raise AzdlError("--json reports a submitted job; --dry-run prints its YAML")
     outputs = load_outputs(args.stack, args.outputs)
     run_id = args.name or new_run_id("fill-nfs")
     job = build_fill_nfs_job(outputs, args.data_path.strip("/"), run_id, args.experiment)
-    return send(outputs, job, dry_run=args.dry_run, wait=args.wait)
+    return send(outputs, job, dry_run=args.dry_run, wait=args.wait, as_json=args.json)
 
 
 def _run_stage(args: argparse.Namespace) -> int:
@@ -141,6 +156,9 @@ def _run_stage(args: argparse.Namespace) -> int:
         raise AzdlError("--parallel-files and --max-concurrency must be at least 1")
     if args.verify_sample < 0:
         raise AzdlError(f"--verify-sample must be 0 or more, got {args.verify_sample}")
+    staging.check_folder(args.directory)  # a local mistake is named before any sign-in
+    from azdl.jobs.stack_outputs import read_outputs
+
     connection_string = os.environ.get(staging.CONNECTION_STRING_ENV)
     account_url, container = args.account_url, args.container
     if args.stack or args.outputs:
@@ -155,7 +173,7 @@ def _run_stage(args: argparse.Namespace) -> int:
     if not container:
         raise AzdlError("no container: give --container NAME, --stack STACK or --outputs FILE")
     client = staging.container_client(container, account_url, connection_string)
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     report = staging.stage(
         args.directory,
         client,
@@ -166,18 +184,27 @@ def _run_stage(args: argparse.Namespace) -> int:
         console,
         args.verify_sample,
     )
-    print(
-        f"uploaded {len(report.uploaded)} file(s), {report.bytes_uploaded / 1e6:.1f} MB in "
-        f"{report.seconds:.1f} s ({report.mb_per_s:.1f} MB/s); {len(report.skipped)} already "
-        f"in place; verified against the manifest: {len(report.missing)} missing, "
-        f"{len(report.different)} different, {len(report.unlisted)} not listed; "
-        f"{report.read_back} read back"
-    )
+    if args.json:
+        print_json(STAGE_SCHEMA, {
+            "ok": report.ok, "uploaded": report.uploaded, "skipped": report.skipped,
+            "failed": report.failed, "missing": report.missing, "different": report.different,
+            "unlisted": report.unlisted, "read_back": report.read_back,
+            "bytes_uploaded": report.bytes_uploaded, "seconds": report.seconds,
+        })  # fmt: skip
+    else:
+        print(
+            f"uploaded {len(report.uploaded)} file(s), {report.bytes_uploaded / 1e6:.1f} MB in "
+            f"{report.seconds:.1f} s ({report.mb_per_s:.1f} MB/s); {len(report.skipped)} already "
+            f"in place; verified against the manifest: {len(report.missing)} missing, "
+            f"{len(report.different)} different, {len(report.unlisted)} not listed; "
+            f"{report.read_back} read back"
+        )
     if not (args.download_verify or args.verify_sample):
         print(
             "note: a blob over 32 MiB is checked by size and by the Content-MD5 the uploader "
             "set, which the service does not check against the stored bytes; "
-            "--download-verify reads every blob back (--verify-sample N: N random ones)"
+            "--download-verify reads every blob back (--verify-sample N: N random ones)",
+            file=sys.stderr if args.json else sys.stdout,
         )
     if report.ok:
         return 0

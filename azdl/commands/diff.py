@@ -1,12 +1,15 @@
 """`azdl diff`: compare two plans (manifests or stacks) for review; the exit code says whether
-a reviewer's attention is needed."""
+a reviewer's attention is needed. A stack's plan is reused when nothing it was rendered from has
+changed (azdl.review.render_cache)."""
 
 import argparse
-import json
 
+from azdl.commands.options import completes_stacks
+from azdl.console import print_json
 from azdl.errors import AzdlError
-from azdl.review.diff import EXIT_CODES, diff, render_text
-from azdl.review.plan import load_plans
+from azdl.review.diff import EXIT_CODES
+
+JSON_SCHEMA = "azdl.diff-result/v1"
 
 
 def register(subparsers) -> None:
@@ -21,17 +24,25 @@ def register(subparsers) -> None:
     p.add_argument(
         "head", nargs="?", help="the plan under review: a manifest .json or a stack name"
     )
-    p.add_argument("-s", "--stack", help="the stack under review, rendered now (instead of HEAD)")
-    p.add_argument("--json", action="store_true", help="print the diff as JSON")
+    under_review = "the stack under review, rendered now (instead of HEAD)"
+    completes_stacks(p.add_argument("-s", "--stack", help=under_review))
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help=f"print the diff as one JSON document ({JSON_SCHEMA}); stable for scripts",
+    )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from azdl.review.diff import diff, render_text
+    from azdl.review.plan import load_plans
+
     if (args.head is None) == (args.stack is None):
         raise AzdlError("give the plan under review once: HEAD or -s STACK")
     result = diff(*load_plans([args.base, args.head or args.stack]))
     if args.json:
-        print(json.dumps(result.to_json(), indent=2, sort_keys=True))
+        print_json(JSON_SCHEMA, result.to_json())
     else:
         print(render_text(result), end="")
     return result.exit_code

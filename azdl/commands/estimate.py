@@ -2,15 +2,16 @@
 within a budget, or the whole time/cost frontier), from measured scaling and the stack's prices.
 Offline: no Azure access; the stack, when given, is rendered as `azdl plan` renders it."""
 
+from __future__ import annotations
+
 import argparse
 import dataclasses
-import json
-import sys
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-
+from azdl.commands.options import completes_stacks
+from azdl.console import make_console, print_json, print_table
 from azdl.errors import AzdlError
 from azdl.estimate import frontier, report
 from azdl.estimate.throughput import (
@@ -22,19 +23,15 @@ from azdl.estimate.throughput import (
     read_gpu_kit,
     read_published,
 )
-from azdl.estimate.workload import (
-    DEFAULT_EPOCHS,
-    IMAGENET_TRAIN_IMAGES,
-    MODELS,
-    Workload,
-    parse_duration,
-)
-from azdl.review import cost
-from azdl.review.plan import check_stack_file, render_stack, stack_file
+from azdl.estimate.workload import DEFAULT_EPOCHS, MODELS, Workload, parse_duration
 from azdl.review.prices import PRICES_ENV, load_prices, regions
 from infra.catalogue import VM_SIZES, UnknownVmSize, VmSize, get_vm_size
-from infra.config import load_stack_file
+from training.data.imagenet import IMAGENET_TRAIN_IMAGES
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
+JSON_SCHEMA = "azdl.estimate-result/v1"
 DEFAULT_MAX_NODES = 4  # without a stack: the prod stack's cluster.maxNodes
 MORE_NODES_LIMIT = 64  # how far past maxNodes the "needs a larger maxNodes" hint looks
 
@@ -51,8 +48,10 @@ def register(subparsers) -> None:
         "--per-gpu-rate/--efficiency; every figure's source is printed beside it. Offline.",
     )
     where = p.add_argument_group("cluster")
-    where.add_argument("-s", "--stack", help="stack whose size, region, maxNodes, spend limit "
-                       "and fixed costs apply (stacks/Pulumi.STACK.yaml)")  # fmt: skip
+    completes_stacks(where.add_argument(
+        "-s", "--stack", help="stack whose size, region, maxNodes, spend limit and fixed costs "
+        "apply (stacks/Pulumi.STACK.yaml)",
+    ))  # fmt: skip
     where.add_argument("--vm-size", action="append", metavar="SIZE",
                        help="a VM size to consider (repeatable; default: the stack's, or every "
                        "GPU size the region's price table lists)")  # fmt: skip
@@ -123,7 +122,11 @@ def register(subparsers) -> None:
                      help=f"price file (default: ${PRICES_ENV}, else the shipped one), as "
                      "`azdl plan --prices`")  # fmt: skip
     out.add_argument("--plot", type=Path, metavar="FILE", help="write cost against time as PNG")
-    out.add_argument("--json", action="store_true", help="print the estimate as JSON only")
+    out.add_argument(
+        "--json",
+        action="store_true",
+        help=f"print the estimate as one JSON document ({JSON_SCHEMA}) only; stable for scripts",
+    )
     out.add_argument("--all", action="store_true", help="list every option, not only the frontier")
     out.add_argument(
         "--quota",
@@ -183,8 +186,11 @@ def _fixed_cost(stack: str, config, prices, console: Console) -> tuple[float, st
     """The stack's own cost per hour, whether it trains or not, as `azdl plan` prices it: its
     idle floor per month (clusters at min nodes, NAT, endpoints, share, ...) / hours per month,
     the training cluster left out; and a sentence saying so."""
+    from azdl.review import cost
+    from azdl.review.plan import render_stack
+
     with console.status(f"rendering stack {stack} offline for its fixed costs"):
-        doc, _ = render_stack(stack)
+        doc, _ = render_stack(stack, reuse=True)
     est = cost.estimate(doc, prices)
     training = f"cluster {config.cluster.name}"
     lines = [x for x in est.lines if x.item != training]
@@ -226,9 +232,11 @@ def run(args: argparse.Namespace) -> int:
     if args.quota and not args.stack:
         raise AzdlError("--quota reads a deployed stack's quota: give -s STACK")
     deadline = parse_duration(args.deadline) if args.deadline is not None else None
-    console = Console(stderr=True, highlight=False)
     config = None
     if args.stack:  # the stack file is checked here; it is rendered once every input is
+        from azdl.review.plan import check_stack_file, stack_file
+        from infra.config import load_stack_file
+
         path = stack_file(args.stack)
         check_stack_file(path)
         config = load_stack_file(path)
@@ -270,7 +278,7 @@ def run(args: argparse.Namespace) -> int:
             kit_note = f"{exc}; not used (--gpu-results FILE names another)"
     fixed, fixed_note = 0.0, "no stack: no fixed cost of a stack included (-s STACK adds it)"
     if config is not None:
-        fixed, fixed_note = _fixed_cost(args.stack, config, prices, console)
+        fixed, fixed_note = _fixed_cost(args.stack, config, prices, make_console(stderr=True))
 
     workload = Workload(MODELS[args.model], args.images, args.epochs)
     settings = frontier.Settings(
@@ -312,12 +320,12 @@ def run(args: argparse.Namespace) -> int:
             "deadlineHours": deadline, "budgetUsd": args.budget, "fixedHourlyUsd": fixed,
         }  # fmt: skip
         document = report.document(opts, chosen, needs, sources, context, quota)
-        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+        print_json(JSON_SCHEMA, document)
         return 0 if chosen is not None or (deadline is None and args.budget is None) else 1
-    out = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+    out = make_console()
     heading = f"Time and cost of {title} (USD, estimate)"
     table = report.frontier_table(opts, deadline, args.budget, chosen, heading, args.all, quota)
-    out.print(table)
+    print_table(out, table)
     out.print("→ recommendation, * on the time/cost frontier; ≤ an upper bound: low priority "
               "priced as dedicated, for want of a low-priority price", soft_wrap=True)  # fmt: skip
     if chosen is not None:

@@ -4,14 +4,21 @@ download). Each subcommand takes --json for scripts; `show` prints the chain of 
 `azdl submit --max-retries` (the `azdl.attempt` / `azdl.retry_of` tags).
 """
 
-import json
 import sys
 from pathlib import Path
 
 from azdl.commands.options import add_stack_options, job_name, positive_int
+from azdl.console import print_json
 from azdl.errors import AzdlError
-from azdl.jobs.stack_outputs import load_outputs
-from azdl.jobs.submit import ATTEMPT_TAG, RETRY_OF_TAG
+
+# One document format per action, each with its `schema` key (docs/cli.md).
+SCHEMAS = {
+    "list": "azdl.jobs-list/v1",
+    "show": "azdl.job/v1",
+    "logs": "azdl.job-logs/v1",
+    "cancel": "azdl.job-cancel/v1",
+    "download": "azdl.job-download/v1",
+}
 
 
 def register(subparsers) -> None:
@@ -32,7 +39,11 @@ def register(subparsers) -> None:
     for name, (func, text) in commands.items():
         q = sub.add_parser(name, help=text, description=text)
         add_stack_options(q)
-        q.add_argument("--json", action="store_true", help="print JSON, for scripts")
+        q.add_argument(
+            "--json",
+            action="store_true",
+            help=f"print one JSON document ({SCHEMAS[name]}); stable for scripts",
+        )
         if name == "list":
             q.add_argument("--experiment", default="azdl", help="experiment (default azdl)")
             q.add_argument("--limit", type=positive_int, default=20, help="jobs shown (default 20)")
@@ -50,12 +61,15 @@ def register(subparsers) -> None:
 
 
 def _client(args):
+    from azdl.jobs.stack_outputs import load_outputs
     from azdl.jobs.workspace import ml_client
 
     return ml_client(load_outputs(args.stack, args.outputs))
 
 
 def summary(job) -> dict:
+    from azdl.jobs.submit import ATTEMPT_TAG, RETRY_OF_TAG
+
     created = getattr(getattr(job, "creation_context", None), "created_at", None)
     tags = dict(job.tags or {})
     return {
@@ -87,7 +101,7 @@ def list_jobs(args) -> int:
     jobs.sort(key=lambda j: j["created"] or "", reverse=True)
     jobs = jobs[: args.limit]
     if args.json:
-        print(json.dumps(jobs, indent=2))
+        print_json(SCHEMAS["list"], {"experiment": args.experiment, "jobs": jobs})
         return 0
     if not jobs:
         print(f"no jobs in experiment {args.experiment!r}")
@@ -100,6 +114,8 @@ def list_jobs(args) -> int:
 def chain(client, job) -> list[dict]:
     """The job's attempts in order: back along retry_of tags, forward through the experiment's
     jobs that name it as their retry_of."""
+    from azdl.jobs.submit import RETRY_OF_TAG
+
     attempts = [summary(job)]
     while attempts[0]["retry_of"]:
         attempts.insert(0, summary(_get(client, attempts[0]["retry_of"])))
@@ -118,7 +134,7 @@ def show_job(args) -> int:
     job = _get(client, args.name)
     info = summary(job) | {"attempts": chain(client, job)}
     if args.json:
-        print(json.dumps(info, indent=2))
+        print_json(SCHEMAS["show"], info)
         return 0
     for key in ("name", "status", "experiment", "compute", "created", "studio_url"):
         print(f"{key}: {info[key]}")
@@ -141,8 +157,8 @@ def job_logs(args) -> int:
         if job.status not in workspace.TERMINAL:
             raise AzdlError(f"job {args.name} is {job.status}; --json needs a finished job "
                             "(stream it without --json)")  # fmt: skip
-        print(json.dumps({"name": job.name, "status": job.status,
-                          "logs": workspace.job_logs(client, job.name)}))  # fmt: skip
+        print_json(SCHEMAS["logs"], {"name": job.name, "status": job.status,
+                                     "logs": workspace.job_logs(client, job.name)})  # fmt: skip
         return 0
     try:
         client.jobs.stream(args.name)
@@ -163,7 +179,7 @@ def cancel_job(args) -> int:
     client.jobs.begin_cancel(args.name).result()
     status = client.jobs.get(args.name).status
     if args.json:
-        print(json.dumps({"name": args.name, "status": status}))
+        print_json(SCHEMAS["cancel"], {"name": args.name, "status": status})
     else:
         print(f"{args.name}: cancel requested, now {status}")
     return 0
@@ -189,7 +205,7 @@ def download_job(args) -> int:
         client.jobs.download(args.name, download_path=str(out), output_name=args.output)
     files = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
     if args.json:
-        print(json.dumps({"name": args.name, "folder": str(out), "files": files}))
+        print_json(SCHEMAS["download"], {"name": args.name, "folder": str(out), "files": files})
     else:
         print(f"downloaded {len(files)} files of {args.name} to {out}")
     return 0

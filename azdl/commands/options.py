@@ -9,8 +9,10 @@ script come after `--` (`script_args`).
 
 import argparse
 import re
+import shlex
 from pathlib import Path
 
+from azdl.envs import REPO_ROOT
 from azdl.errors import AzdlError
 
 # Azure ML job names are run ids: a letter or digit, then up to 255 letters, digits, `_` or `-`
@@ -19,12 +21,31 @@ from azdl.errors import AzdlError
 JOB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,255}")
 
 
+# Shell completion of a stack name: the stack files of this repository's stacks/ folder, listed
+# when the user presses Tab, so a stack added later is offered too.
+LIST_STACKS = (
+    f"ls -1 {shlex.quote(str(REPO_ROOT / 'stacks'))} 2>/dev/null"
+    " | sed -n 's/^Pulumi\\.\\(.*\\)\\.yaml$/\\1/p'"
+)
+
+
+def completes_stacks(action: argparse.Action) -> argparse.Action:
+    """`action` completed with the stack names (shtab's `cmd` completer; shtab is imported here:
+    the training environment imports command modules without building their parsers)."""
+    import shtab
+
+    action.complete = shtab.cmd(LIST_STACKS)
+    return action
+
+
 def add_stack_options(p: argparse.ArgumentParser):
     """-s/--stack and --outputs (mutually exclusive); returns the group, for a command that
     offers one more way to name the target."""
     where = p.add_mutually_exclusive_group()
-    where.add_argument(
-        "-s", "--stack", help="Pulumi stack to read outputs from (needs the Pulumi CLI)"
+    completes_stacks(
+        where.add_argument(
+            "-s", "--stack", help="Pulumi stack to read outputs from (needs the Pulumi CLI)"
+        )
     )
     where.add_argument(
         "--outputs",
@@ -38,11 +59,11 @@ def add_stack_options(p: argparse.ArgumentParser):
 def add_stacks_argument(p: argparse.ArgumentParser, metavar: str, what: str) -> None:
     """Stacks as bare arguments and as `-s/--stack` (repeatable), for commands that take
     several; `stacks_of` merges them (those given with -s first)."""
-    p.add_argument("stacks", nargs="*", metavar=metavar, help=what)
-    p.add_argument(
+    completes_stacks(p.add_argument("stacks", nargs="*", metavar=metavar, help=what))
+    completes_stacks(p.add_argument(
         "-s", "--stack", action="append", default=[], dest="stack", metavar="STACK",
         help="a stack, as in the Pulumi CLI (repeatable; the same as a bare STACK)",
-    )  # fmt: skip
+    ))  # fmt: skip
 
 
 def stacks_of(args: argparse.Namespace, metavar: str) -> list[str]:

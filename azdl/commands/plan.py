@@ -1,24 +1,24 @@
 """`azdl plan`: render stacks offline (no Azure, no Pulumi CLI) as a manifest, a tree and a
 cost estimate."""
 
+from __future__ import annotations
+
 import argparse
 import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
-
-from rich import box
-from rich.console import Console
-from rich.table import Table
+from typing import TYPE_CHECKING, Any
 
 from azdl.commands.options import add_stacks_argument, positive_int, stacks_of
-from azdl.console import make_console, print_json
-from azdl.review import cost, manifest
-from azdl.review.plan import check_stack_file, render_stack, stack_file
-from azdl.review.prices import PRICES_ENV, load_prices
-from azdl.review.tree import render_tree
-from infra.config import load_config
-from infra.way_in import missing_ways_in
+from azdl.console import make_console, print_json, print_table
+from azdl.review.prices import PRICES_ENV
+from training.data.imagenet import IMAGENET_TRAIN_IMAGES
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
+    from azdl.review import cost
 
 DEFAULT_OUT = Path("out/plan")
 JSON_SCHEMA = "azdl.plan-result/v1"
@@ -51,8 +51,8 @@ def register(subparsers) -> None:
         "--workers", type=positive_int, help="GPUs the --images-per-sec figure was measured on"
     )
     p.add_argument(
-        "--images-per-epoch", type=positive_int, default=cost.IMAGENET_TRAIN_IMAGES,
-        help=f"images in one epoch (default ImageNet-1k train, {cost.IMAGENET_TRAIN_IMAGES})",
+        "--images-per-epoch", type=positive_int, default=IMAGENET_TRAIN_IMAGES,
+        help=f"images in one epoch (default ImageNet-1k train, {IMAGENET_TRAIN_IMAGES})",
     )  # fmt: skip
     p.add_argument(
         "--prices",
@@ -69,15 +69,18 @@ def _money(value: float | None) -> str:
 
 
 def cost_table(est: cost.Estimate) -> Table:
+    from rich import box
+    from rich.table import Table
+
     table = Table(
         title=f"Estimated cost of stack {est.stack} (USD, estimate)",
         title_justify="left",
         box=box.SIMPLE,
     )
-    table.add_column("item")
-    table.add_column("what")
-    table.add_column("per hour at max", justify="right")
-    table.add_column("per month idle floor", justify="right")
+    table.add_column("item", overflow="fold")
+    table.add_column("what", overflow="fold")
+    table.add_column("per hour at max", justify="right", overflow="fold")
+    table.add_column("per month idle floor", justify="right", overflow="fold")
     for line in est.lines:
         table.add_row(
             line.item, line.detail, _money(line.max_per_hour), _money(line.idle_per_month)
@@ -94,7 +97,7 @@ def cost_table(est: cost.Estimate) -> Table:
 
 
 def print_cost(console: Console, est: cost.Estimate) -> None:
-    console.print(cost_table(est))
+    print_table(console, cost_table(est))
     if est.epoch:
         e = est.epoch
         console.print(
@@ -130,6 +133,9 @@ def budget_warnings(doc: dict[str, Any], est: cost.Estimate) -> list[str]:
 def access_warnings(doc: dict[str, Any]) -> list[str]:
     """What keeps anyone from using the rendered stack (infra/way_in.py): a private stack with
     no operators, or no way into its network."""
+    from infra.config import load_config
+    from infra.way_in import missing_ways_in
+
     config = load_config(doc["config"], stack=doc["stack"])
     return missing_ways_in(config)
 
@@ -149,6 +155,11 @@ def cost_json(est: cost.Estimate) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from azdl.review import cost, manifest
+    from azdl.review.plan import check_stack_file, render_stack, stack_file
+    from azdl.review.prices import load_prices
+    from azdl.review.tree import render_tree
+
     stacks = stacks_of(args, "STACK")
     for stack in stacks:  # every stack file checked before anything is rendered or written
         check_stack_file(stack_file(stack))

@@ -3,12 +3,9 @@
 import argparse
 import json
 
-from rich.table import Table
-
 from azdl.commands.options import add_stacks_argument, stacks_of
-from azdl.console import make_console, print_json
+from azdl.console import make_console, print_json, print_table
 from azdl.errors import AzdlError
-from azdl.review.plan import load_plans
 
 JSON_SCHEMA = "azdl.policy-result/v1"
 
@@ -37,12 +34,15 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    # pulumi-policy pulls in gRPC: imported here, not on every `azdl` start.
-    from azdl.review.policy import check, load_rules, policy_config
-
     plans = stacks_of(args, "PLAN")
     if args.json and (args.list or args.pack_config):
         raise AzdlError("--json prints the violations; leave out --list and --pack-config")
+    # pulumi-policy pulls in gRPC: imported once the input is known to be good.
+    from rich.table import Table
+
+    from azdl.review.plan import load_plans
+    from azdl.review.policy import check, load_rules, policy_config
+
     console = make_console()
     if args.list:
         table = Table(title="Policies (policies/rules/)", title_justify="left")
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
             table.add_column(column, overflow="fold")
         for p in load_rules().POLICIES:
             table.add_row(p.name, p.severity.value, p.enforcement_level.value, p.remediation_steps)
-        console.print(table)
+        print_table(console, table)
     failed, results = False, []
     for doc in load_plans(plans):
         if args.pack_config:
@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         for f in findings:
             level = "mandatory" if f.mandatory else "advisory"
             table.add_row(f.policy, f.severity, level, f.resource or "(stack)", f.message)
-        console.print(table)
+        print_table(console, table)
     if args.json:
         print_json(JSON_SCHEMA, {"passed": not failed, "stacks": results})
     return 1 if failed else 0

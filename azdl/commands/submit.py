@@ -15,13 +15,10 @@ from azdl.commands.options import (
     script_args,
 )
 from azdl.errors import AzdlError
-from azdl.jobs import export, health
 from azdl.jobs import script as own_script
 from azdl.jobs.request import DEFAULT_LOCAL_DIR, STORAGE_MODES, JobRequest, OwnScript
 from azdl.jobs.safeguards import CLUSTER_STALL_TIMEOUT_S
-from azdl.jobs.spec import build_job, warnings
-from azdl.jobs.stack_outputs import load_outputs
-from azdl.jobs.submit import JSON_SCHEMA, new_run_id, send, send_with_retries
+from azdl.jobs.submit import JSON_SCHEMA
 from training.flavours import DEFAULT_FRAMEWORK, FRAMEWORKS
 
 
@@ -69,7 +66,7 @@ def register(subparsers) -> None:
         help="folder of wheels in the code folder: install --requirements from it only "
         "(pip --no-index; for private package registries and clusters without internet)",
     )
-    p.add_argument("--nodes", type=int, default=1, help="cluster nodes (default 1)")
+    p.add_argument("--nodes", type=positive_int, default=1, help="cluster nodes (default 1)")
     p.add_argument(
         "--storage",
         choices=STORAGE_MODES,
@@ -218,6 +215,12 @@ def run(args: argparse.Namespace) -> int:
         raise AzdlError("--json reports a submitted job; --dry-run and --export print its YAML")
     script = own_script_of(args)
     framework = framework_of(args, script)
+    # The job's machinery (the outputs' model, then azure-ai-ml) once the options are good.
+    from azdl.jobs import export, health
+    from azdl.jobs.spec import build_job, warnings
+    from azdl.jobs.stack_outputs import load_outputs
+    from azdl.jobs.submit import new_run_id, send, send_with_retries
+
     outputs = load_outputs(args.stack, args.outputs)
     what = script.path.stem if script else framework
     request = JobRequest(
@@ -247,7 +250,8 @@ def run(args: argparse.Namespace) -> int:
         if not args.dry_run:
             return 0
     if request.health_check:
-        print(f"# health gate before training: {health.levels_text(outputs.vm_size.name)}")
+        gate = f"# health gate before training: {health.levels_text(outputs.vm_size.name)}"
+        print(gate, file=sys.stderr if args.json else sys.stdout)  # stdout: the JSON alone
     if args.dry_run or not args.max_retries:
         return send(outputs, job, dry_run=args.dry_run, wait=args.wait, as_json=args.json)
-    return send_with_retries(outputs, request, args.max_retries)
+    return send_with_retries(outputs, request, args.max_retries, as_json=args.json)

@@ -1,13 +1,15 @@
 """How an estimate is shown: the frontier table, the recommendation, the sources, a cost/time
 plot and the JSON document."""
 
-from pathlib import Path
+from __future__ import annotations
 
-from matplotlib.figure import Figure
-from rich import box
-from rich.table import Table
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from azdl.estimate.frontier import LOW_PRIORITY, Option, describe
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 QUOTA_NOT_READ = "not read"
 
@@ -48,6 +50,9 @@ def frontier_table(
     quota: dict[tuple[str, str], int | None] | None = None,
 ) -> Table:
     """`quota`: free cores per (VM size, priority) as `azdl estimate --quota` read them."""
+    from rich import box
+    from rich.table import Table
+
     target = " / ".join(
         name for name, given in (("deadline", deadline), ("budget", budget)) if given is not None
     )
@@ -95,6 +100,8 @@ def plot(
 ) -> None:
     """Cost against time of every priced option, the frontier as a line, the recommendation
     starred, the deadline and budget as dashed lines."""
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=(8, 5), dpi=120)
     ax = fig.add_subplot()
     eligible = [o for o in opts if o.eligible]

@@ -18,6 +18,8 @@ GPU_KIT_RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
 DEFAULT_OVERLAP = 0.5
 DEFAULT_BATCH_PER_GPU = 256  # NVIDIA's ResNet50 v1.5 recipe (DeepLearningExamples configs.yml)
 PUBLISHED = "published, not measured here"
+MODELLED = "modelled, not measured here"
+LABELS = {"published": PUBLISHED, "modelled": MODELLED}
 
 # GPU names as torch.cuda.get_device_name prints them -> the catalogue's gpu_model.
 DEVICE_MODELS = (
@@ -35,7 +37,7 @@ class Reference:
 
     per_gpu: float
     gpus: int
-    kind: str  # "measured", "published", "override"
+    kind: str  # "measured", "published", "modelled", "override"
     source: str
     batch_per_gpu: int | None = None
 
@@ -43,7 +45,7 @@ class Reference:
 @dataclass(frozen=True)
 class Rate:
     images_per_sec: float | None  # None: no figure (then `source` says why)
-    kind: str  # "measured", "model", "published", "override", "none"
+    kind: str  # "measured", "model", "published", "modelled", "override", "none"
     source: str  # the whole provenance
     short: str = ""  # a table cell's worth of it
 
@@ -137,7 +139,34 @@ def read_gpu_kit(path: Path, inputs: Inputs) -> None:
 
 
 def read_published(path: Path = PUBLISHED_FILE) -> dict[str, list[dict]]:
-    return yaml.safe_load(Path(path).read_text())
+    """The rates by VM size, each with its `kind`: "published", or "modelled" for a row
+    `scaled_from` another size's published row (same model and GPUs), whose figure it gets here
+    as that row's × `scale`, with both sources."""
+    raw = yaml.safe_load(Path(path).read_text())
+    rates = {}
+    for size, rows in raw.items():
+        rates[size] = []
+        for row in rows:
+            if "scaled_from" not in row:
+                rates[size].append(row | {"kind": "published"})
+                continue
+            base = next(
+                (b for b in raw.get(row["scaled_from"], []) if "scaled_from" not in b
+                 and (b["model"], b["gpus"]) == (row["model"], row["gpus"])),
+                None,
+            )  # fmt: skip
+            if base is None:
+                raise AzdlError(
+                    f"{path}: {size} is scaled from {row['scaled_from']}, which publishes no "
+                    f"{row['model']} rate on {row['gpus']} GPU(s)"
+                )
+            rates[size].append(row | {
+                "kind": "modelled",
+                "images_per_sec": round(base["images_per_sec"] * row["scale"]),
+                "source": f"{base['images_per_sec']:,} images/s {PUBLISHED} ({base['system']}, "
+                f"{base['source']}) × {row['scale']:g}: {row['source']}",
+            })  # fmt: skip
+    return rates
 
 
 def bus_bandwidth(size: VmSize, gpus: int) -> tuple[float, str] | None:
@@ -223,8 +252,8 @@ def reference(size: VmSize, model: Model, inputs: Inputs) -> Reference | None:
         return Reference(
             row["images_per_sec"] / row["gpus"],
             row["gpus"],
-            "published",
-            f"{PUBLISHED}: {row['system']}, {row['source']}",
+            row["kind"],
+            f"{LABELS[row['kind']]}: {row['system']}, {row['source']}",
             row.get("batch_per_gpu"),
         )
     return None
@@ -258,7 +287,7 @@ def throughput(size: VmSize, nodes: int, model: Model, inputs: Inputs) -> Rate:
             f" × {inputs.efficiency:g}" if nodes > 1 else ""
         )
         return Rate(ref.per_gpu * gpus * scale, "override", f"override: {how}", short)
-    if ref.kind == "published":
+    if ref.kind in LABELS:
         row = next(
             (
                 r
@@ -268,17 +297,18 @@ def throughput(size: VmSize, nodes: int, model: Model, inputs: Inputs) -> Rate:
             None,
         )
         if row is not None:
+            label = LABELS[row["kind"]]
             return Rate(
                 float(row["images_per_sec"]),
-                "published",
-                f"{PUBLISHED}: {row['system']}, {row['source']}",
-                f"{PUBLISHED} ({row['system']})",
+                row["kind"],
+                f"{label}: {row['system']}, {row['source']}",
+                f"{label} ({row['system']})",
             )
     result = modeled(ref, size, nodes, model, inputs)
     if isinstance(result, str):
         return Rate(None, "none", result, result)
     origin = {"override": "--per-gpu-rate", "published": f"rate {PUBLISHED}",
-              "measured": "measured rate"}[ref.kind]  # fmt: skip
+              "modelled": f"rate {MODELLED}", "measured": "measured rate"}[ref.kind]  # fmt: skip
     linear = result[0] / (gpus * ref.per_gpu)
     short = f"model ({linear:.1%} of linear) from a {ref.gpus}-GPU {origin}"
     return Rate(result[0], "model", f"model from a {origin}: {result[1]}", short)

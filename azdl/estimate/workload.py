@@ -5,7 +5,6 @@ from dataclasses import dataclass
 
 from azdl.errors import AzdlError
 
-IMAGENET_TRAIN_IMAGES = 1_281_167  # ILSVRC-2012 training split
 DEFAULT_EPOCHS = 90  # the ResNet50 v1.5 recipe's length (docs/recipe.md)
 GRADIENT_BYTES_PER_PARAM = 4  # Horovod all-reduces fp32 gradients unless compression is asked for
 

@@ -1,7 +1,12 @@
 """What every azdl job shares in Azure ML terms: the command job's common fields, datastore
 URIs, one MPI process per GPU, NCCL's settings for the cluster's network, the NFS mount."""
 
-from azdl.jobs.stack_outputs import StackOutputs
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the outputs' model is only named here; `azdl submit --help` needs no pydantic
+    from azdl.jobs.stack_outputs import StackOutputs
 
 NFS_MOUNT_POINT = "/mnt/azdl-nfs"
 

@@ -99,11 +99,14 @@ def build_check_job(outputs: StackOutputs, nodes: int, run_id: str, experiment: 
     )
 
 
-def verdicts(outputs: StackOutputs, run_id: str) -> str:
-    """The gate's verdict lines (`azdl-health: …`) in the job's logs, or a line saying there
-    were none."""
+def verdict_lines(outputs: StackOutputs, run_id: str) -> list[str]:
+    """The gate's verdict lines (`azdl-health: …`) in the job's logs."""
     from azdl.jobs.workspace import job_logs, ml_client
 
-    lines = [line for line in job_logs(ml_client(outputs), run_id).splitlines()
-             if line.startswith(PREFIX)]  # fmt: skip
-    return "\n".join(lines) or f"no {PREFIX} lines in the job's logs"
+    return [line for line in job_logs(ml_client(outputs), run_id).splitlines()
+            if line.startswith(PREFIX)]  # fmt: skip
+
+
+def verdicts(outputs: StackOutputs, run_id: str) -> str:
+    """The verdict lines, or a line saying there were none."""
+    return "\n".join(verdict_lines(outputs, run_id)) or f"no {PREFIX} lines in the job's logs"

@@ -5,8 +5,6 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from matplotlib.figure import Figure
-
 SCHEMA = "azdl.bench/v1"
 
 
@@ -93,6 +91,8 @@ def markdown_table(rows: list[dict], unit: str, unit_singular: str) -> str:
 def plot(rows: list[dict], title: str, unit: str, path: Path) -> None:
     """images/s against workers with the ideal (linear) line; efficiency on a second axis.
     Runs that do not count are red crosses at their last figure (or at 0)."""
+    from matplotlib.figure import Figure  # here, not at import: `azdl estimate` reads SCHEMA
+
     fig = Figure(figsize=(7, 4.5), dpi=120)
     ax = fig.add_subplot()
     ok = [r for r in rows if r["counted"]]

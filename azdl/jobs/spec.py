@@ -91,10 +91,10 @@ def training_command(request: JobRequest, threads: int, guard: list[str] = ()) -
 
 
 def build_job(outputs: StackOutputs, request: JobRequest):
-    """The azure-ai-ml command job for `request` (validated first)."""
+    """The azure-ai-ml command job for `request` (validated first, before azure-ai-ml loads)."""
+    validate(outputs, request)
     from azure.ai.ml import MpiDistribution
 
-    validate(outputs, request)
     threads = threads_per_process(outputs)
     guards, guard = safeguards.job_safeguards(request, outputs.vm_size)
     part = job_part(request, threads, guard)

@@ -14,7 +14,6 @@ from azdl.console import print_json
 from azdl.jobs import export, quota
 from azdl.jobs.request import JobRequest
 from azdl.jobs.retry import Outcome, classify
-from azdl.jobs.spec import build_job
 
 JSON_SCHEMA = "azdl.submit-result/v1"
 # The chain of attempts, on each job: `azdl jobs show` follows it.
@@ -75,16 +74,31 @@ def send(outputs, job, *, dry_run: bool, wait: bool, as_json: bool = False) -> i
     return 0 if not wait or status == "Completed" else 1
 
 
-def send_with_retries(outputs, request: JobRequest, max_retries: int) -> int:
+def send_with_retries(outputs, request: JobRequest, max_retries: int, as_json: bool = False) -> int:
     """Submit the job and follow it, resubmitting it from its checkpoints after a failure the
-    retry policy calls transient, at most `max_retries` times."""
+    retry policy calls transient, at most `max_retries` times (`as_json`: the attempts go to
+    stderr, the result, with the chain of attempts, is one JSON document on stdout)."""
     client = ml_client_checked(outputs, request.nodes)
-    return follow(client, retry_builder(outputs, request), max_retries)
+    if not as_json:
+        return follow(client, retry_builder(outputs, request), max_retries)
+    attempts: list[Attempt] = []
+    with contextlib.redirect_stdout(sys.stderr):
+        code = follow(client, retry_builder(outputs, request), max_retries, attempts=attempts)
+    last = attempts[-1]
+    print_json(JSON_SCHEMA, {
+        "name": last.name, "url": last.url, "status": last.status,
+        "attempts": [{"name": a.name, "status": a.status, "reason": a.outcome.reason}
+                     for a in attempts],
+    })  # fmt: skip
+    return code
 
 
 def retry_builder(outputs, request: JobRequest):
     """Attempt n of the job: the first as asked; later ones named <name>-retryN, resuming from
     the first attempt's checkpoints (or the --resume-from job's, when one was given)."""
+    # Here, not at the top: `azdl submit --help` reads JSON_SCHEMA, and spec reads the stack
+    # outputs' pydantic model.
+    from azdl.jobs.spec import build_job
 
     def build(number: int, first: str | None):
         if number == 1:
@@ -101,6 +115,7 @@ class Attempt:
     name: str
     status: str
     outcome: Outcome
+    url: str = ""  # the job in Azure ML studio
 
 
 def watch(client, name: str, stream: bool) -> tuple[str, str]:
@@ -122,13 +137,14 @@ def watch(client, name: str, stream: bool) -> tuple[str, str]:
 
 
 def follow(client, build: Callable[[int, str | None], object], max_retries: int,
-           stream: bool = True) -> int:  # fmt: skip
+           stream: bool = True, attempts: list | None = None) -> int:  # fmt: skip
     """Submit `build(1, None)`, then `build(n, first_name)` after each retryable failure, at most
-    `max_retries` times; print the chain of attempts. Exit status 0 when one completed."""
+    `max_retries` times; print the chain of attempts (and add them to `attempts`, if given).
+    Exit status 0 when one completed."""
     from azdl.jobs.workspace import job_logs
     from azdl.propagation import code_upload_refusals, while_propagating
 
-    attempts: list[Attempt] = []
+    attempts = [] if attempts is None else attempts
     job = build(1, None)
     while True:
         number = len(attempts) + 1
@@ -144,7 +160,7 @@ def follow(client, build: Callable[[int, str | None], object], max_retries: int,
         status, error = watch(client, created.name, stream)
         logs = job_logs(client, created.name) if status == "Failed" else ""
         outcome = classify(status, error, logs)
-        attempts.append(Attempt(created.name, status, outcome))
+        attempts.append(Attempt(created.name, status, outcome, created.studio_url))
         if status == "Completed" or not outcome.retry:
             break
         if number > max_retries:

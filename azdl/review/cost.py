@@ -18,9 +18,9 @@ from azdl.review import manifest as mf
 from azdl.review.prices import Prices, load_prices
 from infra import azure_facts
 from infra.catalogue import VM_SIZES
+from training.data.imagenet import IMAGENET_TRAIN_IMAGES
 from training.throughput import parse_throughput_lines
 
-IMAGENET_TRAIN_IMAGES = 1_281_167
 # A FileStorage account as the estimate takes it: billed through its provisioned file share.
 FILE_STORAGE_ACCOUNT = f"{azure_facts.STORAGE_ACCOUNT} (FileStorage)"
 DISK_TIERS = {"Standard_LRS": "S", "StandardSSD_LRS": "E", "Premium_LRS": "P"}

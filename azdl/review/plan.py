@@ -1,23 +1,20 @@
 """Find a stack, check its file (before the Pulumi runtime starts), and render it offline in a
-fresh interpreter."""
+fresh interpreter, or reuse the plan last rendered from the same inputs (`render_cache`)."""
 
 import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from azdl.envs import REPO_ROOT
 from azdl.errors import AzdlError
-from azdl.review import manifest
-from infra.config import ConfigError, load_stack_file
+from azdl.review import manifest, render_cache
 
 STACKS_DIR = REPO_ROOT / "stacks"
-CONFIG_ERROR_EXIT = 3  # exit code of `python -m azdl.review.render` for an invalid config
 
 
 def known_stacks(stacks_dir: Path = STACKS_DIR) -> list[str]:
@@ -34,6 +31,10 @@ def stack_file(stack: str, stacks_dir: Path = STACKS_DIR) -> Path:
 
 def check_stack_file(path: Path) -> None:
     """A clear error for a malformed stack file or an invalid config, before rendering."""
+    import yaml
+
+    from infra.config import ConfigError, load_stack_file  # pydantic: only where a file is read
+
     try:
         document = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
@@ -46,25 +47,38 @@ def check_stack_file(path: Path) -> None:
         raise AzdlError(f"{path}: invalid stack config: {exc}") from None
 
 
-def render_stack(stack: str, stacks_dir: Path = STACKS_DIR) -> tuple[dict[str, Any], float]:
-    """The manifest of `stack` and the seconds rendering took (subprocess included)."""
+def render_stack(
+    stack: str, stacks_dir: Path = STACKS_DIR, reuse: bool = False
+) -> tuple[dict[str, Any], float]:
+    """The manifest of `stack` and the seconds it took (subprocess included). Every render is
+    kept with its inputs; with `reuse`, one from unchanged inputs is handed back instead of
+    rendering again."""
     path = stack_file(stack, stacks_dir)
     check_stack_file(path)
     started = time.perf_counter()
-    result = subprocess.run(
-        [sys.executable, "-m", "azdl.review.render", str(path)],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    seconds = time.perf_counter() - started
-    if result.returncode == CONFIG_ERROR_EXIT:
-        raise AzdlError(f"{path}: invalid stack config: {result.stderr.strip()}")
-    if result.returncode != 0:
-        tail = "\n".join(result.stderr.strip().splitlines()[-15:])
-        raise AzdlError(f"rendering stack {stack!r} failed (the program raised):\n{tail}")
-    return manifest.validate(json.loads(result.stdout), f"plan of {stack}"), seconds
+    if reuse and (kept := render_cache.lookup(path, render_cache.CACHE_DIR)) is not None:
+        return manifest.validate(kept, f"kept plan of {stack}"), time.perf_counter() - started
+    # Made before the render: a folder the render lists (the repository's, by the import
+    # system) would otherwise change under the inputs it recorded.
+    render_cache.CACHE_DIR.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="azdl-render-") as tmp:
+        inputs_file = Path(tmp) / "inputs.json"
+        result = subprocess.run(
+            [sys.executable, "-m", "azdl.review.render_cache", str(path), str(inputs_file)],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        seconds = time.perf_counter() - started
+        if result.returncode == render_cache.CONFIG_ERROR_EXIT:
+            raise AzdlError(f"{path}: invalid stack config: {result.stderr.strip()}")
+        if result.returncode != 0:
+            tail = "\n".join(result.stderr.strip().splitlines()[-15:])
+            raise AzdlError(f"rendering stack {stack!r} failed (the program raised):\n{tail}")
+        doc = manifest.validate(json.loads(result.stdout), f"plan of {stack}")
+        render_cache.store(path, json.loads(inputs_file.read_text()), doc, render_cache.CACHE_DIR)
+    return doc, seconds
 
 
 def _is_file_ref(ref: str) -> bool:
@@ -74,12 +88,13 @@ def _is_file_ref(ref: str) -> bool:
 
 
 def load_plans(refs: list[str], stacks_dir: Path = STACKS_DIR) -> list[dict[str, Any]]:
-    """Manifests from files (`*.json` or a path such as `out/plan/dev`) or rendered from stack
-    names; every stack name is checked before the first one renders."""
+    """Manifests from files (`*.json` or a path such as `out/plan/dev`) or from stack names,
+    rendered or reused from unchanged inputs; every stack name is checked before the first one
+    renders."""
     for ref in refs:
         if not _is_file_ref(ref):
             check_stack_file(stack_file(ref, stacks_dir))
     return [
-        manifest.load(ref) if _is_file_ref(ref) else render_stack(ref, stacks_dir)[0]
+        manifest.load(ref) if _is_file_ref(ref) else render_stack(ref, stacks_dir, reuse=True)[0]
         for ref in refs
     ]

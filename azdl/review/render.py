@@ -1,10 +1,9 @@
 """Render one stack offline: run the real infra program under the Pulumi SDK's mocks, as a
-`pulumi preview` of a new stack would, and record what it declares. `python -m
-azdl.review.render STACK_FILE` prints the manifest; `azdl.review.plan` runs it in a fresh
-interpreter, because the Pulumi runtime's state is global."""
+`pulumi preview` of a new stack would, and record what it declares. `azdl.review.plan` runs it
+in a fresh interpreter (`python -m azdl.review.render_cache`), because the Pulumi runtime's
+state is global."""
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +16,8 @@ from pulumi.runtime.sync_await import _sync_await
 
 from azdl.envs import REPO_ROOT
 from azdl.review import manifest
-from azdl.review.plan import CONFIG_ERROR_EXIT
 from infra.azure_facts import ENGINE_UNKNOWN
-from infra.config import PROJECT, ConfigError, read_stack_file, stack_name_of
+from infra.config import PROJECT, read_stack_file, stack_name_of
 from infra.mocks import AzureMocks, preview_outputs
 
 _ASSET_SIGS = {rpc._special_asset_sig, rpc._special_archive_sig}
@@ -169,17 +167,3 @@ def render(stack_file: Path) -> dict[str, Any]:
         "resources": resources,
         "outputs": dict(sorted(outputs.items())),
     }
-
-
-def main(argv: list[str]) -> int:
-    try:
-        document = render(Path(argv[0]))
-    except ConfigError as exc:
-        print(str(exc), file=sys.stderr)
-        return CONFIG_ERROR_EXIT
-    sys.stdout.write(manifest.dumps(document))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

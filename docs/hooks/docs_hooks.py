@@ -4,6 +4,10 @@ A page asks for one with a marker line `<!-- azdl:generate NAME -->`; NAME is on
 below. An unknown NAME fails the build. Everything runs offline: the stacks are rendered by the
 real program under the Pulumi SDK's mocks (`azdl.review.plan.render_stack`), or read from
 $AZDL_DOCS_PLANS/<stack>.json when a caller (the test suite) has rendered them already.
+
+What the page's prose says a generated block shows is written on its marker too, and checked
+when the block is generated: `expect="LINE"` (a line of the block; `…` stands for any text) and
+`absent="TEXT"` (in no line of it). A claim that no longer holds fails the build.
 """
 
 import io
@@ -24,7 +28,10 @@ from mkdocs.exceptions import PluginError  # noqa: E402
 
 STACKS = ("dev", "prod")
 # A marker may be indented (inside an admonition or a list): the output gets the same indent.
-MARKER = re.compile(r"^( *)<!-- azdl:generate ([\w-]+) -->$", re.M)
+MARKER = re.compile(
+    r"^( *)<!-- azdl:generate ([\w-]+)((?: (?:expect|absent)=\"[^\"]*\")*) -->$", re.M
+)
+CLAIM = re.compile(r'(expect|absent)="([^"]*)"')
 
 
 @cache
@@ -258,14 +265,15 @@ def published_rates() -> str:
     from azdl.estimate.throughput import read_published
 
     lines = [
-        "| VM size | GPUs | images/s | precision | batch/GPU | system | source |",
-        "| --- | ---: | ---: | --- | ---: | --- | --- |",
+        "| VM size | GPUs | images/s | kind | precision | batch/GPU | system | source |",
+        "| --- | ---: | ---: | --- | --- | ---: | --- | --- |",
     ]
     for size, rows in read_published().items():
         for r in rows:
             lines.append(
-                f"| {size} | {r['gpus']} | {r['images_per_sec']:,} | {r['precision']} | "
-                f"{r['batch_per_gpu']} | {_cell(r['system'])} | {_cell(r['source'])} |"
+                f"| {size} | {r['gpus']} | {r['images_per_sec']:,} | {r['kind']} | "
+                f"{r['precision']} | {r['batch_per_gpu']} | {_cell(r['system'])} | "
+                f"{_cell(r['source'])} |"
             )
     return "\n".join(lines)
 
@@ -320,13 +328,42 @@ def on_files(files, config):
     return files
 
 
+def missing_lines(expected: list[str], actual: str) -> list[str]:
+    """Expected lines not found in `actual`, in order (`…` matches any text)."""
+    lines = [line.rstrip() for line in actual.splitlines()]
+    at, missing = 0, []
+    for want in (w.rstrip() for w in expected):
+        if not want:
+            continue
+        pattern = re.compile(".*?".join(re.escape(part) for part in want.split("…")))
+        for j in range(at, len(lines)):
+            if pattern.fullmatch(lines[j]):
+                at = j + 1
+                break
+        else:
+            missing.append(want)
+    return missing
+
+
+def false_claims(claims: str, text: str) -> list[str]:
+    """The claims of a marker (its `expect=` and `absent=`) that `text` does not bear out."""
+    found = CLAIM.findall(claims)
+    wrong = [f'expect="{line}"' for line in missing_lines([v for k, v in found if k == "expect"],
+                                                          text)]  # fmt: skip
+    wrong += [f'absent="{v}"' for k, v in found if k == "absent" and v in text]
+    return wrong
+
+
 def on_page_markdown(markdown: str, page, config, files) -> str:
     def generate(match: re.Match) -> str:
-        indent, name = match.group(1), match.group(2)
+        indent, name, claims = match.group(1), match.group(2), match.group(3)
         if name not in GENERATORS:
             raise PluginError(f"{page.file.src_path}: no generator {name!r}; known: "
                               f"{', '.join(GENERATORS)}")  # fmt: skip
         text = GENERATORS[name]()
+        if wrong := false_claims(claims, text):
+            raise PluginError(f"{page.file.src_path}: the prose says {name} shows what it does "
+                              f"not: {'; '.join(wrong)}")  # fmt: skip
         return "\n".join(indent + line if line else line for line in text.splitlines())
 
     return MARKER.sub(generate, markdown)

@@ -1,6 +1,7 @@
 """How a setting is declared and checked: `setting(...)`, the value types and checks a field
 takes, `_Section` (the base of every section model) and the errors a check raises."""
 
+import difflib
 import ipaddress
 import re
 from collections.abc import Callable, Mapping
@@ -195,7 +196,11 @@ class _Section(BaseModel):
             raise Invalid(raw, f"an object with the keys {', '.join(known)}")
         unknown = sorted(set(raw) - set(known))
         if unknown:
-            raise Invalid(raw[unknown[0]], f"unknown key; known: {', '.join(known)}", unknown[0])
+            near = difflib.get_close_matches(unknown[0], known, n=1, cutoff=0.6)
+            hint = f" (did you mean {near[0]}?)" if near else ""
+            raise Invalid(
+                raw[unknown[0]], f"unknown key; known: {', '.join(known)}{hint}", unknown[0]
+            )
         for field in cls.model_fields.values():
             if field.is_required() and field.alias not in raw:
                 raise Missing(field.alias)

@@ -55,7 +55,9 @@ def test_list_shows_the_experiments_jobs_newest_first(workspace, outputs_file, c
     assert [line.split()[0] for line in lines] == ["r1-retry2", "r1-retry1", "r1", "b1"]
     assert lines[0].endswith("(attempt 3, retry of r1-retry1)")
     assert run(outputs_file, "list", "--json", "--limit", "2") == 0
-    listed = json.loads(capsys.readouterr().out)
+    document = json.loads(capsys.readouterr().out)
+    assert document["schema"] == "azdl.jobs-list/v1" and document["experiment"] == "azdl"
+    listed = document["jobs"]
     assert [j["name"] for j in listed] == ["r1-retry2", "r1-retry1"]
     assert listed[0]["created"] == "2026-11-24T10:03:00+00:00" and listed[0]["attempt"] == 3
 
@@ -63,6 +65,7 @@ def test_list_shows_the_experiments_jobs_newest_first(workspace, outputs_file, c
 def test_show_prints_the_chain_of_attempts_from_any_of_them(workspace, outputs_file, capsys):
     assert run(outputs_file, "show", "r1-retry1", "--json") == 0
     shown = json.loads(capsys.readouterr().out)
+    assert shown["schema"] == "azdl.job/v1"
     assert shown["status"] == "Failed" and shown["compute"] == "gpu-cluster"
     assert [(a["attempt"], a["name"], a["status"]) for a in shown["attempts"]] == [
         (1, "r1", "Failed"), (2, "r1-retry1", "Failed"), (3, "r1-retry2", "Running")]  # fmt: skip
@@ -80,7 +83,8 @@ def test_logs_stream_a_job_and_give_a_finished_ones_as_json(
     workspace.jobs.stream.assert_called_once_with("b1")
     mocker.patch("azdl.jobs.workspace.job_logs", return_value="epoch 1\n")
     assert run(outputs_file, "logs", "b1", "--json") == 0
-    assert json.loads(capsys.readouterr().out)["logs"] == "epoch 1\n"
+    logs = json.loads(capsys.readouterr().out)
+    assert logs["schema"] == "azdl.job-logs/v1" and logs["logs"] == "epoch 1\n"
     assert run(outputs_file, "logs", "r1-retry2", "--json") == 2  # still running
     assert run(outputs_file, "logs", "r1") == 1  # a failed job's logs exit non-zero
 
@@ -92,7 +96,8 @@ def test_cancel_stops_a_running_job_and_refuses_an_ended_one(workspace, outputs_
 
     workspace.jobs.begin_cancel.side_effect = cancel
     assert run(outputs_file, "cancel", "r1-retry2", "--json") == 0
-    assert json.loads(capsys.readouterr().out) == {"name": "r1-retry2", "status": "Canceled"}
+    assert json.loads(capsys.readouterr().out) == {
+        "schema": "azdl.job-cancel/v1", "name": "r1-retry2", "status": "Canceled"}  # fmt: skip
     assert run(outputs_file, "cancel", "b1") == 2
     assert "has already ended (Completed)" in capsys.readouterr().err
 
@@ -114,6 +119,7 @@ def test_download_fetches_logs_and_outputs_to_a_local_folder(
     assert run(outputs_file, "download", "b1", "--out", str(out), "--json") == 0
     assert workspace.jobs.download.call_args.kwargs == {"download_path": str(out), "all": True}
     got = json.loads(capsys.readouterr().out)
+    assert got["schema"] == "azdl.job-download/v1"
     assert got["files"] == ["named-outputs/checkpoints/ckpt-3.index", "user_logs/std_log.txt"]
     assert run(outputs_file, "download", "b1", "--out", str(tmp_path / "c"),
                "--output", "checkpoints") == 0  # fmt: skip

@@ -12,6 +12,7 @@ from azdl.commands import data
 from azdl.errors import AzdlError
 from azdl.jobs import stack_outputs
 from training.data.copy_shards import COPY_OPTIONS
+from training.data.prepare.manifest import load_manifest
 from training.data.prepare.options import PREPARE_OPTIONS, SAMPLE_OPTIONS, add_options, to_argv
 
 
@@ -114,7 +115,18 @@ def test_stage_refuses_a_connection_string_for_a_real_account():
         staging.container_client("data", None, real)
 
 
+def shards_folder(folder):
+    """A folder as `azdl data prepare` leaves it: a manifest and the shard it lists."""
+    from training.data.prepare.manifest import Manifest, ShardEntry, SplitSummary
+
+    shard = ShardEntry("train-00000-of-00001", "train", 1, 10, "0" * 32, "0" * 64)
+    Manifest({"n1": 0}, {"train": SplitSummary(1, 1, {"n1": 1})}, [shard]).write(folder)
+    (folder / shard.name).write_bytes(b"0123456789")
+    return folder
+
+
 def test_stage_needs_an_account_and_a_container(tmp_path, monkeypatch, capsys):
+    shards_folder(tmp_path)
     monkeypatch.delenv(staging.CONNECTION_STRING_ENV, raising=False)
     assert main(["data", "stage", str(tmp_path), "--account-url", "https://x.blob"]) == 2
     assert "no container" in capsys.readouterr().err
@@ -141,6 +153,7 @@ def _stack_outputs(**extra) -> dict:
 def test_stage_reads_the_target_from_the_stack_as_submit_does(where, tmp_path, monkeypatch):
     """--stack and --outputs are read as submit reads them; the container defaults to the
     stack's, and --container overrides it."""
+    shards_folder(tmp_path)
     outputs_file = tmp_path / "outputs.json"
     outputs_file.write_text(json.dumps(_stack_outputs()))
     loaded, targets = [], []
@@ -150,7 +163,7 @@ def test_stage_reads_the_target_from_the_stack_as_submit_does(where, tmp_path, m
         return _stack_outputs(), "test outputs"
 
     monkeypatch.delenv(staging.CONNECTION_STRING_ENV, raising=False)
-    monkeypatch.setattr(data, "read_outputs", read)
+    monkeypatch.setattr(stack_outputs, "read_outputs", read)
     monkeypatch.setattr(
         staging, "container_client", lambda c, url, cs: targets.append((c, url, cs)) or 0
     )
@@ -165,6 +178,7 @@ def test_stage_reads_the_target_from_the_stack_as_submit_does(where, tmp_path, m
 
 
 def test_stack_outputs_name_the_account_and_container(tmp_path, capsys):
+    shards_folder(tmp_path)
     outputs = tmp_path / "outputs.json"
     outputs.write_text(json.dumps(_stack_outputs(dataAccountUrl=None)))
     assert main(["data", "stage", str(tmp_path), "--outputs", str(outputs)]) == 2
@@ -185,10 +199,91 @@ def test_stage_refuses_a_negative_sample(tmp_path, capsys):
 
 
 def test_stage_lists_shards_missing_locally_before_any_upload(tmp_path, monkeypatch, capsys):
-    from training.data.prepare.manifest import Manifest, ShardEntry, SplitSummary
-
-    shard = ShardEntry("train-00000-of-00001", "train", 1, 10, "0" * 32, "0" * 64)
-    Manifest({"n1": 0}, {"train": SplitSummary(1, 1, {"n1": 1})}, [shard]).write(tmp_path)
+    shards_folder(tmp_path)
+    (tmp_path / "train-00000-of-00001").unlink()
     monkeypatch.setenv(staging.CONNECTION_STRING_ENV, "UseDevelopmentStorage=true")
     assert main(["data", "stage", str(tmp_path), "--container", "data"]) == 2
     assert "1 shard(s) listed in the manifest are not in" in capsys.readouterr().err
+
+
+def test_stage_names_a_local_mistake_before_reading_the_stack_or_signing_in(
+    tmp_path, monkeypatch, capsys
+):
+    """A missing folder, a file where the folder goes, or a folder without its manifest is
+    named first: neither the stack's outputs nor a credential is asked for."""
+
+    def remote(*args):
+        raise AssertionError("reached the stack or the sign-in before the local check")
+
+    monkeypatch.setattr(stack_outputs, "read_outputs", remote)
+    monkeypatch.setattr(staging, "container_client", remote)
+    (tmp_path / "shards.tar").write_text("x")
+    for folder, said in (
+        (tmp_path / "nowhere", "nowhere does not exist; give the folder"),
+        (tmp_path / "shards.tar", "shards.tar is a file; give the folder of the shards"),
+        (tmp_path, "no manifest at"),
+    ):
+        assert main(["data", "stage", str(folder), "--stack", "dev"]) == 2
+        assert said in capsys.readouterr().err
+
+
+def sample_with_bad_images(tmp_path):
+    """`azdl data sample`'s dataset, with one train class's every image unreadable: a file that
+    is no image at all, and a JPEG cut in half."""
+    assert main(["data", "sample", str(tmp_path / "jpeg")]) == 0
+    first = sorted((tmp_path / "jpeg" / "train").iterdir())[0]
+    images = sorted(first.iterdir())
+    images[0].write_text("not an image")
+    for image in images[1:]:
+        image.write_bytes(image.read_bytes()[: image.stat().st_size // 2])
+    return tmp_path / "jpeg", images
+
+
+def test_prepare_names_each_bad_image_and_why_and_writes_no_empty_shard(tmp_path, capsys):
+    source, bad = sample_with_bad_images(tmp_path)
+    out = tmp_path / "shards"
+    argv = [
+        "data",
+        "prepare",
+        "--input",
+        str(source),
+        "--output",
+        str(out),
+        "--splits",
+        "train",
+        "--train-shards",
+        "48",
+    ]  # fmt: skip  (one image per shard: 12 of them all bad)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"  {bad[0]}: UnidentifiedImageError: not an image Pillow can read (12 bytes; " in err
+    assert f"  {bad[1]}: OSError: image file is truncated" in err
+    assert "BytesIO" not in err
+    assert not out.exists() or list(out.iterdir()) == []
+
+    assert main([*argv, "--skip-bad"]) == 0
+    printed = capsys.readouterr().out
+    assert f"skipped unreadable image: {bad[0]} (UnidentifiedImageError: not an image" in printed
+    manifest = load_manifest(out)
+    # The 12 shards of a bad image each are gone; the 36 others are numbered 0..35 of 36, as
+    # their names and the manifest say.
+    names = sorted(p.name for p in out.iterdir() if p.name != "manifest.json")
+    assert names == [f"train-{i:05d}-of-00036" for i in range(36)]
+    assert [s.name for s in manifest.shards] == names
+    assert all(s.num_examples > 0 and s.size > 0 for s in manifest.shards)
+    assert manifest.splits["train"].num_shards == 36
+    assert manifest.splits["train"].num_examples == 48 - len(bad)
+
+
+def test_prepare_names_a_file_given_where_a_folder_goes(tmp_path, capsys):
+    (tmp_path / "train.tar").write_text("x")
+    argv = ["data", "prepare", "--input", str(tmp_path / "train.tar"), "--output", str(tmp_path)]
+    assert main(argv) == 2
+    assert "--input " + str(tmp_path / "train.tar") + " is a file; give the folder" in (
+        capsys.readouterr().err
+    )
+    assert main(["data", "sample", str(tmp_path / "jpeg")]) == 0
+    argv = ["data", "prepare", "--input", str(tmp_path / "jpeg"), "--output",
+            str(tmp_path / "train.tar")]  # fmt: skip
+    assert main(argv) == 2
+    assert "train.tar is a file; give a folder for the shards" in capsys.readouterr().err

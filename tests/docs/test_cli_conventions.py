@@ -82,7 +82,7 @@ def test_plan_and_policy_take_stacks_bare_and_with_s_alike(command):
 
 
 def test_diff_takes_the_stack_under_review_bare_or_with_s(capsys, mocker):
-    load = mocker.patch("azdl.commands.diff.load_plans", side_effect=AzdlError("stop here"))
+    load = mocker.patch("azdl.review.plan.load_plans", side_effect=AzdlError("stop here"))
     for argv in (["base.json", "dev"], ["base.json", "-s", "dev"], ["-s", "dev", "base.json"]):
         code, _, err = run_cli(capsys, "diff", *argv)
         assert code == 2 and "stop here" in err
@@ -242,3 +242,41 @@ def test_a_mistyped_command_or_choice_suggests_the_nearest(capsys, argv, nearest
     assert err.rstrip().endswith(f"; did you mean {nearest}?")
     code, _, err = run_cli(capsys, "deploy-everything")
     assert code == 2 and "did you mean" not in err
+
+
+# The commands that print no data a script would read, and why; every other one has --json.
+NO_JSON = {
+    "train": "streams the workers' output; its record is the run folder and the MLflow store",
+    "data sample": "writes a dataset; its files are the record",
+    "data prepare": "writes shards; the manifest.json it writes is the record",
+    "data copy": "runs on a cluster node inside a job",
+}
+SCHEMA_NAME = re.compile(r"\bazdl\.[a-z-]+/v\d+\b")
+
+
+def json_commands() -> dict[str, str]:
+    """command -> the schema its --json help names."""
+    found = {}
+    for name, parser in leaf_commands(cli.build_parser()):
+        option = next((a for a in parser._actions if "--json" in a.option_strings), None)
+        if option is not None:
+            schema = SCHEMA_NAME.search(option.help or "")
+            assert schema, f"azdl {name} --json names no schema in its help"
+            found[name] = schema[0]
+    return found
+
+
+def test_every_command_that_prints_data_has_json_with_a_schema_and_the_docs_list_it():
+    commands = dict(leaf_commands(cli.build_parser()))
+    schemas = json_commands()
+    assert set(NO_JSON) < set(commands)
+    for name in commands:
+        assert (name in schemas) != (name in NO_JSON), (
+            f"azdl {name}: give it --json with a schema (azdl.console.print_json) or list it in "
+            "NO_JSON with the reason"
+        )
+    docs = " ".join((Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text().split())
+    for name, schema in schemas.items():
+        assert f"`azdl {name} --json" in docs and f"(`{schema}`)" in docs, (name, schema)
+    for name, why in NO_JSON.items():
+        assert f"`azdl {name}`: {why}" in docs, name

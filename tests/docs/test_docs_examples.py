@@ -7,6 +7,8 @@ A page marks a fenced block for this test with a comment line right above it:
   pipefail`) from the repository root, offline. In a `console` block, `$ ` lines (with their
   `\\` continuations) are the commands and every other line is the output they print.
 - `<!-- azdl:check expect="TEXT" -->`: the same, and each TEXT must be a line of the output.
+- `<!-- azdl:check exit="N" -->` on a `console` block: each `$ ` command must end with exit code
+  N (bad input the page shows being refused), its output compared as above.
 - `<!-- azdl:output -->`: the output of the page's previous checked block.
 
 Shown output is compared line by line, in order (other lines may come between): `…` stands for
@@ -21,6 +23,7 @@ import re
 import signal
 import socket
 import subprocess
+import sys
 import textwrap
 import uuid
 from dataclasses import dataclass, field
@@ -29,11 +32,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "docs" / "hooks"))
+from docs_hooks import missing_lines  # noqa: E402  (one rule for `…`, the docs build's)
+
 PAGES = ["README.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md"))]
-MARKER = re.compile(r"^( *)<!-- azdl:(check|output)((?: expect=\"[^\"]*\")*) -->$")
+MARKER = re.compile(r"^( *)<!-- azdl:(check|output)((?: (?:expect|exit)=\"[^\"]*\")*) -->$")
 # Pages and how many checked blocks each must keep: a marker lost in an edit fails here.
-CHECKED = {"README.md": 1, "docs/configuration.md": 1, "docs/data.md": 3, "docs/review.md": 1,
-           "docs/own-code.md": 2}  # fmt: skip
+CHECKED = {"README.md": 2, "docs/configuration.md": 1, "docs/data.md": 3, "docs/review.md": 1,
+           "docs/own-code.md": 2, "docs/troubleshooting.md": 1}  # fmt: skip
 
 
 @dataclass
@@ -43,6 +49,8 @@ class Example:
     lang: str
     commands: str
     expected: list[str] = field(default_factory=list)
+    exit: int = 0  # each command's exit code, when not 0 (console blocks)
+    each: list[str] = field(default_factory=list)  # a console block's commands, one by one
 
 
 def _fence(lines: list[str], start: int, indent: str) -> tuple[str, list[str], int]:
@@ -58,14 +66,22 @@ def _fence(lines: list[str], start: int, indent: str) -> tuple[str, list[str], i
 
 
 def _console(body: list[str]) -> tuple[str, list[str]]:
+    commands, output = _console_commands(body)
+    return "\n".join(commands), output
+
+
+def _console_commands(body: list[str]) -> tuple[list[str], list[str]]:
+    """(each command with its continuation lines, the output lines)."""
     commands, output, continued = [], [], False
     for line in body:
-        if line.startswith("$ ") or continued:
-            commands.append(line[2:] if line.startswith("$ ") and not continued else line)
-            continued = line.endswith("\\")
+        if continued:
+            commands[-1] += "\n" + line
+        elif line.startswith("$ "):
+            commands.append(line[2:])
         else:
             output.append(line)
-    return "\n".join(commands), output
+        continued = (line.startswith("$ ") or continued) and line.endswith("\\")
+    return commands, output
 
 
 def examples(page: str, text: str) -> list[Example]:
@@ -84,31 +100,18 @@ def examples(page: str, text: str) -> list[Example]:
                 raise ValueError(f"{page}:{i + 1}: an output block before any checked block")
             found[-1].expected += body
         elif lang == "console":
-            commands, output = _console(body)
-            found.append(Example(page, i + 1, lang, commands, output))
+            each, output = _console_commands(body)
+            found.append(Example(page, i + 1, lang, "\n".join(each), output, each=each))
         else:
             found.append(Example(page, i + 1, lang, "\n".join(body)))
         if kind == "check":
             found[-1].expected += re.findall(r'expect="([^"]*)"', attrs)
+            if code := re.search(r'exit="(\d+)"', attrs):
+                if lang != "console":
+                    raise ValueError(f"{page}:{i + 1}: exit= goes on a console block")
+                found[-1].exit = int(code[1])
         i = after
     return found
-
-
-def missing_lines(expected: list[str], actual: str) -> list[str]:
-    """Expected lines not found in `actual`, in order (`…` matches any text)."""
-    lines = [line.rstrip() for line in actual.splitlines()]
-    at, missing = 0, []
-    for want in (w.rstrip() for w in expected):
-        if not want:
-            continue
-        pattern = re.compile(".*?".join(re.escape(part) for part in want.split("…")))
-        for j in range(at, len(lines)):
-            if pattern.fullmatch(lines[j]):
-                at = j + 1
-                break
-        else:
-            missing.append(want)
-    return missing
 
 
 def _free_port() -> int:
@@ -137,6 +140,11 @@ class Scratch:
         )
 
     def run(self, example: Example) -> str:
+        if not example.exit:
+            return self.run_script(example, "set -euo pipefail\n" + example.commands, 0)
+        return "".join(self.run_script(example, command, example.exit) for command in example.each)
+
+    def run_script(self, example: Example, script: str, expected: int) -> str:
         env = os.environ | {
             "PATH": f"{ROOT / '.venv' / 'bin'}{os.pathsep}{os.environ['PATH']}",
             "PYTHONPATH": str(ROOT),
@@ -150,13 +158,15 @@ class Scratch:
         log = self.folder / f".example-{len(self.groups)}.log"
         with log.open("w") as out:
             proc = subprocess.Popen(
-                ["bash", "-c", "set -euo pipefail\n" + self.localise(example.commands)],
+                ["bash", "-c", self.localise(script)],
                 cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
             )  # fmt: skip
             self.groups.append(proc.pid)
             code = proc.wait(timeout=600)
         output = log.read_text()
-        assert code == 0, f"{example.page}:{example.line}: exit {code}\n{output[-4000:]}"
+        assert code == expected, (
+            f"{example.page}:{example.line}: exit {code}, not {expected}\n{output[-4000:]}"
+        )
         return output
 
     def close(self) -> None:
@@ -212,9 +222,18 @@ def test_a_failing_command_fails(tmp_path):
         check_page("x.md", text, tmp_path)
 
 
+def test_a_refusal_the_page_shows_must_be_one(tmp_path):
+    """exit="2": a command that succeeds, or fails otherwise, fails the check."""
+    shown = '<!-- azdl:check exit="2" -->\n```console\n$ {}\n```\n'
+    check_page("x.md", shown.format(".venv/bin/azdl plan nosuch"), tmp_path)
+    with pytest.raises(AssertionError, match="exit 0, not 2"):
+        check_page("x.md", shown.format(".venv/bin/azdl --version"), tmp_path)
+
+
 def test_comparison_rules():
     actual = "a\nwrote 6 shards (0.6 MB) in 3.1 s\nz\n"
     assert missing_lines(["wrote … shards (0.6 MB) in … s", "z"], actual) == []
     assert missing_lines(["z", "a"], actual) == ["a"]  # order counts
     assert missing_lines(["wrote 7 shards …"], actual) == ["wrote 7 shards …"]
     assert _console(["$ azdl x \\", "    --y 1", "out 1"]) == ("azdl x \\\n    --y 1", ["out 1"])
+    assert _console_commands(["$ a \\", "  b", "out", "$ c"]) == (["a \\\n  b", "c"], ["out"])

@@ -18,7 +18,8 @@ import pytest
 import yaml
 
 from azdl.cli import main
-from azdl.estimate.throughput import ring_allreduce_seconds
+from azdl.errors import AzdlError
+from azdl.estimate.throughput import PUBLISHED_FILE, read_published, ring_allreduce_seconds
 from azdl.review.prices import PRICES_FILE
 
 H100 = "Standard_ND96isr_H100_v5"
@@ -40,7 +41,9 @@ def price_file(tmp_path, low_priority: bool = True):
 
 def estimate(capsys, *args) -> tuple[int, dict]:
     code = main(["estimate", *args, "--json"])
-    return code, json.loads(capsys.readouterr().out)
+    document = json.loads(capsys.readouterr().out)
+    assert document["schema"] == "azdl.estimate-result/v1"
+    return code, document
 
 
 def option(doc, nodes, priority="Dedicated") -> dict:
@@ -197,6 +200,7 @@ def test_the_catalogue_is_the_one_the_stack_config_uses(tmp_path, capsys, monkey
     assert option(doc, 1)["imagesPerSec"] == 40 and option(doc, 1)["coresNeeded"] == 10
 
 
+@pytest.mark.slow  # renders the stack (seconds)
 def test_the_prod_stack_estimate_prints_table_recommendation_and_sources(capsys):
     assert main(["estimate", "-s", "prod", "--deadline", "12h"]) == 0
     printed = capsys.readouterr().out
@@ -231,6 +235,7 @@ def test_bad_input_is_one_clear_line(args, message, tmp_path, capsys):
     assert err.count("\n") == 1 and "Traceback" not in err
 
 
+@pytest.mark.slow  # renders the stack (seconds)
 def test_options_above_the_stacks_gpu_spend_limit_are_excluded_and_named(tmp_path, capsys):
     """dev allows 10 USD/h of GPUs; at 6 USD/h a node, 2 nodes (12 USD/h) are excluded, and a
     deadline only they would meet says the limit is what it needs."""
@@ -325,10 +330,10 @@ def test_default_gpu_kit_results_it_cannot_use_are_named_in_the_sources(
 
 
 def test_bad_input_with_a_stack_fails_before_the_stack_is_rendered(capsys, monkeypatch):
-    def render(stack):
+    def render(stack, reuse=False):
         raise AssertionError("rendered before the input was checked")
 
-    monkeypatch.setattr("azdl.commands.estimate.render_stack", render)
+    monkeypatch.setattr("azdl.review.plan.render_stack", render)
     assert main(["estimate", "-s", "prod", "--vm-size", "Standard_X"]) == 2
     assert "unknown VM size 'Standard_X'" in capsys.readouterr().err
     assert main(["estimate", "-s", "nosuch"]) == 2
@@ -338,7 +343,6 @@ def test_bad_input_with_a_stack_fails_before_the_stack_is_rendered(capsys, monke
 
 
 def test_published_rates_name_catalogue_sizes_models_and_their_sources():
-    from azdl.estimate.throughput import read_published
     from azdl.estimate.workload import MODELS
     from infra.catalogue import VM_SIZES
 
@@ -349,8 +353,39 @@ def test_published_rates_name_catalogue_sizes_models_and_their_sources():
             assert row["gpus"] < gpus_per_node or row["gpus"] % gpus_per_node == 0, (size, row)
             assert row["images_per_sec"] > 0 and row["batch_per_gpu"] > 0
             assert "/" in row["source"] and ("commit" in row["source"] or "run of" in row["source"])
+            assert row["kind"] in ("published", "modelled")
+            if row["kind"] == "modelled":  # from the same GPU chip, by a stated factor
+                base = VM_SIZES[row["scaled_from"]]
+                assert base.gpu_memory_gib == VM_SIZES[size].gpu_memory_gib
+                assert base.gpu_model.split()[0] == VM_SIZES[size].gpu_model.split()[0]
+                assert 0 < row["scale"] <= 1 and "datasheet" in row["source"]
 
 
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_every_gpu_size_a_shipped_stack_names_has_a_rate_so_a_cluster_is_proposed(
+    capsys, monkeypatch, shipped_plans, stack
+):
+    """`azdl estimate -s STACK --deadline 7d` recommends a cluster of the stack's own size."""
+    monkeypatch.setattr(
+        "azdl.review.plan.render_stack", lambda s, reuse=False: (shipped_plans[s], 0.0)
+    )
+    code, doc = estimate(capsys, "-s", stack, "--deadline", "7d")
+    assert code == 0 and doc["recommendation"] is not None
+    size = doc["recommendation"]["vmSize"]
+    rates = read_published()[size]
+    assert any(r["model"] == doc["workload"]["model"] for r in rates), size
+
+
+def test_a_modelled_rate_names_what_it_is_scaled_from(tmp_path):
+    published = yaml.safe_load(PUBLISHED_FILE.read_text())
+    published["Standard_NC24ads_A100_v4"][0]["scaled_from"] = "Standard_NC40ads_H100_v5"
+    wrong = tmp_path / "published.yaml"
+    wrong.write_text(yaml.safe_dump(published))
+    with pytest.raises(AzdlError, match="scaled from Standard_NC40ads_H100_v5, which publishes no"):
+        read_published(wrong)
+
+
+@pytest.mark.slow  # renders the stack (seconds)
 def test_quota_is_read_from_the_deployed_stack_and_marks_what_does_not_fit(monkeypatch, capsys):
     """--quota: the free cores of each size and priority, read with azdl submit's own quota
     read over azure-ai-ml's conversion of the REST API's documented responses."""

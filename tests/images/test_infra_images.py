@@ -241,6 +241,7 @@ def source_store():
     server.shutdown()
 
 
+@pytest.mark.slow  # renders the program (seconds)
 def test_up_completes_with_the_stacks_registry_and_storage_unreachable(network_guard, source_store):
     """A prod `pulumi up` (an update, not a preview) from outside the VNet: the only bytes
     that leave are the build contexts, PUT to the upload URL the registry's control plane
@@ -360,6 +361,7 @@ def test_prebuilt_images_are_registered_as_given_and_nothing_is_built(prebuilt):
         assert ENV_ID.fullmatch(env.id).groups() == (framework, env.inputs["version"])
 
 
+@pytest.mark.slow  # renders the program (seconds)
 def test_a_stack_can_prebuild_one_framework_and_build_the_other():
     mixed = render({"azdl:images": {"prebuilt": {"pytorch": PREBUILT["pytorch"]}}})
     assert [r.name for r in mixed.of_type(TASK_RUN)] == ["tensorflow-build"]

@@ -8,8 +8,7 @@ import pytest
 from infra.config import load_stack_file
 from infra.mocks import RANDOM_ID, SUBSCRIPTION_ID, render_stack_file
 from infra.naming import with_deployment
-
-STACK_FILES = sorted((Path(__file__).resolve().parents[2] / "stacks").glob("Pulumi.*.yaml"))
+from tests.shipped import STACK_FILES
 
 
 @pytest.fixture(scope="session", params=STACK_FILES, ids=lambda p: p.name)

@@ -35,6 +35,7 @@ def test_each_type_token_is_the_one_the_provider_registers(token):
     assert get_type_token(resource_class) == token
 
 
+@pytest.mark.slow  # renders both stacks and a variant (seconds)
 def test_the_program_declares_no_azure_type_that_is_not_a_fact():
     """Every stack file, and the prod stack with the jump host (the types only it declares)."""
     plans = [rendered(f) for f in STACK_FILES] + [_prod_with_jump_host()]

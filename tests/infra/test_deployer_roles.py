@@ -12,6 +12,8 @@ from infra.deployer import ASSIGNABLE_PRINCIPAL_TYPES, ASSIGNABLE_ROLES, rbac_co
 from tests.infra.conftest import STACK_FILES, rendered
 from tests.infra.test_infra_access import _landing_zone, _prod_with_jump_host
 
+pytestmark = pytest.mark.slow  # the stacks and two variants, rendered (seconds)
+
 DEPLOY_DOC = Path(__file__).resolve().parents[2] / "docs" / "deploy.md"
 ASSIGNMENT = "azure-native:authorization:RoleAssignment"
 GUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"

@@ -12,6 +12,7 @@ from infra.exports import DESCRIPTIONS, FIELDS, ONLY_WITH, exported
 from tests.infra.test_infra_access import STACKS, _prod_with_jump_host
 
 
+@pytest.mark.slow  # renders a variant of the program (seconds)
 def test_a_stack_with_a_jump_host_exports_its_outputs_too():
     outputs = _prod_with_jump_host().outputs
     assert set(outputs) == set(DESCRIPTIONS)

@@ -354,3 +354,20 @@ def test_a_misspelt_key_stops_the_program_too():
         render({**VALID, "azdl:cluster": "not-json"}, stack="dev")
     with pytest.raises(ConfigError, match=r"azdl:clustr = .*unknown key; known: "):
         render({**VALID, "azdl:clustr": {"maxNodes": 2}}, stack="dev")
+
+
+@pytest.mark.parametrize(
+    "changes, said",
+    [
+        ({"azdl:locaton": "westeurope"}, r"azdl:locaton = .* \(did you mean location\?\)$"),
+        (
+            {"azdl:cluster": {"maxNode": 2}},
+            r"azdl:cluster\.maxNode = 2 .* \(did you mean maxNodes\?\)$",
+        ),
+        ({"azdl:gpuCount": 2}, r"azdl:gpuCount = 2 is invalid: unknown key; known: [^(]*$"),
+    ],
+)
+def test_a_misspelt_key_gets_the_nearest_known_one(changes, said):
+    """As a misspelt command or option does (azdl.suggest); none when nothing is close."""
+    with pytest.raises(ConfigError, match=said):
+        load_config({**VALID, **changes}, stack="dev")

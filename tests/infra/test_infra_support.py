@@ -186,6 +186,7 @@ def test_pulumi_project_file():
     assert (ROOT / "infra" / "__main__.py").is_file()
 
 
+@pytest.mark.slow  # runs the program (seconds)
 def test_entry_point_runs_the_program_as_pulumi_does_and_exports_outputs():
     """The Python language host runs `main:` (a folder) with runpy, config from the stack."""
     # as `pulumi preview` of a new stack runs it (infra/mocks, PREVIEW_CREATE)

@@ -39,6 +39,7 @@ def public_endpoints(rendering) -> list[str]:
     return found
 
 
+@pytest.mark.slow  # renders a variant of the program (seconds)
 def test_private_workspace_storage_passes_deny_public_endpoints():
     assert public_endpoints(_landing_zone()) == []
 

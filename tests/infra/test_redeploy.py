@@ -34,9 +34,11 @@ import pytest
 
 from infra import mocks
 from infra.config import read_stack_file
+from tests.shipped import STACK_FILES
+
+pytestmark = pytest.mark.slow  # every test renders the program, most several times (seconds)
 
 ROOT = Path(__file__).resolve().parents[2]
-STACK_FILES = sorted((ROOT / "stacks").glob("Pulumi.*.yaml"))
 SOFT_DELETED_TYPES = {
     "azure-native:machinelearningservices:Workspace": "workspace",
     "azure-native:keyvault:Vault": "key vault",

@@ -168,6 +168,17 @@ def test_a_completed_bench_exits_zero(ml_client, outputs_file, tmp_path):
     assert bench(outputs_file, tmp_path / "bench", "--nodes", "1,2") == 0
 
 
+def test_bench_json_prints_the_results_document(ml_client, outputs_file, tmp_path, capsys):
+    jobs_ending(ml_client.return_value, {1: "Completed", 2: "Completed"})
+    assert bench(outputs_file, tmp_path / "bench", "--nodes", "1,2", "--json") == 0
+    captured = capsys.readouterr()
+    printed = json.loads(captured.out)  # stdout holds the document and nothing else
+    written = json.loads((tmp_path / "bench" / "results.json").read_text())
+    assert printed == written and next(iter(printed)) == "schema"
+    assert printed["schema"] == "azdl.bench/v1"
+    assert "wrote " in captured.err
+
+
 @pytest.mark.parametrize("step", ["submit", "logs"])
 def test_an_error_around_one_size_is_reported_and_the_sweep_goes_on(
     step, ml_client, outputs_file, tmp_path

@@ -1,6 +1,8 @@
 """The health gate in submitted jobs: on by default for multi-node InfiniBand jobs, its levels
 from the size's baseline, shown by a dry run; `azdl cluster check` runs it as a job of its own."""
 
+import json
+
 import pytest
 
 from azdl.cli import main
@@ -92,3 +94,24 @@ def test_cluster_check_runs_the_gate_alone_and_prints_its_verdicts(
     assert "multi-node ~450 GB/s (warn below 400, fail below 300" in captured.out
     assert "azdl-health: PASS nd-node-0" in captured.err
     assert main(["cluster", "check", "--outputs", str(path), "--nodes", "5"]) == 2
+
+
+def test_cluster_check_json_is_one_document_with_the_verdicts(
+    ml_client, outputs_file, capsys, mocker
+):
+    client = ml_client.return_value
+    client.jobs.get.return_value.status = "Completed"
+    client.jobs.get.return_value.studio_url = "https://ml.azure.com/runs/c2"
+    mocker.patch("azdl.jobs.workspace.job_logs", return_value=(
+        "x\nazdl-health: PASS nd-node-0: all-reduce bus bandwidth 483.415 GB/s\ny\n"))  # fmt: skip
+    path = outputs_file(vm_size="Standard_ND96isr_H100_v5", max_nodes=4)
+    argv = ["cluster", "check", "--outputs", str(path), "--name", "c2", "--json"]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out) == {
+        "schema": "azdl.cluster-check-result/v1", "name": "c2", "status": "Completed",
+        "url": "https://ml.azure.com/runs/c2",
+        "verdicts": ["azdl-health: PASS nd-node-0: all-reduce bus bandwidth 483.415 GB/s"],
+    }  # fmt: skip
+    assert "single-node" in captured.err  # the levels, with the job's progress, on stderr
+    assert main([*argv, "--dry-run"]) == 2

@@ -86,6 +86,21 @@ def test_a_preempted_job_resumes_from_the_first_attempts_checkpoints(
     assert "  1. r1: Failed (a node was pre-empted)\n  2. r1-retry1: Completed (completed)" in out
 
 
+def test_json_with_retries_is_one_document_with_the_attempts(ml_client, outputs_file, capsys):
+    cluster(ml_client, {"r1": ("Failed", PREEMPTED, "step 300\n"),
+                        "r1-retry1": ("Completed", "", "")})  # fmt: skip
+    assert submit(outputs_file, "--max-retries", "2", "--json") == 0
+    captured = capsys.readouterr()
+    document = json.loads(captured.out)  # stdout holds the document and nothing else
+    assert document["schema"] == "azdl.submit-result/v1"
+    assert (document["name"], document["status"]) == ("r1-retry1", "Completed")
+    assert [(a["name"], a["status"], a["reason"]) for a in document["attempts"]] == [
+        ("r1", "Failed", "a node was pre-empted"),
+        ("r1-retry1", "Completed", "completed"),
+    ]
+    assert "resubmitting from its checkpoints" in captured.err
+
+
 def test_a_code_error_is_not_retried(ml_client, outputs_file, capsys):
     client = cluster(ml_client, {"r1": ("Failed", NON_ZERO, TRACEBACK)})
     assert submit(outputs_file, "--max-retries", "3") == 1

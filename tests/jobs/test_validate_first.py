@@ -30,6 +30,7 @@ def test_a_bad_bench_creates_no_report_folder(tmp_path, capsys, argv, message):
     assert not report.exists()
 
 
+@pytest.mark.training_env  # `azdl train` looks for the training environment's launcher first
 def test_a_bad_placeholder_in_a_script_run_creates_no_run_folder(tmp_path, capsys):
     script = tmp_path / "mine.py"
     script.write_text("import horovod.torch as hvd\n")

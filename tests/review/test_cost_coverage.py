@@ -9,8 +9,7 @@ from azdl.errors import AzdlError
 from azdl.review import cost
 from azdl.review.prices import load_prices, regions
 from tests.review.builders import compute, plan, resource
-
-STACK_FILES = sorted(__import__("pathlib").Path("stacks").glob("Pulumi.*.yaml"))
+from tests.shipped import STACK_FILES
 
 
 def test_the_shipped_stacks_regions_have_dated_prices():

@@ -407,7 +407,8 @@ def test_cli_diff_of_manifest_files_exit_code_and_json(tmp_path, capsys):
     assert main(["diff", str(base), str(head)]) == 3
     assert "anonymous blob access allowed" in capsys.readouterr().out
     assert main(["diff", str(base), str(base), "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["exitCode"] == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["schema"] == "azdl.diff-result/v1" and document["exitCode"] == 0
 
 
 def test_cli_diff_rejects_another_manifest_format(tmp_path, capsys):

@@ -13,13 +13,13 @@ from azdl.envs import REPO_ROOT
 from azdl.errors import AzdlError
 from azdl.review import manifest
 from azdl.review.plan import (
-    CONFIG_ERROR_EXIT,
     check_stack_file,
     known_stacks,
     load_plans,
     stack_file,
 )
 from azdl.review.render import plain, redact_config, resource_entry
+from azdl.review.render_cache import CONFIG_ERROR_EXIT
 from tests.review.builders import plan, storage
 
 STACK = "urn:pulumi:dev::azdl::pulumi:pulumi:Stack"
@@ -108,10 +108,14 @@ def test_stack_config_secrets_are_redacted():
     assert redact_config(config) == {"azdl:tags": {"owner": "me"}, "azdl:token": "[secret]"}
 
 
-def test_unknown_stack_lists_the_known_ones():
+def test_unknown_stack_lists_the_known_ones(tmp_path):
+    """Those in the stacks folder, whatever it holds (a stack file a user added too)."""
     assert {"dev", "prod"} <= set(known_stacks())
-    with pytest.raises(AzdlError, match=r"unknown stack 'staging'; known stacks .*: dev, prod"):
-        stack_file("staging")
+    for stack in ("prod", "dev", "mine"):
+        (tmp_path / f"Pulumi.{stack}.yaml").write_text("config: {}\n")
+    known = r"unknown stack 'staging'; known stacks .*: dev, mine, prod$"
+    with pytest.raises(AzdlError, match=known):
+        stack_file("staging", tmp_path)
 
 
 def test_malformed_stack_file(tmp_path):
@@ -173,12 +177,12 @@ def test_renderer_reports_the_programs_config_error_without_a_traceback(tmp_path
     broken = tmp_path / "Pulumi.dev.yaml"
     broken.write_text(text.replace("maxNodes: 2", "maxNodes: 0"))
     result = subprocess.run(
-        [sys.executable, "-m", "azdl.review.render", str(broken)],
+        [sys.executable, "-m", "azdl.review.render_cache", str(broken), str(tmp_path / "in")],
         cwd=REPO_ROOT, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert result.returncode == CONFIG_ERROR_EXIT
     assert result.stderr.strip() == "azdl:cluster.maxNodes = 0 is invalid: at least 1"
-    assert result.stdout == ""
+    assert result.stdout == "" and not (tmp_path / "in").exists()
 
 
 def test_policy_pack_imports_with_only_its_own_folder_on_the_path():

@@ -1,6 +1,6 @@
 """What `azdl plan` and `azdl policy` print: `--json` for scripts (cost and violations), the
-warning over `maxGpuSpendPerHourUsd`, colour only when wanted, and tables that are never cut
-at an assumed width when piped. The stacks are the shipped ones, rendered once per session."""
+warning over `maxGpuSpendPerHourUsd`, colour only when wanted, and tables that fit a piped
+width without losing a word. The stacks are the shipped ones, rendered once per session."""
 
 import copy
 import json
@@ -9,6 +9,7 @@ import re
 import pytest
 
 from azdl.cli import main
+from azdl.console import PIPED_WIDTH
 from azdl.review import cost
 from azdl.review.prices import load_prices
 from infra.azure_facts import ML_COMPUTE
@@ -29,8 +30,8 @@ def coloured(text: str) -> bool:
 def rendered(shipped_plans, mocker):
     """`azdl plan`/`azdl policy` see the shipped plans (a deep copy each, to change)."""
     docs = {name: copy.deepcopy(doc) for name, doc in shipped_plans.items()}
-    mocker.patch("azdl.commands.plan.render_stack", side_effect=lambda stack: (docs[stack], 0.1))
-    mocker.patch("azdl.commands.policy.load_plans", side_effect=lambda p: [docs[s] for s in p])
+    mocker.patch("azdl.review.plan.render_stack", side_effect=lambda stack: (docs[stack], 0.1))
+    mocker.patch("azdl.review.plan.load_plans", side_effect=lambda p: [docs[s] for s in p])
     return docs
 
 
@@ -144,16 +145,28 @@ def test_colour_is_off_with_no_color_or_NO_COLOR(rendered, tmp_path, monkeypatch
     assert not coloured(plan_text(argv, monkeypatch, capsys, FORCE_COLOR="1", NO_COLOR="1"))
 
 
-def test_piped_tables_assume_no_width(rendered, tmp_path, monkeypatch, capsys):
+PROSE = ("note:", "not priced:", "one epoch", "manifest:")  # lines left to the reader to wrap
+
+
+def test_piped_tables_fit_the_width_or_give_one_record_per_line(
+    rendered, tmp_path, monkeypatch, capsys
+):
+    """Piped, a table fits COLUMNS, else PIPED_WIDTH, its cells wrapping in their columns with
+    every word kept (nothing cut to `…`); too narrow for it, each row is one line of `header:
+    cell` pairs."""
     argv = ["plan", "prod", "--no-tree", "--out", str(tmp_path)]
-    piped = plan_text(argv, monkeypatch, capsys)
     doc = rendered["prod"]
     est = cost.estimate(doc, load_prices(region=cost.region_of(doc)))
-    rows = [line for line in piped.splitlines() if any(x.item in line for x in est.lines)]
-    for line in est.lines:  # each row whole, on one line: not wrapped at rich's default of 80
-        assert any(line.item in row and line.detail in row for row in rows), line
-    assert max(len(row) for row in rows) > 80
-    narrow = plan_text(argv, monkeypatch, capsys, COLUMNS="60")
-    prose = ("note:", "not priced:", "one epoch", "manifest:")  # left to the terminal to wrap
-    table = [line for line in narrow.splitlines() if not line.startswith(prose)]
-    assert len(table) > len(rows) and max(len(line) for line in table) <= 60
+    piped = plan_text(argv, monkeypatch, capsys)
+    table = [line for line in piped.splitlines() if line and not line.startswith(PROSE)]
+    assert max(len(line) for line in table) <= PIPED_WIDTH
+    assert "…" not in piped
+    words = " ".join(table).split()
+    for line in est.lines:
+        for word in f"{line.item} {line.detail}".split():
+            assert word in words, word
+    narrow = plan_text(argv, monkeypatch, capsys, COLUMNS="60").splitlines()
+    for line in est.lines:
+        record = f"item: {line.item}; what: {line.detail}; per hour at max: "
+        assert sum(row.startswith(record) for row in narrow) == 1, record
+    assert "…" not in "".join(narrow)

@@ -8,6 +8,7 @@ import pytest
 
 from training import checkpoints, options, schedule, throughput
 from training.data import shards, synthetic
+from training.data.imagenet import IMAGENET_TRAIN_IMAGES
 from training.errors import TrainingError
 
 
@@ -169,8 +170,8 @@ def test_fractional_warmup_ends_mid_epoch_and_decay_follows():
 def test_an_epoch_is_one_pass_in_optimizer_steps():
     # 1,281,167 images, 32 per worker, 2 workers: 20,018 steps; with 4 micro-batches a step,
     # a quarter of them (not 4 passes over the data).
-    assert schedule.steps_per_epoch(synthetic.IMAGENET_TRAIN_IMAGES, 32, 2, 1) == 20_018
-    assert schedule.steps_per_epoch(synthetic.IMAGENET_TRAIN_IMAGES, 32, 2, 4) == 5_004
+    assert schedule.steps_per_epoch(IMAGENET_TRAIN_IMAGES, 32, 2, 1) == 20_018
+    assert schedule.steps_per_epoch(IMAGENET_TRAIN_IMAGES, 32, 2, 4) == 5_004
     assert schedule.steps_per_epoch(10, 32, 2, 4) == 1
 
 

@@ -10,8 +10,6 @@ sees — the identity the averaging test relies on.
 
 import numpy as np
 
-IMAGENET_TRAIN_IMAGES = 1_281_167
-IMAGENET_VALIDATION_IMAGES = 50_000
 GOLDEN = 0.6180339887  # hue step between classes: neighbouring classes far apart on the wheel
 
 

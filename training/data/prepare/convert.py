@@ -7,6 +7,7 @@ moves the shards into place only when the run succeeds (docs/architecture.md, "C
 """
 
 import argparse
+import dataclasses
 import io
 import multiprocessing
 import multiprocessing.queues
@@ -20,9 +21,6 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-
-from PIL import Image
-from rich.progress import MofNCompleteColumn, Progress, TimeRemainingColumn
 
 from training.data.prepare.manifest import (
     MANIFEST_NAME,
@@ -113,6 +111,11 @@ def scan(
     source: Path, splits: list[str], labels_file: Path | None
 ) -> tuple[dict[str, int], dict[str, list[tuple[str, str]]]]:
     """The label map and, per split, every (image path, wnid): all input checks, no output."""
+    if source.is_file():
+        raise TrainingError(
+            f"--input {source} is a file; give the folder that holds train/ and validation/ "
+            "(ImageNet's layout: train/<wnid>/*.JPEG)"
+        )
     if not source.is_dir():
         raise TrainingError(f"input folder {source} does not exist")
     for split in splits:
@@ -173,10 +176,21 @@ def _validation_images(folder: Path, labels_file: Path | None) -> list[tuple[str
 def encode_image(path: str, encoding: Encoding) -> tuple[bytes, int, int, str | None]:
     """(JPEG bytes, height, width, why it was re-encoded or None). Raises on unreadable files.
 
-    The image is fully decoded, so truncated files are caught here, not during training.
+    The image is fully decoded, so truncated files are caught here, not during training. It is
+    read once and opened from memory, so Pillow's "cannot identify image file" names the
+    in-memory buffer: the error names the file instead.
     """
+    from PIL import Image, UnidentifiedImageError
+
     data = Path(path).read_bytes()
-    with Image.open(io.BytesIO(data)) as image:
+    buffer = io.BytesIO(data)
+    try:
+        opened = Image.open(buffer)
+    except UnidentifiedImageError:
+        raise UnidentifiedImageError(
+            f"not an image Pillow can read ({len(data)} bytes; begins {data[:8]!r})"
+        ) from None
+    with opened as image:
         image.load()
         reason = None
         if image.format != "JPEG":
@@ -210,6 +224,8 @@ def write_shard(task: ShardTask) -> dict:
 
     In a conversion's worker, every image done is counted on the parent's progress queue.
     """
+    from PIL import Image
+
     name = shard_name(task.split, task.index, task.total)
     path = Path(task.folder) / name
     counts: Counter[str] = Counter()
@@ -262,6 +278,8 @@ def convert(
     unknown = [s for s in splits if s not in SPLITS]
     if unknown or not splits:
         raise TrainingError(f"unknown split(s) {unknown or splits}; allowed: {', '.join(SPLITS)}")
+    if output.exists() and not output.is_dir():
+        raise TrainingError(f"--output {output} is a file; give a folder for the shards")
     old = existing_outputs(output)
     if old and not overwrite:
         raise TrainingError(
@@ -306,19 +324,21 @@ def convert(
                 f"{len(bad)} unreadable image(s); nothing was written to {output}:\n{listing}\n"
                 "fix or remove them, or pass --skip-bad to leave them out (the manifest lists them)"
             )
+        shards_written = without_empty_shards(results, staging, splits)
         for path in old:
             path.unlink()
-        for r in results:
+        for r in shards_written:
             (staging / r["entry"].name).replace(output / r["entry"].name)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
-    entries = sorted((r["entry"] for r in results), key=lambda e: e.name)
+    entries = sorted((r["entry"] for r in shards_written), key=lambda e: e.name)
     summaries = {}
     for split in splits:
-        counts = sum((r["counts"] for r in results if r["entry"].split == split), Counter())
+        counts = sum((r["counts"] for r in shards_written if r["entry"].split == split), Counter())
+        shards_of_split = sum(1 for e in entries if e.split == split)
         summaries[split] = SplitSummary(
-            sum(counts.values()), len(tasks_per_split[split]), dict(sorted(counts.items()))
+            sum(counts.values()), shards_of_split, dict(sorted(counts.items()))
         )
     manifest = Manifest(
         label_map=label_map,
@@ -328,7 +348,7 @@ def convert(
         skipped=sorted((x for r in results for x in r["bad"]), key=lambda x: x["path"]),
         options=dict(
             source=str(source),
-            shards={split: len(tasks_per_split[split]) for split in splits},
+            shards={split: summaries[split].num_shards for split in splits},
             reencode=encoding.reencode,
             quality=encoding.quality,
             resize=encoding.resize,
@@ -339,9 +359,33 @@ def convert(
     return manifest
 
 
+def without_empty_shards(results: list[dict], staging: Path, splits: list[str]) -> list[dict]:
+    """The results without shards whose every image was skipped (their files deleted), the
+    others renamed in `staging` to number 0..n-1 of the n left, so names and counts agree."""
+    kept = []
+    for split in splits:
+        ours = sorted(
+            (r for r in results if r["entry"].split == split), key=lambda r: r["entry"].name
+        )
+        full = [r for r in ours if r["entry"].num_examples]
+        if not full:
+            raise TrainingError(f"every {split} image is unreadable; nothing was written")
+        for r in ours:
+            if not r["entry"].num_examples:
+                (staging / r["entry"].name).unlink()
+        for index, r in enumerate(full):
+            name = shard_name(split, index, len(full))
+            if name != r["entry"].name:
+                (staging / r["entry"].name).rename(staging / name)
+            kept.append(r | {"entry": dataclasses.replace(r["entry"], name=name)})
+    return kept
+
+
 def _run_tasks(tasks: list[ShardTask], workers: int, total_images: int) -> list[dict]:
     """Run the shard tasks in `workers` processes, showing progress image by image: a bar on a
     terminal, else a plain line every LOG_EVERY_S seconds."""
+    from rich.progress import MofNCompleteColumn, Progress, TimeRemainingColumn
+
     # spawn, not fork: TensorFlow must not be inherited half-initialised by the workers.
     context = multiprocessing.get_context("spawn")
     progress_queue = context.Queue()
