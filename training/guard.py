@@ -2,7 +2,7 @@
 the ranks Horovod's stall inspector reports missing, with `--check-infiniband` stops the rank when
 NCCL fell back to TCP or runs without GPUDirect RDMA across nodes, and ends a hang: NCCL's init
 past `--init-deadline`, or no training step for `--progress-timeout` (the heartbeat of
-training.progress), dumps the Python stacks of the command's processes and stops it.
+training.heartbeat), dumps the Python stacks of the command's processes and stops it.
 
     python -m training.guard --ranks-dir DIR [--check-infiniband --nodes N] -- python train.py ...
 
@@ -25,7 +25,7 @@ import threading
 import time
 from pathlib import Path
 
-from training import progress
+from training import heartbeat
 from training.nccl_check import NcclCheck
 
 IB_CHECK_FAILED = 3
@@ -70,7 +70,7 @@ class Watch:
     """What the guard reads in the command's output (`line`, once per line) and checks on the
     clock (`tick`, about once a second); `stop` is set when the guard has to end the command."""
 
-    def __init__(self, args, rank: int | None, host: str, heartbeat: Path | None = None,
+    def __init__(self, args, rank: int | None, host: str, beat_file: Path | None = None,
                  clock=time.monotonic):  # fmt: skip
         self.args, self.rank, self.host, self.clock = args, rank, host, clock
         self.check = (
@@ -78,7 +78,7 @@ class Watch:
             if args.check_infiniband
             else None
         )
-        self.heartbeat = heartbeat
+        self.beat_file = beat_file
         self.started = clock()
         self.stalled: dict[int, str] = {}  # rank → tensors it has not submitted
         self.shutdown = False
@@ -146,7 +146,7 @@ class Watch:
                 self.hang = (
                     f"NCCL's communicator set-up (Init START) has not completed after {limit:g} s"
                 )
-            elif self.args.progress_timeout and self.heartbeat is not None:
+            elif self.args.progress_timeout and self.beat_file is not None:
                 self.hang = self.progress_problem(now)
             if self.hang is not None:
                 say(f"hang: {self.where()}: {self.hang}; dumping the Python stacks of its "
@@ -154,7 +154,7 @@ class Watch:
 
     def progress_problem(self, now: float) -> str | None:
         """Why the run counts as hung by its heartbeat, or None."""
-        beat = progress.read(self.heartbeat)
+        beat = heartbeat.read(self.beat_file)
         if beat is None:
             first = self.args.first_step_timeout
             if now - self.started >= first:
@@ -162,14 +162,14 @@ class Watch:
             return None
         step, age = beat
         if age >= self.args.progress_timeout:
-            return f"no training step for {age:.0f} s (the last one was step {step})"
+            return f"no training step for {age:.0f} s (the last one recorded was step {step})"
         return None
 
     def stalled_for(self) -> float | None:
         """Seconds since the last heartbeat (since the start if none yet), or None: no watchdog."""
-        if not self.args.progress_timeout or self.heartbeat is None:
+        if not self.args.progress_timeout or self.beat_file is None:
             return None
-        beat = progress.read(self.heartbeat)
+        beat = heartbeat.read(self.beat_file)
         return (self.clock() - self.started) if beat is None else beat[1]
 
     def report(self, verdict) -> None:
@@ -282,7 +282,7 @@ def parse_args(argv):
     )
     p.add_argument("--progress-timeout", type=positive_seconds, metavar="S",
                    help="end the command when it makes no training step for this long "
-                   "(training.progress heartbeat)")  # fmt: skip
+                   "(training.heartbeat)")  # fmt: skip
     p.add_argument("--first-step-timeout", type=positive_seconds, default=1800.0, metavar="S",
                    help="with --progress-timeout: the allowance for the first step (default "
                    "1800)")  # fmt: skip
@@ -301,18 +301,18 @@ def main(argv=None) -> int:
     if rank is not None:
         record_host(args.ranks_dir, rank, host)
         say(f"rank {rank} on {host} (pid {os.getpid()})")
-    heartbeat = None
+    beat_file = None
     if args.progress_timeout:
-        heartbeat = Path(tempfile.mkdtemp(prefix="azdl-guard-")) / "progress"
+        beat_file = Path(tempfile.mkdtemp(prefix="azdl-guard-")) / "heartbeat"
     # A value already set wins, except the heartbeat's path, which is this guard's.
     env = {"PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1"} | dict(os.environ)
-    if heartbeat is not None:
-        env[progress.ENV] = str(heartbeat)
+    if beat_file is not None:
+        env[heartbeat.ENV] = str(beat_file)
     child = subprocess.Popen(
         args.command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1,
         errors="replace", env=env,
     )  # fmt: skip
-    watch = Watch(args, rank, host, heartbeat)
+    watch = Watch(args, rank, host, beat_file)
 
     def on_signal(signum, _frame):
         """mpirun ends a job by signalling its processes: the signal goes on to the command,

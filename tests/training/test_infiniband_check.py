@@ -181,7 +181,7 @@ def test_the_guard_lets_a_healthy_rank_run_on_once_its_first_channel_is_gdrdma(t
 
 def test_the_guard_decides_on_the_init_lines_when_no_channel_comes_in_time(tmp_path):
     command = rank_printing("composed_ib_gdr.log", until="Init COMPLETE", then="time.sleep(5)")
-    run, took = guard(tmp_path, 2, command, "--connect-deadline", "2")
+    run, _ = guard(tmp_path, 2, command, "--connect-deadline", "2")
     assert run.returncode == 0, run.stderr
     assert "no channel of this rank crossed nodes within 2 s of Init COMPLETE" in run.stderr
 

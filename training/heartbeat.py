@@ -1,8 +1,8 @@
 """The training step heartbeat that training.guard's watchdog reads: every flavour calls
 `beat(step)` after each optimizer step; a user's own script may too.
 
-    from training import progress
-    progress.beat(global_step)
+    from training import heartbeat
+    heartbeat.beat(global_step)
 
 It writes the step number to the file the guard names in AZDL_PROGRESS_FILE, at most once a
 second, and does nothing when the variable is unset (no guard, or no --progress-timeout). Under a
