@@ -119,11 +119,16 @@ def script_run(
     return args, env
 
 
-def stall_guard(stall_timeout: int | None, ranks_dir: Path) -> tuple[list[str] | None, dict]:
-    """(the guard prefix, the stall inspector's environment) for --stall-timeout, else none."""
-    if stall_timeout is None:
+def stall_guard(
+    stall_timeout: int | None, ranks_dir: Path, progress_timeout: int | None = None
+) -> tuple[list[str] | None, dict]:
+    """(the guard prefix, the stall inspector's environment) for --stall-timeout and
+    --progress-timeout (the guard's step watchdog), else none."""
+    if stall_timeout is None and progress_timeout is None:
         return None, {}
-    prefix = safeguards.guard_command(str(ranks_dir), python=str(training_bin("python")))
+    prefix = safeguards.guard_command(
+        str(ranks_dir), progress_timeout=progress_timeout, python=str(training_bin("python"))
+    )
     return prefix, safeguards.stall_environment(stall_timeout)
 
 

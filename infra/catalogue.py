@@ -21,6 +21,7 @@ class VmSize:
     gpu_memory_gib: int
     vcpus: int
     infiniband: bool
+    infiniband_hcas: int | None = None  # InfiniBand HCAs per node, where Azure says
 
 
 class UnknownVmSize(KeyError):

@@ -26,6 +26,7 @@ class NcclBaseline:
     message_bytes: int
     single_node: Level | None
     multi_node: Level | None
+    ib_write_bw_gdr_gbps: float | None = None  # each HCA's GPUDirect RDMA loopback, Gb/s
 
 
 def _load() -> dict[str, NcclBaseline]:
@@ -36,6 +37,7 @@ def _load() -> dict[str, NcclBaseline]:
             message_bytes=int(entry["message_bytes"]),
             single_node=Level(**entry["single_node"]) if "single_node" in entry else None,
             multi_node=Level(**entry["multi_node"]) if "multi_node" in entry else None,
+            ib_write_bw_gdr_gbps=entry.get("ib_write_bw_gdr_gbps"),
         )
         for name, entry in raw.items()
     }

@@ -1,29 +1,43 @@
-"""Runs one rank's training command and watches its output (stdlib only): records the rank's
-host, names the ranks Horovod's stall inspector reports missing, and with `--check-infiniband`
-stops the rank when NCCL fell back to TCP or runs without GPUDirect RDMA across nodes.
+"""Runs one rank's training command and watches it (stdlib only): records the rank's host, names
+the ranks Horovod's stall inspector reports missing, with `--check-infiniband` stops the rank when
+NCCL fell back to TCP or runs without GPUDirect RDMA across nodes, and ends a hang: NCCL's init
+past `--init-deadline`, or no training step for `--progress-timeout` (the heartbeat of
+training.heartbeat), dumps the Python stacks of the command's processes and stops it.
 
     python -m training.guard --ranks-dir DIR [--check-infiniband --nodes N] -- python train.py ...
 
-Exit code: the command's (128 + signal number for a signal), or 3 when the guard stopped it.
+Exit code: the command's (128 + signal number for a signal), 3 when the InfiniBand check stopped
+it, 4 when it hung (both retryable: azdl.jobs.retry). Design: docs/architecture.md ("The guard").
 """
 
 import argparse
+import contextlib
 import json
 import os
 import re
+import resource
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
+import time
 from pathlib import Path
 
+from training import heartbeat
 from training.nccl_check import NcclCheck
 
 IB_CHECK_FAILED = 3
-RANK_VARIABLES = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "HOROVOD_RANK")
+HUNG = 4
+RANK_VARIABLES = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "HOROVOD_RANK", "RANK")
 _MISSING_RANK = re.compile(r"^\s*(\d+)(!?): \[(.*)\]\s*$")
 _STALL_SHUTDOWN = "is stalled for longer than"
+_INIT_START = re.compile(r"NCCL INFO .*- Init START")
+_INIT_COMPLETE = re.compile(r"NCCL INFO .*- Init COMPLETE")
+# How long the command's processes get to write their stacks before they are killed.
+DUMP_GRACE_S = 15
+TICK_S = 1.0
 
 
 def this_rank() -> int | None:
@@ -48,16 +62,42 @@ def host_of(ranks_dir: Path, rank: int) -> str:
     return json.loads(path.read_text())["host"]
 
 
-class Watch:
-    """What the guard reads in the command's output; `relay` is called once per line."""
+def say(message: str) -> None:
+    print(f"azdl: {message}", file=sys.stderr, flush=True)
 
-    def __init__(self, args, rank: int | None, host: str):
-        self.args, self.rank, self.host = args, rank, host
-        self.check = NcclCheck(multi_node=args.nodes > 1) if args.check_infiniband else None
+
+class Watch:
+    """What the guard reads in the command's output (`line`, once per line) and checks on the
+    clock (`tick`, about once a second); `stop` is set when the guard has to end the command."""
+
+    def __init__(self, args, rank: int | None, host: str, beat_file: Path | None = None,
+                 clock=time.monotonic):  # fmt: skip
+        self.args, self.rank, self.host, self.clock = args, rank, host, clock
+        self.check = (
+            NcclCheck(multi_node=args.nodes > 1, expected_hcas=args.hcas)
+            if args.check_infiniband
+            else None
+        )
+        self.beat_file = beat_file
+        self.started = clock()
         self.stalled: dict[int, str] = {}  # rank → tensors it has not submitted
         self.shutdown = False
         self.failed_check = None
+        self.hang: str | None = None  # why the guard ended the command as hung
+        self.init_started: float | None = None  # an NCCL communicator's Init START, not complete
+        self.inits_complete = 0
+        self.complete_at: float | None = None
         self.lock = threading.Lock()
+
+    @property
+    def stop(self) -> int | None:
+        """The guard's exit code once it must end the command, else None."""
+        if self.hang is not None:
+            return HUNG
+        return IB_CHECK_FAILED if self.failed_check is not None else None
+
+    def where(self) -> str:
+        return f"rank {self.rank} on {self.host}"
 
     def line(self, text: str) -> bool:
         """Looks at one line; returns whether it goes on to the output."""
@@ -70,24 +110,77 @@ class Watch:
                 say(f"stall: rank {match.group(1)} on {host} has not submitted {match.group(3)}")
             elif _STALL_SHUTDOWN in text:
                 self.shutdown = True
-            if self.check is None or "NCCL" not in text:
+            if "NCCL" not in text:
                 return True
-            if self.check.verdict is None:
+            first_complete = False
+            if _INIT_START.search(text) and self.init_started is None:
+                self.init_started = self.clock()
+            elif _INIT_COMPLETE.search(text):
+                self.init_started = None
+                first_complete = not self.inits_complete
+                self.inits_complete += 1
+                self.complete_at = self.complete_at or self.clock()
+            if self.check is not None and self.check.verdict is None:
                 verdict = self.check.feed(text)
                 if verdict is not None:
                     self.report(verdict)
                 return True
-            return "NCCL INFO" not in text or self.args.nccl_debug in ("INFO", "TRACE")
+            # NCCL_DEBUG=INFO was set for the guard: once it has what it needs (the check's
+            # verdict, else the first communicator's set-up), INFO goes back to the user's level.
+            if self.args.nccl_debug in (None, "INFO", "TRACE") or "NCCL INFO" not in text:
+                return True
+            return first_complete or (self.check is None and not self.inits_complete)
+
+    def tick(self) -> None:
+        """The deadlines: the wait for a channel across nodes, NCCL's init, training steps."""
+        with self.lock:
+            now = self.clock()
+            check, deadline = self.check, self.args.connect_deadline
+            waiting = check is not None and check.waiting_for_channel
+            if waiting and self.complete_at is not None and now - self.complete_at >= deadline:
+                self.report(check.at_deadline(deadline))
+            if self.hang is not None:
+                return
+            limit = self.args.init_deadline
+            if limit and self.init_started is not None and now - self.init_started >= limit:
+                self.hang = (
+                    f"NCCL's communicator set-up (Init START) has not completed after {limit:g} s"
+                )
+            elif self.args.progress_timeout and self.beat_file is not None:
+                self.hang = self.progress_problem(now)
+            if self.hang is not None:
+                say(f"hang: {self.where()}: {self.hang}; dumping the Python stacks of its "
+                    "processes, then stopping it (exit code 4, retryable)")  # fmt: skip
+
+    def progress_problem(self, now: float) -> str | None:
+        """Why the run counts as hung by its heartbeat, or None."""
+        beat = heartbeat.read(self.beat_file)
+        if beat is None:
+            first = self.args.first_step_timeout
+            if now - self.started >= first:
+                return f"no training step within {first:g} s of the start"
+            return None
+        step, age = beat
+        if age >= self.args.progress_timeout:
+            return f"no training step for {age:.0f} s (the last one recorded was step {step})"
+        return None
+
+    def stalled_for(self) -> float | None:
+        """Seconds since the last heartbeat (since the start if none yet), or None: no watchdog."""
+        if not self.args.progress_timeout or self.beat_file is None:
+            return None
+        beat = heartbeat.read(self.beat_file)
+        return (self.clock() - self.started) if beat is None else beat[1]
 
     def report(self, verdict) -> None:
-        where = f"rank {self.rank} on {self.host}"
         if verdict.ok:
-            say(f"InfiniBand check passed on {where}: {verdict.message}")
+            say(f"InfiniBand check passed on {self.where()}: {verdict.message}")
         elif self.args.nodes > 1:
-            say(f"InfiniBand check FAILED on {where}: {verdict.message}; stopping the job")
+            say(f"InfiniBand check FAILED on {self.where()}: {verdict.message}; stopping the job")
             self.failed_check = verdict
         else:
-            say(f"warning: InfiniBand check on {where}: {verdict.message} (single node: goes on)")
+            say(f"warning: InfiniBand check on {self.where()}: {verdict.message} "
+                "(single node: goes on)")  # fmt: skip
 
     def summary(self) -> None:
         if self.stalled:
@@ -98,23 +191,71 @@ class Watch:
             say(f"{what} on a stall: rank(s) {ranks} stopped calling collectives")
         if self.check is not None and self.check.verdict is None:
             verdict = self.check.finish()
-            say(
-                f"InfiniBand not verified on rank {self.rank}: the command ended before NCCL "
-                f"completed a communicator ({verdict.message})"
-            )
+            say(f"InfiniBand not verified on rank {self.rank}: the command ended first "
+                f"({verdict.message})")  # fmt: skip
 
 
-def say(message: str) -> None:
-    print(f"azdl: {message}", file=sys.stderr, flush=True)
+def descendants(pid: int) -> list[int]:
+    """`pid` and every process below it (Linux /proc), parents first."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the process ended while we looked
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, queue = [], [pid]
+    while queue:
+        current = queue.pop(0)
+        found.append(current)
+        queue += children.get(current, [])
+    return found
 
 
-def relay(stream, out, watch: Watch, child: subprocess.Popen) -> None:
+def dump_and_kill(child: subprocess.Popen) -> None:
+    """Every process of the command writes its Python stacks and ends: SIGABRT, which
+    faulthandler (PYTHONFAULTHANDLER, set for the command) turns into a dump of every thread's
+    stack on stderr, with core files off for them; whatever is left after DUMP_GRACE_S is killed."""
+    tree = descendants(child.pid)
+    for pid in tree:
+        try:
+            resource.prlimit(pid, resource.RLIMIT_CORE, (0, 0))
+            os.kill(pid, signal.SIGABRT)
+        except ProcessLookupError:
+            continue
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        child.wait(timeout=DUMP_GRACE_S)
+    for pid in tree:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            continue
+
+
+def relay(stream, out, watch: Watch) -> None:
     for text in iter(stream.readline, ""):
         if watch.line(text.rstrip("\n")):
             out.write(text)
             out.flush()
-        if watch.failed_check is not None and child.poll() is None:
+
+
+def watchdog(watch: Watch, child: subprocess.Popen, done: threading.Event) -> None:
+    """Checks the deadlines every TICK_S and ends the command when the guard must."""
+    while not done.wait(TICK_S):
+        watch.tick()
+        if watch.stop == IB_CHECK_FAILED:
             child.terminate()
+            return
+        if watch.stop == HUNG:
+            dump_and_kill(child)
+            return
+
+
+def positive_seconds(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected seconds above 0")
+    return value
 
 
 def parse_args(argv):
@@ -122,7 +263,29 @@ def parse_args(argv):
     p.add_argument("--ranks-dir", type=Path, required=True, help="folder of rank → host records")
     p.add_argument("--check-infiniband", action="store_true", help="verify NCCL's transport")
     p.add_argument("--nodes", type=int, default=1, help="nodes in the job (GDR needed if > 1)")
-    p.add_argument("--nccl-debug", default="WARN", help="the user's NCCL_DEBUG, after the check")
+    p.add_argument("--hcas", type=int, help="InfiniBand HCAs the VM size has (checked if given)")
+    p.add_argument(
+        "--nccl-debug",
+        help="the user's NCCL_DEBUG, when the job set INFO for the "
+        "guard: later INFO lines are dropped unless it is INFO or TRACE",
+    )
+    p.add_argument(
+        "--connect-deadline", type=positive_seconds, default=120.0, metavar="S",
+        help="after Init COMPLETE, wait this long for the rank's first channel across nodes "
+        "(NCCL >= 2.22 connects at the first collective; default 120)",
+    )  # fmt: skip
+    p.add_argument(
+        "--init-deadline",
+        type=positive_seconds,
+        metavar="S",
+        help="end the command when an NCCL communicator's set-up takes longer",
+    )
+    p.add_argument("--progress-timeout", type=positive_seconds, metavar="S",
+                   help="end the command when it makes no training step for this long "
+                   "(training.heartbeat)")  # fmt: skip
+    p.add_argument("--first-step-timeout", type=positive_seconds, default=1800.0, metavar="S",
+                   help="with --progress-timeout: the allowance for the first step (default "
+                   "1800)")  # fmt: skip
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- then the rank's command")
     args = p.parse_args(argv)
     if args.command[:1] == ["--"]:
@@ -138,27 +301,48 @@ def main(argv=None) -> int:
     if rank is not None:
         record_host(args.ranks_dir, rank, host)
         say(f"rank {rank} on {host} (pid {os.getpid()})")
-    env = {"PYTHONUNBUFFERED": "1"} | dict(os.environ)  # a value already set wins
+    beat_file = None
+    if args.progress_timeout:
+        beat_file = Path(tempfile.mkdtemp(prefix="azdl-guard-")) / "heartbeat"
+    # A value already set wins, except the heartbeat's path, which is this guard's.
+    env = {"PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1"} | dict(os.environ)
+    if beat_file is not None:
+        env[heartbeat.ENV] = str(beat_file)
     child = subprocess.Popen(
         args.command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1,
         errors="replace", env=env,
     )  # fmt: skip
-    # mpirun ends a job by signalling its processes: hand the signal on to the command.
+    watch = Watch(args, rank, host, beat_file)
+
+    def on_signal(signum, _frame):
+        """mpirun ends a job by signalling its processes: the signal goes on to the command,
+        after a stack dump when the command had stopped making steps (a hang another rank's
+        guard found first)."""
+        stalled = watch.stalled_for()
+        if stalled is not None and stalled >= min(60.0, args.progress_timeout / 2):
+            say(f"{watch.where()} stopped by signal {signum} after {stalled:.0f} s without a "
+                "training step: dumping its stacks")  # fmt: skip
+            threading.Thread(target=dump_and_kill, args=(child,), daemon=True).start()
+        else:
+            child.send_signal(signum)
+
     for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda s, _f: child.send_signal(s))
-    watch = Watch(args, rank, host)
+        signal.signal(signum, on_signal)
+    done = threading.Event()
     threads = [
-        threading.Thread(target=relay, args=(child.stdout, sys.stdout, watch, child)),
-        threading.Thread(target=relay, args=(child.stderr, sys.stderr, watch, child)),
+        threading.Thread(target=relay, args=(child.stdout, sys.stdout, watch)),
+        threading.Thread(target=relay, args=(child.stderr, sys.stderr, watch)),
+        threading.Thread(target=watchdog, args=(watch, child, done), daemon=True),
     ]
     for thread in threads:
         thread.start()
     code = child.wait()
-    for thread in threads:
+    done.set()
+    for thread in threads[:2]:
         thread.join()
     watch.summary()
-    if watch.failed_check is not None:
-        return IB_CHECK_FAILED
+    if watch.stop is not None:
+        return watch.stop
     return code if code >= 0 else 128 - code
 
 

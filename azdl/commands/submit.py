@@ -16,8 +16,9 @@ from azdl.commands.options import (
 )
 from azdl.errors import AzdlError
 from azdl.jobs import script as own_script
+from azdl.jobs.budget import DEFAULT_TIMEOUT_S
 from azdl.jobs.request import DEFAULT_LOCAL_DIR, STORAGE_MODES, JobRequest, OwnScript
-from azdl.jobs.safeguards import CLUSTER_STALL_TIMEOUT_S
+from azdl.jobs.safeguards import CLUSTER_PROGRESS_TIMEOUT_S, CLUSTER_STALL_TIMEOUT_S
 from azdl.jobs.submit import JSON_SCHEMA
 from training.flavours import DEFAULT_FRAMEWORK, FRAMEWORKS
 
@@ -156,7 +157,23 @@ def add_safeguard_options(p: argparse.ArgumentParser) -> None:
         "--timeout",
         type=positive_int,
         metavar="SECONDS",
-        help="Azure ML's limit on the job's run time: it is cancelled after this (default: none)",
+        help="Azure ML's limit on the job's run time: it is cancelled after this (default: what "
+        f"--max-cost buys, else {DEFAULT_TIMEOUT_S // 3600} hours)",
+    )
+    p.add_argument(
+        "--max-cost",
+        type=usd,
+        metavar="USD",
+        help="a budget for the job: its time limit becomes what this buys on its nodes at the "
+        "price table's dedicated price (the table azdl plan and estimate use); retries share it",
+    )
+    p.add_argument(
+        "--progress-timeout",
+        type=positive_int,
+        metavar="SECONDS",
+        help="end the job (retryably, stacks dumped) when training makes no step for this long "
+        f"(default {CLUSTER_PROGRESS_TIMEOUT_S} for the built-in scripts; with --script, only "
+        "when given, and the script calls training.heartbeat.beat)",
     )
     p.add_argument(
         "--no-infiniband-check",
@@ -164,6 +181,16 @@ def add_safeguard_options(p: argparse.ArgumentParser) -> None:
         action="store_false",
         help="on InfiniBand sizes, skip checking that NCCL uses InfiniBand with GPUDirect RDMA",
     )
+
+
+def usd(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected an amount in USD above 0")
+    return value
 
 
 def non_negative_int(text: str) -> int:
@@ -210,6 +237,14 @@ def framework_of(args: argparse.Namespace, script: OwnScript | None) -> str:
     return found
 
 
+def progress_timeout_of(args: argparse.Namespace, script: OwnScript | None) -> int | None:
+    """--progress-timeout, else the cluster default for the built-in scripts (they beat) and
+    none for a user's script (it may not)."""
+    if args.progress_timeout is not None or script is not None:
+        return args.progress_timeout
+    return CLUSTER_PROGRESS_TIMEOUT_S
+
+
 def run(args: argparse.Namespace) -> int:
     if args.json and (args.dry_run or args.export is not None):
         raise AzdlError("--json reports a submitted job; --dry-run and --export print its YAML")
@@ -217,7 +252,7 @@ def run(args: argparse.Namespace) -> int:
     framework = framework_of(args, script)
     # The job's machinery (the outputs' model, then azure-ai-ml) once the options are good.
     from azdl.jobs import export, health
-    from azdl.jobs.spec import build_job, warnings
+    from azdl.jobs.spec import build_job, time_limit, warnings
     from azdl.jobs.stack_outputs import load_outputs
     from azdl.jobs.submit import new_run_id, send, send_with_retries
 
@@ -239,6 +274,8 @@ def run(args: argparse.Namespace) -> int:
         health_check=health.wanted(outputs, args.nodes, args.health_check),
         stall_timeout=args.stall_timeout,
         timeout=args.timeout,
+        max_cost=args.max_cost,
+        progress_timeout=progress_timeout_of(args, script),
         infiniband_check=args.infiniband_check,
     )
     job = build_job(outputs, request)
@@ -252,6 +289,8 @@ def run(args: argparse.Namespace) -> int:
     if request.health_check:
         gate = f"# health gate before training: {health.levels_text(outputs.vm_size.name)}"
         print(gate, file=sys.stderr if args.json else sys.stdout)  # stdout: the JSON alone
+    limit = time_limit(outputs, request)
+    print(f"time limit: {limit.seconds} s ({limit.why})", file=sys.stderr)
     if args.dry_run or not args.max_retries:
         return send(outputs, job, dry_run=args.dry_run, wait=args.wait, as_json=args.json)
     return send_with_retries(outputs, request, args.max_retries, as_json=args.json)

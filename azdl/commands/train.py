@@ -86,6 +86,14 @@ def register(subparsers) -> None:
         "naming the missing ranks and their host (Horovod's stall inspector; needs MPI; "
         "default: off locally, 600 s on the cluster)",
     )
+    p.add_argument(
+        "--progress-timeout",
+        type=positive_int,
+        metavar="SECONDS",
+        help="end the run when training makes no step for this long, dumping every worker's "
+        "Python stacks (the guard's watchdog; the built-in scripts and scripts that call "
+        "training.heartbeat.beat; default: off locally, 900 s on the cluster)",
+    )
     add_script_args(p)
     p.set_defaults(func=run)
 
@@ -132,7 +140,8 @@ def run(args: argparse.Namespace) -> int:
             run_dir = demo_run_dir(framework)
             user_args = demo_args(framework, args.workers, run_dir)
             print(f"demo: {args.workers} workers, ResNet50 at 64 px on synthetic data", flush=True)
-        guard, extra = stall_guard(args.stall_timeout, Path(tempfile.mkdtemp(prefix="azdl-ranks-")))
+        ranks = Path(tempfile.mkdtemp(prefix="azdl-ranks-"))
+        guard, extra = stall_guard(args.stall_timeout, ranks, args.progress_timeout)
         extra |= mlflow_environment(run_dir)
         cmd = launch_command(
             framework, args.workers, launcher, user_args, exports=tuple(extra), guard=guard
@@ -151,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
     run_dir = args.run_dir or Path("runs", f"{script.stem}-{time.strftime('%Y%m%d-%H%M%S')}")
     run_dir = run_dir.expanduser().resolve()
     user_args, extra = script_run(script, args.workers, args.data, user_args, run_dir)
-    guard, stall_env = stall_guard(args.stall_timeout, run_dir / "ranks")
+    guard, stall_env = stall_guard(args.stall_timeout, run_dir / "ranks", args.progress_timeout)
     extra |= stall_env | mlflow_environment(run_dir)
     cmd = launch_command(
         "", args.workers, launcher, user_args, script=script, exports=tuple(extra), guard=guard

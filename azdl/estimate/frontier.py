@@ -75,16 +75,8 @@ class Option:
 
 
 def node_price(prices: Prices, size: str, priority: str) -> tuple[float | None, str]:
-    """The hourly price of one node and a note on it."""
-    dedicated = prices.vm(size)
-    if dedicated is None:
-        return None, prices.no_vm_price(size)
-    if priority == DEDICATED:
-        return dedicated, ""
-    low = prices.vm_low_priority(size)
-    if low is None:
-        return dedicated, "no low-priority price in the table: priced as dedicated, an upper bound"
-    return low, ""
+    """The hourly price of one node and a note on it (Prices.node_hourly)."""
+    return prices.node_hourly(size, low_priority=priority != DEDICATED)
 
 
 def evaluate(size: VmSize, nodes: int, priority: str, s: Settings, inputs: Inputs) -> Option:

@@ -13,10 +13,15 @@ NFS_MOUNT_POINT = "/mnt/azdl-nfs"
 
 def command_job(stack: StackOutputs, run_id: str, experiment: str, /, **fields):
     """azure-ai-ml's command job named `run_id` (also its display name), in `experiment`, on the
-    stack's cluster as the cluster's identity; `fields`: the rest of `azure.ai.ml.command`'s."""
+    stack's cluster as the cluster's identity; `fields`: the rest of `azure.ai.ml.command`'s.
+    Every job has a time limit (`limits.timeout`): `timeout`, else the default of
+    azdl.jobs.budget."""
     from azure.ai.ml import command
     from azure.ai.ml.entities import ManagedIdentityConfiguration
 
+    from azdl.jobs.budget import DEFAULT_TIMEOUT_S
+
+    fields["timeout"] = fields.get("timeout") or DEFAULT_TIMEOUT_S
     return command(
         name=run_id,
         display_name=run_id,

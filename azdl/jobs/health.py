@@ -52,6 +52,10 @@ def gate_step(outputs: StackOutputs, nodes: int, across_nodes: bool = False) -> 
     if published is not None:
         command += _levels("single", published.single_node)
         command += _levels("multi", published.multi_node) if across_nodes else []
+        if published.ib_write_bw_gdr_gbps is not None and size.infiniband:
+            command.append(f"--ib-write-gbps={published.ib_write_bw_gdr_gbps:g}")
+    if size.infiniband_hcas is not None:
+        command.append(f"--hcas={size.infiniband_hcas}")
     # Plain words only (numbers, option names and Azure ML's ${{…}} placeholder): no quoting.
     return " ".join(command)
 
@@ -71,6 +75,9 @@ def levels_text(vm_size: str, across_nodes: bool = False) -> str:
             parts.append(
                 f"{scope} ~{level.expected_gbps:g} GB/s ({', '.join(limits)}; {level.source})"
             )
+    if published.ib_write_bw_gdr_gbps is not None:
+        parts.append(f"GPUDirect RDMA loopback per InfiniBand HCA >= "
+                     f"{published.ib_write_bw_gdr_gbps:g} Gb/s (NHC check_ib_bw_gdr)")  # fmt: skip
     return f"{vm_size}: " + "; ".join(parts or ["no published level for this check"])
 
 

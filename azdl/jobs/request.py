@@ -45,7 +45,11 @@ class JobRequest:
     resume_from: str | None = None  # an earlier job (same experiment) whose checkpoints to use
     health_check: bool = False  # the pre-flight gate (azdl.jobs.health) before training
     stall_timeout: int | None = safeguards.CLUSTER_STALL_TIMEOUT_S  # None: no stall shutdown
-    timeout: int | None = None  # Azure ML's limit on the job's run time, seconds
+    timeout: int | None = None  # Azure ML's limit on the job's run time, seconds (None: default)
+    max_cost: float | None = None  # USD: the time limit is what this buys (azdl.jobs.budget)
+    spent_usd: float = 0.0  # what earlier attempts of the same job cost (--max-retries)
+    # the guard's watchdog: seconds without a training step (None: off; own scripts opt in)
+    progress_timeout: int | None = safeguards.CLUSTER_PROGRESS_TIMEOUT_S
     infiniband_check: bool = True  # on InfiniBand GPU sizes: NCCL must use IB (+ GDR across nodes)
 
 

@@ -1,7 +1,7 @@
 """What `azdl train` and `azdl submit` add to a job so that it cannot silently waste time: the
 stall timeout (Horovod's stall inspector), the per-rank guard (training.guard: rank → host
-records, stalled ranks named, NCCL's transport checked on InfiniBand sizes) and where MLflow
-writes locally. No Azure calls, nothing imported from the training stack.
+records, stalled ranks named, NCCL's transport checked on InfiniBand sizes, NCCL's init under a
+deadline, training steps under a watchdog) and where MLflow writes locally. No Azure calls.
 """
 
 from pathlib import Path
@@ -15,6 +15,14 @@ from azdl.errors import AzdlError
 STALL_CHECK = "HOROVOD_STALL_CHECK_TIME_SECONDS"
 STALL_SHUTDOWN = "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS"
 CLUSTER_STALL_TIMEOUT_S = 600
+# NCCL's communicator set-up (Init START to Init COMPLETE) takes seconds on a healthy cluster; a
+# job whose set-up has not completed after this long is hung (a node that never joins).
+NCCL_INIT_DEADLINE_S = 600
+# The longest a built-in training script may go without an optimizer step on a cluster (the
+# epoch's end, validation and a checkpoint included), and the first step's allowance (data,
+# cuDNN autotuning, torch.compile).
+CLUSTER_PROGRESS_TIMEOUT_S = 900
+FIRST_STEP_TIMEOUT_S = 1800
 # Measured with Horovod 0.28.1 as this project builds it (2 CPU workers, one stops before an
 # allreduce): under mpirun rank 0 printed "Missing ranks: 1: [allreduce.NAME]" and shut down
 # after the set times; under `horovodrun --gloo` with the same settings nothing was printed and
@@ -24,9 +32,10 @@ GLOO_HAS_NO_STALL_INSPECTOR = (
     "`horovodrun --gloo` (a stalled Gloo job prints nothing and hangs); use --launcher mpi, "
     "or leave --launcher out (it then picks mpi)"
 )
-# NCCL's own log of the first communicator, read by training.guard (NCCL reads these once per
-# process; the guard drops later INFO lines unless the user asked for INFO).
-IB_CHECK_NCCL_ENV = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET"}
+# NCCL's own log of its communicators' set-up, read by training.guard for the init deadline and
+# the InfiniBand check (NCCL reads these once per process; the guard drops INFO lines once it has
+# what it needs unless the user asked for INFO).
+GUARD_NCCL_ENV = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET"}
 
 
 def stall_environment(seconds: int | None) -> dict[str, str]:
@@ -45,13 +54,25 @@ def guard_command(
     *,
     check_infiniband: bool = False,
     nodes: int = 1,
-    nccl_debug: str = "WARN",
+    hcas: int | None = None,
+    nccl_debug: str | None = None,
+    init_deadline: int | None = None,
+    progress_timeout: int | None = None,
     python: str = "python",
 ) -> list[str]:
-    """The prefix that runs a rank's command under training.guard (then `--` and the command)."""
+    """The prefix that runs a rank's command under training.guard (then `--` and the command).
+    `nccl_debug`: the user's level, when the job set NCCL_DEBUG=INFO for the guard."""
     cmd = [python, "-m", "training.guard", "--ranks-dir", ranks_dir]
     if check_infiniband:
-        cmd += ["--check-infiniband", "--nodes", str(nodes), "--nccl-debug", nccl_debug]
+        cmd += ["--check-infiniband", "--nodes", str(nodes)]
+        cmd += ["--hcas", str(hcas)] if hcas else []
+    if nccl_debug is not None:
+        cmd += ["--nccl-debug", nccl_debug]
+    if init_deadline is not None:
+        cmd += ["--init-deadline", str(init_deadline)]
+    if progress_timeout is not None:
+        first = max(FIRST_STEP_TIMEOUT_S, progress_timeout)
+        cmd += ["--progress-timeout", str(progress_timeout), "--first-step-timeout", str(first)]
     return [*cmd, "--"]
 
 
@@ -62,21 +83,24 @@ def local_mlflow_uri(run_dir: Path) -> str:
 
 
 def job_safeguards(request, vm_size) -> tuple[dict[str, str], list[str]]:
-    """(environment variables, guard prefix) of a cluster job: the stall inspector, and on
-    InfiniBand GPU sizes NCCL's INIT/NET log for the guard's transport check and Azure's NCCL
-    topology file where the size needs one (training.nccl_topology). `request`: a JobRequest."""
+    """(environment variables, guard prefix) of a cluster job: the stall inspector; on GPU sizes
+    NCCL's INIT/NET log for the guard's init deadline, Azure's NCCL topology file where the size
+    needs one (training.nccl_topology) and, on InfiniBand sizes, the transport check; the
+    progress watchdog where the request has a timeout for it. `request`: a JobRequest."""
     from training import nccl_topology
 
     env = stall_environment(request.stall_timeout)
-    check = request.infiniband_check and vm_size.infiniband and vm_size.gpus > 0
-    if vm_size.gpus > 0:
-        env |= nccl_topology.nccl_environment(vm_size.name)
-    if check:
-        env |= IB_CHECK_NCCL_ENV
+    gpu = vm_size.gpus > 0
+    check = request.infiniband_check and vm_size.infiniband and gpu
+    if gpu:
+        env |= nccl_topology.nccl_environment(vm_size.name) | GUARD_NCCL_ENV
     prefix = guard_command(
         "${{outputs.logs}}/ranks",
         check_infiniband=check,
         nodes=request.nodes,
-        nccl_debug=request.nccl_debug,
+        hcas=vm_size.infiniband_hcas,
+        nccl_debug=request.nccl_debug if gpu else None,
+        init_deadline=NCCL_INIT_DEADLINE_S if gpu else None,
+        progress_timeout=request.progress_timeout,
     )
     return env, prefix

@@ -6,7 +6,7 @@ import re
 from types import ModuleType
 
 from azdl.errors import AzdlError
-from azdl.jobs import builtin_job, health, safeguards, script_job
+from azdl.jobs import budget, builtin_job, health, safeguards, script_job
 from azdl.jobs.azureml import (
     command_job,
     data_input,
@@ -90,11 +90,19 @@ def training_command(request: JobRequest, threads: int, guard: list[str] = ()) -
     return job_part(request, threads, guard).command
 
 
+def time_limit(outputs: StackOutputs, request: JobRequest) -> budget.TimeLimit:
+    """The job's `limits.timeout`: --timeout, what --max-cost buys, or the default."""
+    return budget.time_limit(
+        outputs, request.nodes, request.timeout, request.max_cost, request.spent_usd
+    )
+
+
 def build_job(outputs: StackOutputs, request: JobRequest):
     """The azure-ai-ml command job for `request` (validated first, before azure-ai-ml loads)."""
     validate(outputs, request)
     from azure.ai.ml import MpiDistribution
 
+    limit = time_limit(outputs, request)
     threads = threads_per_process(outputs)
     guards, guard = safeguards.job_safeguards(request, outputs.vm_size)
     part = job_part(request, threads, guard)
@@ -118,6 +126,11 @@ def build_job(outputs: StackOutputs, request: JobRequest):
         tags["azdl.resume_from"] = request.resume_from
     if request.health_check:
         tags["azdl.health_check"] = "true"
+    rate, _note = budget.hourly_rate(outputs, request.nodes)
+    if rate is not None:
+        tags[budget.RATE_TAG] = f"{rate:g}"
+    if request.max_cost is not None:
+        tags[budget.MAX_COST_TAG] = f"{request.max_cost:g}"
     return command_job(
         outputs,
         request.run_id,
@@ -141,5 +154,5 @@ def build_job(outputs: StackOutputs, request: JobRequest):
             nfs_docker_args(outputs.nfs_mount_target) if request.storage == "nfs" else None
         ),
         tags=tags | part.tags,
-        timeout=request.timeout,
+        timeout=limit.seconds,
     )

@@ -11,13 +11,16 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from azdl.console import print_json
-from azdl.jobs import export, quota
+from azdl.errors import AzdlError
+from azdl.jobs import budget, export, quota
 from azdl.jobs.request import JobRequest
 from azdl.jobs.retry import Outcome, classify
 
 JSON_SCHEMA = "azdl.submit-result/v1"
 # The chain of attempts, on each job: `azdl jobs show` follows it.
 ATTEMPT_TAG, RETRY_OF_TAG = "azdl.attempt", "azdl.retry_of"
+# How `follow` times the attempts (from submission to end: an upper bound on their run time).
+CLOCK = time.monotonic
 
 
 def new_run_id(what: str) -> str:
@@ -95,16 +98,21 @@ def send_with_retries(outputs, request: JobRequest, max_retries: int, as_json: b
 
 def retry_builder(outputs, request: JobRequest):
     """Attempt n of the job: the first as asked; later ones named <name>-retryN, resuming from
-    the first attempt's checkpoints (or the --resume-from job's, when one was given)."""
+    the first attempt's checkpoints (or the --resume-from job's, when one was given), with what
+    is left of --max-cost after `spent_s` seconds of the earlier attempts."""
     # Here, not at the top: `azdl submit --help` reads JSON_SCHEMA, and spec reads the stack
     # outputs' pydantic model.
     from azdl.jobs.spec import build_job
 
-    def build(number: int, first: str | None):
+    def build(number: int, first: str | None, spent_s: float = 0.0):
         if number == 1:
             return build_job(outputs, request)
+        spent = 0.0
+        if request.max_cost is not None:
+            rate, _note = budget.hourly_rate(outputs, request.nodes)
+            spent = spent_s / 3600 * (rate or 0.0)
         again = replace(request, run_id=f"{request.run_id}-retry{number - 1}",
-                        resume_from=request.resume_from or first)  # fmt: skip
+                        resume_from=request.resume_from or first, spent_usd=spent)  # fmt: skip
         return build_job(outputs, again)
 
     return build
@@ -136,16 +144,17 @@ def watch(client, name: str, stream: bool) -> tuple[str, str]:
     return wait(client, name), error
 
 
-def follow(client, build: Callable[[int, str | None], object], max_retries: int,
+def follow(client, build: Callable[..., object], max_retries: int,
            stream: bool = True, attempts: list | None = None) -> int:  # fmt: skip
-    """Submit `build(1, None)`, then `build(n, first_name)` after each retryable failure, at most
-    `max_retries` times; print the chain of attempts (and add them to `attempts`, if given).
-    Exit status 0 when one completed."""
+    """Submit `build(1, None)`, then `build(n, first_name, seconds_spent)` after each retryable
+    failure, at most `max_retries` times; print the chain of attempts (and add them to
+    `attempts`, if given). Exit status 0 when one completed."""
     from azdl.jobs.workspace import job_logs
     from azdl.propagation import code_upload_refusals, while_propagating
 
     attempts = [] if attempts is None else attempts
     job = build(1, None)
+    spent_s = 0.0
     while True:
         number = len(attempts) + 1
         job.tags = dict(job.tags or {}) | {ATTEMPT_TAG: str(number)}
@@ -157,7 +166,9 @@ def follow(client, build: Callable[[int, str | None], object], max_retries: int,
             wrapped=code_upload_refusals(),
         )
         print(f"attempt {number}: submitted {created.name}: {created.studio_url}")
+        started = CLOCK()
         status, error = watch(client, created.name, stream)
+        spent_s += CLOCK() - started
         logs = job_logs(client, created.name) if status == "Failed" else ""
         outcome = classify(status, error, logs)
         attempts.append(Attempt(created.name, status, outcome, created.studio_url))
@@ -165,8 +176,13 @@ def follow(client, build: Callable[[int, str | None], object], max_retries: int,
             break
         if number > max_retries:
             break
+        try:
+            job = build(number + 1, attempts[0].name, spent_s)
+        except AzdlError as exc:  # --max-cost: what is left buys too little
+            why = f"{outcome.reason}, but the budget is spent: {exc}"
+            attempts[-1] = Attempt(created.name, status, Outcome(False, why))
+            break
         print(f"attempt {number} {status}: {outcome.reason}; resubmitting from its checkpoints")
-        job = build(number + 1, attempts[0].name)
     print_chain(attempts, max_retries)
     return 0 if attempts[-1].status == "Completed" else 1
 

@@ -51,6 +51,21 @@ class Prices:
     def vm_low_priority(self, size: str) -> float | None:
         return self.vm_hourly_low_priority.get(size)
 
+    def node_hourly(self, size: str, low_priority: bool = False) -> tuple[float | None, str]:
+        """One node's price per hour and a note on it (None: unpriced, the note says why):
+        `azdl estimate`, `azdl submit --max-cost` and `azdl jobs` price a job's nodes here."""
+        dedicated = self.vm(size)
+        if dedicated is None:
+            return None, self.no_vm_price(size)
+        if not low_priority:
+            return dedicated, ""
+        low = self.vm_low_priority(size)
+        if low is None:
+            return dedicated, (
+                "no low-priority price in the table: priced as dedicated, an upper bound"
+            )
+        return low, ""
+
     def offers(self, size: str) -> bool:
         """Whether the table lists `size` in this region, priced or with why it is not."""
         return size in self.vm_hourly or size in self.vm_unpriced

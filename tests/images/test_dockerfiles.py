@@ -46,7 +46,8 @@ DISTRIBUTIONS = {
 STEPS = TRAINING / "install" / "image-steps.sh"
 STEP_CALL = re.compile(r"bash /tmp/azdl-install/image-steps\.sh ([\w-]+)")
 SHARED_STEPS = {
-    "build": ["build-packages", "nccl-topology", "nccl-tests", "requirements", "horovod"],
+    "build": ["build-packages", "nccl-topology", "nccl-tests", "perftest", "requirements",
+              "horovod"],
     "run": ["run-packages"],
 }
 

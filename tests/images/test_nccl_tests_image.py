@@ -33,3 +33,25 @@ def test_both_builds_are_made_and_land_where_the_gate_runs_them(framework):
     assert f"cp -L /usr/lib/x86_64-linux-gnu/libnccl.so.2 {BIN_DIR}/" in text
     copies = [i["value"] for i in run if i["instruction"] == "COPY"]
     assert f"--from=build {BIN_DIR} {BIN_DIR}" in copies
+
+
+# linux-rdma/perftest: tag 26.04.17 is commit 720b61082454e189b1f21835ec175536a944afc3
+# (2026-05-31; read from the repository's tags).
+PERFTEST_TAG, PERFTEST_COMMIT = "26.04.17", "720b61082454e189b1f21835ec175536a944afc3"
+
+
+@pytest.mark.parametrize("framework", sorted(FRAMEWORKS))
+def test_perftest_is_pinned_built_with_cuda_and_lands_where_the_gate_runs_it(framework):
+    from training.health.gate import PERFTEST_DIR
+
+    pins = shared_pins()
+    assert (pins["PERFTEST_TAG"], pins["PERFTEST_COMMIT"]) == (PERFTEST_TAG, PERFTEST_COMMIT)
+    build, run = stages(framework)[0], stages(framework)[-1]
+    text = executed(build)
+    assert 'test "$(git -C /tmp/perftest rev-parse HEAD)" = "${PERFTEST_COMMIT}"' in text
+    # --use_cuda exists only in a build configured with cuda.h (perftest README, GPUDirect usage)
+    assert "CUDA_H_PATH=/usr/local/cuda/include/cuda.h" in text
+    assert "--prefix=/opt/perftest" in text and PERFTEST_DIR == "/opt/perftest/bin"
+    copies = [i["value"] for i in run if i["instruction"] == "COPY"]
+    assert "--from=build /opt/perftest /opt/perftest" in copies
+    assert re.search(r"apt-get install[^&]*libibumad3 libpci3", executed(run))  # its libraries

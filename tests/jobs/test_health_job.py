@@ -47,13 +47,14 @@ def test_a_dry_run_shows_the_gate_and_its_levels(ml_client, outputs_file, capsys
                  "--name", "g2", "--dry-run"]) == 0  # fmt: skip
     out = capsys.readouterr().out
     assert out.startswith("# health gate before training: Standard_ND96isr_H100_v5: single-node")
-    assert "fail below 460; NHC conf/nd96isr_h100_v5.conf" in out
+    assert "fail below 460; measured 478.87 GB/s at 8 G (Azure/AI-benchmarking-guide)" in out
+    assert "GPUDirect RDMA loopback per InfiniBand HCA >= 380 Gb/s (NHC check_ib_bw_gdr)" in out
     assert "multi-node" not in out.splitlines()[0]  # the fabric is `azdl cluster check`'s
     assert (
         "command: python -m training.health.gate --gpus=8 --nodes=2 --bytes=17179869184 "
         "--out=${{outputs.health}}" in out
     )
-    assert "--single-expected=460 --single-fail=460 && python" in out
+    assert "--single-expected=478.87 --single-fail=460 --ib-write-gbps=380 --hcas=8 && " in out
     assert "--across-nodes" not in out and "--multi-" not in out
     ml_client.assert_not_called()
 

@@ -27,26 +27,34 @@ def test_an_infiniband_job_runs_its_training_under_the_guard_with_the_check(outp
     assert (env["NCCL_DEBUG"], env["NCCL_DEBUG_SUBSYS"]) == ("INFO", "INIT,NET")
     assert env["HOROVOD_STALL_CHECK_TIME_SECONDS"] == "60"
     assert env["HOROVOD_STALL_SHUTDOWN_TIME_SECONDS"] == "600"  # the cluster default
+    # The HCA count is the catalogue's (8 on ND H100 v5); NCCL's init under a deadline; the
+    # built-in script's steps under the watchdog.
     assert job.command.startswith(
         "python -m training.guard --ranks-dir '${{outputs.logs}}/ranks' --check-infiniband "
-        "--nodes 2 --nccl-debug WARN -- python -m training.torch.train "
+        "--nodes 2 --hcas 8 --nccl-debug WARN --init-deadline 600 --progress-timeout 900 "
+        "--first-step-timeout 1800 -- python -m training.torch.train "
     )
+    assert job.limits.timeout == 24 * 3600  # no --timeout, no --max-cost: the default
 
 
 def test_the_check_is_off_where_there_is_no_infiniband_or_when_asked(outputs):
     nc = build_job(
         outputs(vm_size="Standard_NC96ads_A100_v4"), JobRequest("torch", 1, "mount", "r")
     )
-    assert (
-        "--check-infiniband" not in nc.command
-        and "NCCL_DEBUG_SUBSYS" not in nc.environment_variables
+    assert "--check-infiniband" not in nc.command
+    # NCCL's set-up is still logged for the guard's init deadline, then back to WARN.
+    assert nc.environment_variables["NCCL_DEBUG"] == "INFO"
+    assert nc.command.startswith(
+        "python -m training.guard --ranks-dir '${{outputs.logs}}/ranks' --nccl-debug WARN "
+        "--init-deadline 600 --progress-timeout 900"
     )
-    assert nc.environment_variables["NCCL_DEBUG"] == "WARN"
-    assert nc.command.startswith("python -m training.guard --ranks-dir")  # stalls still named
     off = JobRequest("torch", 2, "mount", "r", nccl_debug="INFO", infiniband_check=False)
     job = build_job(outputs(vm_size="Standard_ND96isr_H100_v5"), off)
     assert "--check-infiniband" not in job.command
     assert job.environment_variables["NCCL_DEBUG"] == "INFO"
+    cpu = build_job(outputs(vm_size="Standard_D4s_v3"), JobRequest("keras", 1, "mount", "r"))
+    assert "NCCL_DEBUG" not in cpu.environment_variables
+    assert "--init-deadline" not in cpu.command and "--progress-timeout 900" in cpu.command
 
 
 def test_submit_options_reach_the_job_and_azure_mls_loader_reads_the_time_limit(

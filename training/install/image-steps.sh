@@ -8,6 +8,10 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # nccl-tests for the pre-flight health gate (training/health), a release tag and its commit.
 NCCL_TESTS_TAG=v2.19.6
 NCCL_TESTS_COMMIT=a0b82b2260cf5152b9f8c061bbf7eaf0ba096432
+# perftest's ib_write_bw with CUDA for the gate's GPUDirect RDMA loopback per InfiniBand HCA
+# (training/health/ib_write_bw.py, as Azure's node health checks run it), a tag and its commit.
+PERFTEST_TAG=26.04.17
+PERFTEST_COMMIT=720b61082454e189b1f21835ec175536a944afc3
 # pip, and the setuptools and wheel Horovod builds with (--no-build-isolation): the versions
 # scripts/setup-training.sh builds the local Horovod with (tests/images checks).
 PIP_VERSION=24.3.1
@@ -63,6 +67,28 @@ nccl-tests() {
     cp /tmp/nccl-tests/build-1/all_reduce_perf /opt/nccl-tests/bin/all_reduce_perf_mpi
     cp -L /usr/lib/x86_64-linux-gnu/libnccl.so.2 /opt/nccl-tests/bin/
     rm -rf /tmp/nccl-tests
+}
+
+# perftest, checked against its commit, configured with the devel image's cuda.h so that
+# `--use_cuda=N` exists (linux-rdma/perftest README, "GPUDirect usage"), installed under
+# /opt/perftest. The builder has no GPU driver: libcuda is linked against the toolkit's stub (the
+# NVIDIA container runtime mounts the host's driver on the cluster).
+perftest() {
+    apt-get update
+    apt-get install -y --no-install-recommends autoconf automake libtool pkg-config \
+        libibverbs-dev librdmacm-dev libibumad-dev libpci-dev
+    rm -rf /var/lib/apt/lists/*
+    git clone --quiet --depth 1 --branch "${PERFTEST_TAG}" \
+        https://github.com/linux-rdma/perftest.git /tmp/perftest
+    test "$(git -C /tmp/perftest rev-parse HEAD)" = "${PERFTEST_COMMIT}"
+    cd /tmp/perftest
+    ./autogen.sh
+    ./configure --prefix=/opt/perftest CUDA_H_PATH=/usr/local/cuda/include/cuda.h \
+        LDFLAGS="-L/usr/local/cuda/lib64/stubs"
+    make -j"$(nproc)"
+    make install
+    cd /
+    rm -rf /tmp/perftest
 }
 
 # /opt/venv with the training requirements FILE, less the local CPU framework builds
@@ -127,11 +153,11 @@ run-packages() {
     apt-get update
     apt-get install -y --no-install-recommends \
         python3 openmpi-bin openssh-client \
-        rdma-core ibverbs-providers ibverbs-utils rdmacm-utils
+        rdma-core ibverbs-providers ibverbs-utils rdmacm-utils libibumad3 libpci3
     rm -rf /var/lib/apt/lists/*
 }
 
-steps=" build-packages nccl-topology nccl-tests requirements horovod check-build run-packages "
+steps=" build-packages nccl-topology nccl-tests perftest requirements horovod check-build run-packages "
 if [ $# -eq 0 ] || [[ "$steps" != *" $1 "* ]]; then
     echo "error: unknown step '${1:-}'; allowed:${steps% }" >&2
     exit 2

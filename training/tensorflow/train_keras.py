@@ -15,7 +15,7 @@ import horovod.tensorflow.keras as hvd
 import tensorflow as tf
 from horovod.tensorflow import allgather_object
 
-from training import checkpoints, options, schedule, worker
+from training import checkpoints, heartbeat, options, schedule, worker
 from training.epoch_log import EpochLog
 from training.tensorflow import (
     elastic_state,
@@ -119,6 +119,7 @@ class TrackPosition(tf.keras.callbacks.Callback):
         state = self.state
         state.step += 1
         state.global_step += 1
+        heartbeat.beat(state.global_step)  # the guard's watchdog
         # At an epoch's last step the epoch-end checkpoint follows instead.
         if checkpoints.due(state.global_step, self.args.checkpoint_every_steps) and (
             state.step < self.steps

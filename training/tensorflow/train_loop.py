@@ -13,7 +13,7 @@ import time
 import horovod.tensorflow as hvd
 import tensorflow as tf
 
-from training import checkpoints, options, schedule, worker
+from training import checkpoints, heartbeat, options, schedule, worker
 from training.epoch_log import EpochLog
 from training.tensorflow import elastic_state, keras_loss, keras_models, pipeline, tf_worker
 from training.throughput import ThroughputMeter
@@ -117,6 +117,7 @@ class Loop:
                     state.images += args.batch_size
                     state.step += 1
                     state.global_step += 1
+                    heartbeat.beat(state.global_step)  # the guard's watchdog
                     if checkpoints.due(state.global_step, args.checkpoint_every_steps):
                         self.save(state)
                     if args.elastic and state.step % args.commit_every == 0:

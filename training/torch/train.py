@@ -17,7 +17,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from training import checkpoints, recipe, schedule, worker
+from training import checkpoints, heartbeat, recipe, schedule, worker
 from training.data import synthetic
 from training.epoch_log import EpochLog
 from training.options import parse_args
@@ -337,6 +337,7 @@ def train(args) -> None:
                 loss = float(result[0]) if ends_window or shown else None
                 meter.end()
                 global_step += 1
+                heartbeat.beat(global_step)  # the guard's watchdog
                 advance(loss)
                 due = checkpoints.due(global_step, args.checkpoint_every_steps)
                 if rank == 0 and due and step + 1 < steps:  # else the epoch-end one follows
