@@ -1,6 +1,7 @@
-"""`azdl submit`: one Horovod training job on the stack's Azure ML cluster, a built-in script
-(--framework) or the user's own (--script); --dry-run and --export print or write its YAML without
-contacting Azure (docs/architecture.md, "Jobs and the CLI")."""
+"""`azdl submit`: one training job on the stack's Azure ML cluster, Horovod's (MPI) or, with
+--launcher torchrun, torch.distributed's; a built-in script (--framework) or the user's own
+(--script); --dry-run and --export print or write its YAML without contacting Azure
+(docs/architecture.md, "Jobs and the CLI")."""
 
 import argparse
 import re
@@ -11,14 +12,15 @@ from azdl.commands.options import (
     add_job_name_option,
     add_script_args,
     add_stack_options,
+    non_negative_int,
     positive_int,
     script_args,
 )
 from azdl.errors import AzdlError
 from azdl.jobs import export, health
 from azdl.jobs import script as own_script
-from azdl.jobs.request import DEFAULT_LOCAL_DIR, STORAGE_MODES, JobRequest, OwnScript
-from azdl.jobs.safeguards import CLUSTER_STALL_TIMEOUT_S
+from azdl.jobs.request import DEFAULT_LOCAL_DIR, LAUNCHERS, STORAGE_MODES, JobRequest, OwnScript
+from azdl.jobs.safeguards import CLUSTER_STALL_TIMEOUT_S, SCRIPT_SETS_ITS_TIMEOUT
 from azdl.jobs.spec import build_job, warnings
 from azdl.jobs.stack_outputs import load_outputs
 from azdl.jobs.submit import JSON_SCHEMA, new_run_id, send, send_with_retries
@@ -28,9 +30,11 @@ from training.flavours import DEFAULT_FRAMEWORK, FRAMEWORKS
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "submit",
-        help="submit a Horovod training job to the stack's GPU cluster",
-        description="Submit one Horovod job to the stack's Azure ML cluster: MPI with one "
-        "process per GPU, --nodes instances, the stack's environment for the framework's image. "
+        help="submit a training job (Horovod or torchrun) to the stack's GPU cluster",
+        description="Submit one training job to the stack's Azure ML cluster: Horovod under MPI "
+        "with one process per GPU (the default) or, with --launcher torchrun, one torchrun per "
+        "node (distribution: pytorch); --nodes instances, the stack's environment for the "
+        "framework's image. "
         "Arguments after `--` go to the training script (see `azdl train --framework keras -- "
         "--help`), or to your own with --script (docs/own-code.md). Authentication: "
         "azure-identity (az login, managed identity).",
@@ -70,6 +74,22 @@ def register(subparsers) -> None:
         "(pip --no-index; for private package registries and clusters without internet)",
     )
     p.add_argument("--nodes", type=int, default=1, help="cluster nodes (default 1)")
+    p.add_argument(
+        "--launcher",
+        choices=LAUNCHERS,
+        default="mpi",
+        help="mpi: Horovod, Azure ML's MPI with one process per GPU (default); torchrun: "
+        "torch.distributed, one torchrun per node starting one worker per GPU "
+        "(--framework torch, or your own --script; docs/torchrun.md)",
+    )
+    p.add_argument(
+        "--max-restarts",
+        type=non_negative_int,
+        default=0,
+        metavar="N",
+        help="with --launcher torchrun: restart every worker after a failed one, at most N "
+        "times, within the job; a built-in script resumes from its last checkpoint (default 0)",
+    )
     p.add_argument(
         "--storage",
         choices=STORAGE_MODES,
@@ -150,10 +170,10 @@ def add_safeguard_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--stall-timeout",
         type=positive_int,
-        default=CLUSTER_STALL_TIMEOUT_S,
         metavar="SECONDS",
         help="end the job when some ranks have waited this long for others in a collective, "
-        f"naming the missing ranks and their host (default {CLUSTER_STALL_TIMEOUT_S})",
+        f"naming the missing ranks and their host (default {CLUSTER_STALL_TIMEOUT_S}; under "
+        "torchrun the built-in script's collective timeout, a script of yours sets its own)",
     )
     p.add_argument(
         "--timeout",
@@ -167,12 +187,6 @@ def add_safeguard_options(p: argparse.ArgumentParser) -> None:
         action="store_false",
         help="on InfiniBand sizes, skip checking that NCCL uses InfiniBand with GPUDirect RDMA",
     )
-
-
-def non_negative_int(text: str) -> int:
-    if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number of 0 or more")
-    return int(text)
 
 
 def shm_size(text: str) -> str:
@@ -213,6 +227,16 @@ def framework_of(args: argparse.Namespace, script: OwnScript | None) -> str:
     return found
 
 
+def stall_timeout_of(args: argparse.Namespace, script: OwnScript | None) -> int | None:
+    """--stall-timeout, else the cluster default; none for a user's script under torchrun,
+    whose process group has the timeout the script gives it."""
+    if args.launcher == "torchrun" and script is not None:
+        if args.stall_timeout is not None:
+            raise AzdlError(SCRIPT_SETS_ITS_TIMEOUT)
+        return None
+    return args.stall_timeout or CLUSTER_STALL_TIMEOUT_S
+
+
 def run(args: argparse.Namespace) -> int:
     if args.json and (args.dry_run or args.export is not None):
         raise AzdlError("--json reports a submitted job; --dry-run and --export print its YAML")
@@ -234,9 +258,11 @@ def run(args: argparse.Namespace) -> int:
         script=script,
         resume_from=args.resume_from,
         health_check=health.wanted(outputs, args.nodes, args.health_check),
-        stall_timeout=args.stall_timeout,
+        stall_timeout=stall_timeout_of(args, script),
         timeout=args.timeout,
         infiniband_check=args.infiniband_check,
+        launcher=args.launcher,
+        max_restarts=args.max_restarts,
     )
     job = build_job(outputs, request)
     for warning in warnings(request):
