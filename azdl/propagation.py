@@ -29,6 +29,24 @@ def error_code(exc: HttpResponseError) -> str:
     return str(code or "Forbidden")
 
 
+def code_upload_refusals() -> tuple[type[Exception], ...]:
+    """The exception azure-ai-ml 1.35.2 wraps a refused code upload in:
+    `BlobStorageClient.check_blob_exists` (azure/ai/ml/_artifacts/_blob_storage_helper.py)
+    raises a `ValidationException` ("You don't have permission to alter this storage account")
+    `from` the storage 403 `AuthorizationPermissionMismatch`. Imported on use: azure-ai-ml takes
+    seconds to import, and data staging never needs it."""
+    from azure.ai.ml.exceptions import ValidationException
+
+    return (ValidationException,)
+
+
+def refusal(exc: BaseException) -> HttpResponseError | None:
+    """The storage or ARM error behind `exc`: itself, or the one it was raised from."""
+    if isinstance(exc, HttpResponseError):
+        return exc
+    return exc.__cause__ if isinstance(exc.__cause__, HttpResponseError) else None
+
+
 def may_be_propagating(exc: BaseException) -> bool:
     """A 403 for missing rights, which a role assignment still taking effect explains."""
     return (
@@ -42,6 +60,7 @@ def while_propagating(
     call: Callable[[], T],
     what: str,
     *,
+    wrapped: tuple[type[Exception], ...] = (),
     window_seconds: float = PROPAGATION_SECONDS,
     every_seconds: float = RETRY_EVERY_SECONDS,
     say: Callable[[str], object] = lambda line: print(line, file=sys.stderr),
@@ -49,14 +68,16 @@ def while_propagating(
     clock: Callable[[], float] | None = None,
 ) -> T:
     """`call()`, retried every `every_seconds` while it fails with a 403 that role
-    propagation explains, for at most `window_seconds`; then an AzdlError naming the refusal."""
+    propagation explains, for at most `window_seconds`; then an AzdlError naming the refusal.
+    `wrapped`: exception types a library raises from such a 403 (code_upload_refusals())."""
     sleep, clock = sleep or time.sleep, clock or time.monotonic
     start, told = clock(), False
     while True:
         try:
             return call()
-        except HttpResponseError as exc:
-            if not may_be_propagating(exc):
+        except (HttpResponseError, *wrapped) as caught:
+            exc = refusal(caught)
+            if exc is None or not may_be_propagating(exc):
                 raise
             waited = clock() - start
             if waited + every_seconds > window_seconds:

@@ -10,13 +10,36 @@ storage (prod's answer only inside the VNet). For each image `pulumi up`:
 - asks the registry's control plane for a source upload URL (`listBuildSourceUploadUrl`, on
   management.azure.com), and uploads the context there only when its hash changed
   (`SourceUpload`: storage that ACR Tasks owns, the path `az acr build` takes);
-- declares an ACR Tasks run (`TaskRun`, a DockerBuildRequest) that builds the context on
-  Microsoft-hosted agents and pushes `<registry>/azdl/<framework>:<hash>`. A registry with
-  public network access disabled admits those agents because it sets
-  `networkRuleBypassAllowedForTasks` (infra/registry.py). The base images and packages come
-  from the internet on ACR's agents, not through the stack's VNet.
-A preview uploads and builds nothing. Docker on the deployer's machine is optional: the same
-context builds locally with `python -m infra.build_context <framework> | docker build -`.
+- declares an ACR Task with a system-assigned identity that builds the context on
+  Microsoft-hosted agents and pushes `<registry>/azdl/<framework>:<hash>`, gives that identity
+  AcrPush on the registry, and runs the task once per upload (a `TaskRun`).
+
+Why a task with its own identity, not a quick build: a registry with public network access
+disabled admits ACR Tasks' agents through `networkRuleBypassAllowedForTasks`
+(infra/registry.py) only for runs that authenticate with the task's own system-assigned
+identity ("Manage network bypass policy for tasks", learn.microsoft.com/azure/
+container-registry/manage-network-bypass-policy-for-tasks, ms.date 2025-05-15). Microsoft's
+Azure Landing Zones bootstrap module builds into its private registry this way
+(Azure/accelerator-bootstrap-modules, modules/azure/container_registry.tf, commit 06e612c:
+`identity { type = "SystemAssigned" }`, `registry_credential { custom { login_server,
+identity = "[system]" } }`, AcrPush for the task's principal, a run that waits for that role).
+The registry credential is the only place the identity can be named: the source-registry
+credential takes a login mode only (ARM spec containerregistry_build.json 2019-06-01-preview,
+`SourceRegistryCredentials.loginMode`, `CustomRegistryCredentials.identity`). The same design
+serves dev, whose registry is public: one way to build.
+
+The run is tied to its upload (its `forceUpdateTag` is the upload's path) and both, with the
+task, to the registry (`replace_with`): a replaced registry gets a new upload, task and run, so
+its images are built again. A failed or cancelled run stops `up` with its log command and the
+one command that builds it again (`pulumi up --replace` of the upload: a new upload, so a new
+run); a run whose PUT itself failed (an initialization error in the state) is replaced on the
+next plain `up` (`replace_on_changes=["*"]`, pulumi/pulumi pkg/resource/deploy/
+step_generator.go, `applyReplaceOnChanges`). Pulumi waits for the run longer than the build may
+take (`custom_timeouts`; azure-native's own default is 2 h, provider.go `azureContext`). A
+subscription that refuses ACR Tasks (free trials: TasksOperationsNotAllowed) gets one message
+naming `azdl:images.prebuilt`. A preview uploads and builds nothing. Docker on the deployer's
+machine is optional: the same context builds locally with
+`python -m infra.build_context <framework> | docker build -`.
 
 Every image becomes an Azure ML environment version (name `azdl-<framework>`, version = the
 content hash); the component's `images` (framework -> image ref with digest) and
@@ -35,25 +58,52 @@ from pulumi_azure_native import containerregistry, machinelearningservices
 from infra.build_context import SourceUpload, content_hash
 from infra.config import IMAGE_FRAMEWORKS as FRAMEWORKS
 from infra.config import StackConfig
+from infra.registry import Registry
+from infra.role_assignments import assign_role
 
 # A CUDA image with Horovod compiled from source can take longer than ACR Tasks' default run
-# timeout of 3600 s (DockerBuildRequest.timeout's default in the ARM spec and the SDK).
+# timeout of 3600 s (the task's `timeout`: default 3600, 300 to 28800, ARM spec 2019-06-01-preview).
 BUILD_TIMEOUT_SECONDS = 3 * 3600
+# How long Pulumi waits for a run: the build's own limit plus half an hour of queueing.
+RUN_WAIT = f"{BUILD_TIMEOUT_SECONDS // 60 + 30}m"
 # RunStatus values of a run that ended without an image (ARM spec, containerregistry tasks).
 FAILED_RUN = ("Failed", "Canceled", "Error", "Timeout")
+# The registry credential that names the task's own system-assigned identity (the Landing
+# Zones module and `az acr task credential add --use-identity [system]`; the spec's
+# description spells it `system`).
+SYSTEM_IDENTITY = "[system]"
+TASKS_REFUSED = "TasksOperationsNotAllowed"
+TASKS_REFUSED_MESSAGE = (
+    "error: this subscription refuses ACR Tasks (TasksOperationsNotAllowed; free-trial "
+    "subscriptions do), so azdl cannot build the training images here. Build them elsewhere "
+    "and name them in azdl:images.prebuilt (docs/images.md, Prebuilt images), or deploy to a "
+    "subscription that allows ACR Tasks."
+)
 
 
-def built_ref(login_server: str, run_result: Mapping[str, Any] | None, tag_ref: str) -> str:
+def explain_refused_tasks(args: pulumi.ErrorHookArgs) -> bool:
+    """Error hook of the task and its run: when Azure refused ACR Tasks, says what to do
+    instead. Never retries (a refusal does not pass)."""
+    if any(TASKS_REFUSED in error for error in args.errors):
+        pulumi.log.error(TASKS_REFUSED_MESSAGE)
+    return False
+
+
+def built_ref(
+    login_server: str, run_result: Mapping[str, Any] | None, tag_ref: str, upload_urn: str
+) -> str:
     """The pushed image as `<registry>/<repository>:<tag>@<digest>` from a TaskRun's result;
-    raises, naming the run, when the run failed; the tag ref while the run has not reported
-    its image yet."""
+    raises, naming the run's log and the command that builds it again, when the run failed;
+    the tag ref while the run has not reported its image yet."""
     result = run_result or {}
     status, run_id = result.get("status"), result.get("run_id") or result.get("runId")
     if status in FAILED_RUN:
         registry = login_server.split(".", 1)[0]
         raise RuntimeError(
             f"the ACR Tasks build of {tag_ref} ended {status}: see its log with "
-            f"`az acr task logs -r {registry} --run-id {run_id}`"
+            f"`az acr task logs -r {registry} --run-id {run_id}`; once the cause is fixed, "
+            f"build it again with `pulumi up --replace '{upload_urn}'` (a new upload of the "
+            "build context and a new run; nothing else changes)"
         )
     images = result.get("output_images") or result.get("outputImages") or []
     for image in images:
@@ -67,9 +117,8 @@ class TrainingImagesArgs:
     config: StackConfig
     resource_group_name: pulumi.Input[str]
     workspace_name: pulumi.Input[str]
-    # An output of the registry resource: the upload URL is asked for once the registry exists.
-    registry_name: pulumi.Input[str]
-    registry_login_server: pulumi.Input[str]
+    registry: Registry  # the stack's registry: built into, pulled from
+    subscription_id: pulumi.Input[str]
     # framework -> prebuilt image ref; frameworks named here are registered, not built
     prebuilt: Mapping[str, str] = field(default_factory=dict)
 
@@ -83,6 +132,13 @@ class TrainingImages(pulumi.ComponentResource):
     ):
         super().__init__("azdl:infra:TrainingImages", name, None, opts)
         self.images, self.environments = {}, {}
+        login_server = args.registry.login_server
+        built_frameworks = [f for f in FRAMEWORKS if f not in args.prebuilt]
+        refused = (
+            pulumi.ErrorHook("azdl-acr-tasks-refused", explain_refused_tasks)
+            if built_frameworks
+            else None
+        )
 
         # Environment versions are immutable in Azure ML, so a version must name one image
         # for good: it registers a ref that is fixed together with the version string. For a
@@ -98,12 +154,10 @@ class TrainingImages(pulumi.ComponentResource):
                 self.images[framework], built = registered, []
             else:
                 version = content_hash(framework)
-                registered = pulumi.Output.concat(
-                    args.registry_login_server, "/azdl/", framework, ":", version
-                )
-                run = self._build(framework, version, args)
+                registered = pulumi.Output.concat(login_server, "/azdl/", framework, ":", version)
+                upload, run = self._build(framework, version, args, refused)
                 self.images[framework] = pulumi.Output.all(
-                    args.registry_login_server, run.run_result, registered
+                    login_server, run.run_result, registered, upload.urn
                 ).apply(lambda a: built_ref(*a))
                 built = [run]
             self.environments[framework] = self._environment(
@@ -113,46 +167,106 @@ class TrainingImages(pulumi.ComponentResource):
         self.register_outputs({"images": self.images, "environments": self.environments})
 
     def _build(
-        self, framework: str, version: str, args: TrainingImagesArgs
-    ) -> containerregistry.TaskRun:
-        """Upload the framework's context (when its hash changed) and have ACR Tasks build it
-        and push `azdl/<framework>:<version>` (TaskRun, API 2019-06-01-preview in
-        pulumi-azure-native 3.29)."""
-        child = pulumi.ResourceOptions(parent=self)
+        self,
+        framework: str,
+        version: str,
+        args: TrainingImagesArgs,
+        refused: pulumi.ErrorHook,
+    ) -> tuple[SourceUpload, containerregistry.TaskRun]:
+        """Upload the framework's context (when its hash changed); declare the task that
+        builds it and pushes `azdl/<framework>:<version>` with its own identity, that
+        identity's AcrPush, and the run of the task for this upload (Task and TaskRun: API
+        2019-06-01-preview in pulumi-azure-native 3.29)."""
+        cfg, registry = args.config, args.registry
+        # Replaced with the registry: a new registry gets a new upload, task and run.
+        of_registry = pulumi.ResourceOptions(parent=self, replace_with=[registry.registry])
+        hooks = pulumi.ResourceHookBinding(on_error=[refused])
         source = containerregistry.list_registry_build_source_upload_url_output(
-            registry_name=args.registry_name, resource_group_name=args.resource_group_name
+            registry_name=registry.name, resource_group_name=args.resource_group_name
         )
         # The URL is the registry's: recorded as a dependency on it (an invoke's result
         # carries none), so plans and waves show the upload after the registry.
-        of_registry = pulumi.Output.all(args.registry_name, source.upload_url, source.relative_path)
+        located = pulumi.Output.all(registry.name, source.upload_url, source.relative_path)
         upload = SourceUpload(
             f"{framework}-context",
             framework,
-            of_registry.apply(lambda a: a[1]),
-            of_registry.apply(lambda a: a[2]),
-            child,
+            located.apply(lambda a: a[1]),
+            located.apply(lambda a: a[2]),
+            of_registry,
         )
-        return containerregistry.TaskRun(
-            f"{framework}-build",
-            containerregistry.TaskRunArgs(
-                registry_name=args.registry_name,
+        task = containerregistry.Task(
+            f"{framework}-task",
+            containerregistry.TaskArgs(
+                registry_name=registry.name,
                 resource_group_name=args.resource_group_name,
-                task_run_name=f"azdl-{framework}",
-                location=args.config.location,
-                run_request=containerregistry.DockerBuildRequestArgs(
-                    type="DockerBuildRequest",
-                    source_location=upload.relative_path,
+                task_name=f"azdl-{framework}",
+                location=cfg.location,
+                identity=containerregistry.IdentityPropertiesArgs(type="SystemAssigned"),
+                platform=containerregistry.PlatformPropertiesArgs(os="Linux", architecture="amd64"),
+                step=containerregistry.DockerBuildStepArgs(
+                    type="Docker",
+                    context_path=upload.relative_path,
                     docker_file_path="Dockerfile",
                     image_names=[f"azdl/{framework}:{version}"],
                     is_push_enabled=True,
-                    platform=containerregistry.PlatformPropertiesArgs(
-                        os="Linux", architecture="amd64"
+                ),
+                credentials=containerregistry.CredentialsArgs(
+                    custom_registries={
+                        registry.login_server: containerregistry.CustomRegistryCredentialsArgs(
+                            identity=SYSTEM_IDENTITY
+                        )
+                    }
+                ),
+                timeout=BUILD_TIMEOUT_SECONDS,
+                status="Enabled",
+                tags=dict(cfg.tags),
+            ),
+            pulumi.ResourceOptions.merge(of_registry, pulumi.ResourceOptions(hooks=hooks)),
+        )
+        push = assign_role(
+            self,
+            f"{framework}-task-push",
+            "AcrPush",
+            task.identity.principal_id,
+            "ServicePrincipal",
+            registry.registry.id,
+            args.subscription_id,
+            f"azdl {cfg.stack}: {framework} image task, AcrPush",
+        )
+        run = containerregistry.TaskRun(
+            f"{framework}-build",
+            containerregistry.TaskRunArgs(
+                registry_name=registry.name,
+                resource_group_name=args.resource_group_name,
+                task_run_name=f"azdl-{framework}",
+                location=cfg.location,
+                # One run per upload: a new upload (new content, a replaced registry, or
+                # `pulumi up --replace` of the upload after a failed build) runs it again.
+                force_update_tag=upload.relative_path,
+                run_request=containerregistry.TaskRunRequestArgs(
+                    type="TaskRunRequest",
+                    task_id=task.id,
+                    override_task_step_properties=(
+                        containerregistry.OverrideTaskStepPropertiesArgs(
+                            context_path=upload.relative_path
+                        )
                     ),
-                    timeout=BUILD_TIMEOUT_SECONDS,
                 ),
             ),
-            child,
+            pulumi.ResourceOptions.merge(
+                of_registry,
+                pulumi.ResourceOptions(
+                    depends_on=[push],
+                    custom_timeouts=pulumi.CustomTimeouts(create=RUN_WAIT, update=RUN_WAIT),
+                    # The run's Azure name is fixed: a replacement must delete the old one
+                    # first (azure-native refuses to create a resource that exists).
+                    delete_before_replace=True,
+                    replace_on_changes=["*"],
+                    hooks=hooks,
+                ),
+            ),
         )
+        return upload, run
 
     def _environment(
         self,

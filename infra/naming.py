@@ -112,10 +112,13 @@ def derive_names(
     subscription_id: str | None,
     pinned_suffix: str | None = None,
     deployment_id: str = PENDING_DEPLOYMENT,
+    resource_groups: tuple[str, str] | None = None,
 ) -> Names:
     """Every name of the stack. The global names' suffix is `pinned_suffix` when the stack pins
-    one, else hashed with the subscription (PENDING_SUFFIX while that is not known)."""
-    resource_group = f"{prefix}-rg"
+    one, else hashed with the subscription (PENDING_SUFFIX while that is not known).
+    `resource_groups`: existing (platform, data) groups the stack deploys into instead of its
+    own `<prefix>-rg` and `<prefix>-data-rg`."""
+    resource_group, data_resource_group = resource_groups or (f"{prefix}-rg", f"{prefix}-data-rg")
     if pinned_suffix:
         sfx = pinned_suffix
     elif subscription_id:
@@ -124,7 +127,7 @@ def derive_names(
         sfx = PENDING_SUFFIX
     return Names(
         resource_group=resource_group,
-        data_resource_group=f"{prefix}-data-rg",
+        data_resource_group=data_resource_group,
         virtual_network=f"{prefix}-vnet",
         log_analytics=f"{prefix}-logs",
         app_insights=f"{prefix}-appi",

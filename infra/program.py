@@ -27,7 +27,7 @@ from infra.images import TrainingImages, TrainingImagesArgs
 from infra.naming import DEPLOYMENT_ID_BYTES, with_deployment
 from infra.network import Network, NetworkArgs
 from infra.private_link import Endpoint, PrivateLink, PrivateLinkArgs
-from infra.registry import Registry, RegistryArgs
+from infra.registry import Registry, RegistryArgs, registry_domain
 from infra.storage import Storage, StorageArgs, data_protection, strongest
 from infra.workspace import BlobContainer, Workspace, WorkspaceArgs
 
@@ -56,9 +56,11 @@ def read_config() -> StackConfig:
     return with_subscription(cfg, authorization.get_client_config().subscription_id)
 
 
-def declare(cfg: StackConfig) -> dict[str, Any]:
-    """Declare the stack's resources; return its outputs by key (infra/exports.py)."""
-    client = authorization.get_client_config_output()
+def resource_groups(cfg: StackConfig) -> tuple[pulumi.Input[str], pulumi.Input[str]]:
+    """The (platform, data) resource groups' names: the two the stack creates, or the existing
+    ones `azdl:resourceGroups` names (then the stack neither creates nor deletes a group)."""
+    if cfg.resource_groups is not None:
+        return cfg.names.resource_group, cfg.names.data_resource_group
     group = resources.ResourceGroup(
         "resource-group",
         resources.ResourceGroupArgs(
@@ -75,7 +77,15 @@ def declare(cfg: StackConfig) -> dict[str, Any]:
         ),
         data_protection(strongest(cfg.storage.data_protection, cfg.storage.outputs_protection)),
     )
-    net = Network("network", NetworkArgs(cfg, group.name))
+    return group.name, data_group.name
+
+
+def declare(cfg: StackConfig) -> dict[str, Any]:
+    """Declare the stack's resources; return its outputs by key (infra/exports.py)."""
+    domain = registry_domain()  # checked before anything is declared
+    client = authorization.get_client_config_output()
+    group_name, data_group_name = resource_groups(cfg)
+    net = Network("network", NetworkArgs(cfg, group_name))
     # Azure soft-deletes the workspace (14 days) and the Key Vault (up to 90): their names end
     # in an id drawn anew whenever the stack's resources are created, so `up` after `destroy`
     # never asks for a name the last deployment left behind (infra/naming.py). Pulumi keeps
@@ -100,27 +110,27 @@ def declare(cfg: StackConfig) -> dict[str, Any]:
         "storage",
         StorageArgs(
             cfg,
-            data_group.name,
+            data_group_name,
             net.training_subnet_id,
             tenant_id=client.tenant_id,
             workspace_id=workspace_instances,
         ),
     )
-    registry = Registry("registry", RegistryArgs(cfg, group.name))
+    registry = Registry("registry", RegistryArgs(cfg, group_name, domain))
     workspace = Workspace(
         "workspace",
         WorkspaceArgs(
             cfg,
-            group.name,
+            group_name,
             client.tenant_id,
             net.training_subnet_id,
             store.outputs_account.id,
             registry.registry.id,
             data_container=BlobContainer(
-                data_group.name, store.data_account.name, store.data_container.name
+                data_group_name, store.data_account.name, store.data_container.name
             ),
             outputs_container=BlobContainer(
-                data_group.name, store.outputs_account.name, store.outputs_container.name
+                data_group_name, store.outputs_account.name, store.outputs_container.name
             ),
             workspace_name=workspace_name,
             key_vault_name=soft_deleted.apply(lambda n: n.key_vault),
@@ -151,7 +161,7 @@ def declare(cfg: StackConfig) -> dict[str, Any]:
             endpoints.append(Endpoint("nfs-file", store.nfs_account.id, "file"))
         private_link = PrivateLink(
             "private-link",
-            PrivateLinkArgs(cfg, group.name, net.vnet_id, net.endpoint_subnet_id, endpoints),
+            PrivateLinkArgs(cfg, group_name, net.vnet_id, net.endpoint_subnet_id, endpoints),
         )
         workspace_path = private_link.private_path("workspace")
     if cfg.operators:
@@ -171,7 +181,7 @@ def declare(cfg: StackConfig) -> dict[str, Any]:
             "jump-host",
             JumpHostArgs(
                 cfg,
-                group.name,
+                group_name,
                 client.subscription_id,
                 net.bastion_subnet.id,
                 net.jump_host_subnet.id,
@@ -182,7 +192,7 @@ def declare(cfg: StackConfig) -> dict[str, Any]:
         "cluster",
         ClusterArgs(
             cfg,
-            group.name,
+            group_name,
             client.subscription_id,
             workspace.workspace.name,
             net.training_subnet_id,
@@ -199,10 +209,10 @@ def declare(cfg: StackConfig) -> dict[str, Any]:
         "images",
         TrainingImagesArgs(
             cfg,
-            group.name,
+            group_name,
             workspace.workspace.name,
-            registry.name,
-            registry.login_server,
+            registry,
+            client.subscription_id,
             cfg.prebuilt_images,
         ),
     )
@@ -211,8 +221,8 @@ def declare(cfg: StackConfig) -> dict[str, Any]:
     if jump_host is not None:
         with_jump_host = {"bastion_name": jump_host.bastion.name, "jump_host_id": jump_host.vm.id}
     return exported(
-        resource_group_name=group.name,
-        data_resource_group_name=data_group.name,
+        resource_group_name=group_name,
+        data_resource_group_name=data_group_name,
         location=cfg.location,
         subscription_id=client.subscription_id,
         workspace_name=workspace.workspace.name,

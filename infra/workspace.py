@@ -119,6 +119,8 @@ class Workspace(pulumi.ComponentResource):
                 key_vault=self.key_vault.id,
                 application_insights=self.app_insights.id,
                 container_registry=args.registry_id,
+                # Documented only on a page marked preview (how-to-disable-local-auth-storage):
+                # docs/access.md says so where operators meet it.
                 system_datastores_auth_mode="Identity",
                 public_network_access="Disabled" if net.private else "Enabled",
                 image_build_compute=names.image_build_compute if net.private else None,

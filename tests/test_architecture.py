@@ -11,8 +11,8 @@ PACKAGES = ("azdl", "infra", "training", "policies")
 SHARED_OPTIONS = "azdl.commands.options"
 # The CLI entry point registers the commands: the one module that imports them.
 COMMAND_REGISTRY = "azdl.cli"
-# Pulumi's policy host puts the pack's own folder on the import path, so `import azdl_rules` in
-# policies/ loads policies/azdl_rules.py.
+# Pulumi's policy host puts the pack's own folder on the import path, so `import rules` in
+# policies/ loads policies/rules/.
 OWN_PATH_ROOTS = ("policies",)
 # Cycles in packages outside the jobs/CLI work, known and left to their owners (issue 29):
 # each entry is one cycle's modules. Empty when there are none.
@@ -152,3 +152,18 @@ def test_the_graph_sees_function_level_and_relative_imports(tmp_path):
     assert cycles({"pkg.a": {"pkg.b"}, "pkg.b": {"pkg.a"}, "pkg": set()}) == [
         frozenset({"pkg.a", "pkg.b"})
     ]
+
+
+# Package -> the product packages it must never import (docs/architecture.md, "Map of the code"):
+# the Pulumi program and the training code stand alone; the images copy training/ only.
+FORBIDDEN = {"infra": ("azdl", "training", "policies"), "training": ("azdl", "infra", "policies")}
+
+
+def test_imports_point_one_way_between_the_packages():
+    wrong = sorted(
+        f"{name} imports {target}"
+        for name, targets in import_graph().items()
+        for target in targets
+        if target.split(".")[0] in FORBIDDEN.get(name.split(".")[0], ())
+    )
+    assert not wrong, wrong

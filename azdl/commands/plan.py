@@ -17,6 +17,8 @@ from azdl.review import cost, manifest
 from azdl.review.plan import check_stack_file, render_stack, stack_file
 from azdl.review.prices import PRICES_ENV, load_prices
 from azdl.review.tree import render_tree
+from infra.config import load_config
+from infra.way_in import missing_ways_in
 
 DEFAULT_OUT = Path("out/plan")
 JSON_SCHEMA = "azdl.plan-result/v1"
@@ -125,6 +127,13 @@ def budget_warnings(doc: dict[str, Any], est: cost.Estimate) -> list[str]:
     ]
 
 
+def access_warnings(doc: dict[str, Any]) -> list[str]:
+    """What keeps anyone from using the rendered stack (infra/way_in.py): a private stack with
+    no operators, or no way into its network."""
+    config = load_config(doc["config"], stack=doc["stack"])
+    return missing_ways_in(config)
+
+
 def cost_json(est: cost.Estimate) -> dict[str, Any]:
     return {
         "currency": "USD",
@@ -164,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
             cost.add_epoch_cost(
                 est, doc, args.images_per_sec, args.workers, args.images_per_epoch, prices
             )
-        warnings = budget_warnings(doc, est)
+        warnings = budget_warnings(doc, est) + access_warnings(doc)
         for warning in warnings:  # on stderr in both modes: stdout stays the tree or the JSON
             print(f"warning: stack {stack}: {warning}", file=sys.stderr)
         if args.json:

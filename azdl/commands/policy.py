@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         raise AzdlError("--json prints the violations; leave out --list and --pack-config")
     console = make_console()
     if args.list:
-        table = Table(title="Policies (policies/azdl_rules.py)", title_justify="left")
+        table = Table(title="Policies (policies/rules/)", title_justify="left")
         for column in ("policy", "severity", "enforcement", "remediation"):
             table.add_column(column, overflow="fold")
         for p in load_rules().POLICIES:

@@ -107,14 +107,16 @@ def cluster_run(
     submission refused, a status poll or log download failing, the wait's limit) becomes a run
     with status "error" and the message, so the sizes after it still run."""
     from azdl.jobs.workspace import WaitTimeout, job_logs, wait
-    from azdl.propagation import while_propagating
+    from azdl.propagation import code_upload_refusals, while_propagating
 
     workers = request.nodes * processes_per_node(outputs)
     name, status = request.run_id, None
     try:
         job = build_job(outputs, request)
         name = while_propagating(
-            lambda: client.jobs.create_or_update(job), f"submitting {name}"
+            lambda: client.jobs.create_or_update(job),
+            f"submitting {name}",
+            wrapped=code_upload_refusals(),
         ).name
         with console.status(f"{name}: {request.nodes} node(s)") as status_line:
             status = wait(

@@ -48,11 +48,13 @@ def send(outputs, job, *, dry_run: bool, wait: bool, as_json: bool = False) -> i
         print(export.job_yaml(job, Path.cwd()), end="")
         return 0
 
-    from azdl.propagation import while_propagating
+    from azdl.propagation import code_upload_refusals, while_propagating
 
     client = ml_client_checked(outputs, job.resources.instance_count or 1)
     created = while_propagating(
-        lambda: client.jobs.create_or_update(job), f"submitting {job.name or 'the job'}"
+        lambda: client.jobs.create_or_update(job),
+        f"submitting {job.name or 'the job'}",
+        wrapped=code_upload_refusals(),
     )
     if not as_json:
         print(f"submitted {created.name}: {created.studio_url}")
@@ -124,7 +126,7 @@ def follow(client, build: Callable[[int, str | None], object], max_retries: int,
     """Submit `build(1, None)`, then `build(n, first_name)` after each retryable failure, at most
     `max_retries` times; print the chain of attempts. Exit status 0 when one completed."""
     from azdl.jobs.workspace import job_logs
-    from azdl.propagation import while_propagating
+    from azdl.propagation import code_upload_refusals, while_propagating
 
     attempts: list[Attempt] = []
     job = build(1, None)
@@ -134,7 +136,9 @@ def follow(client, build: Callable[[int, str | None], object], max_retries: int,
         if attempts:
             job.tags[RETRY_OF_TAG] = attempts[-1].name
         created = while_propagating(
-            lambda job=job: client.jobs.create_or_update(job), f"submitting attempt {number}"
+            lambda job=job: client.jobs.create_or_update(job),
+            f"submitting attempt {number}",
+            wrapped=code_upload_refusals(),
         )
         print(f"attempt {number}: submitted {created.name}: {created.studio_url}")
         status, error = watch(client, created.name, stream)

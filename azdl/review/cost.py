@@ -363,6 +363,9 @@ PRICING: dict[str, Pricing] = {
     azure_facts.KEY_VAULT: Pricing("usage", each=_key_vault),
     azure_facts.STORAGE_ACCOUNT: Pricing("usage", each=_storage_account),
     azure_facts.TASK_RUN: Pricing("usage", each=_task_run),
+    azure_facts.TASK: _free(
+        "a task definition is free; ACR Tasks bill the build time of its runs (the TaskRun, usage)"
+    ),
     FILE_STORAGE_ACCOUNT: _free("billed through its provisioned file share"),
     azure_facts.RESOURCE_GROUP: _free("resource groups are free"),
     azure_facts.VIRTUAL_NETWORK: _free("virtual networks are free (peering would be billed)"),

@@ -9,7 +9,8 @@ From the models come the validation, the configuration reference (docs/configura
 through `infra.config_schema.reference_rows`), the stack files' JSON Schema
 (`stacks/azdl.schema.json`) and the typed declarations in `Pulumi.yaml`. The modules:
 `fields` (how a setting is declared and checked), one per section (`network`, `storage`,
-`compute`: cluster, registry and images, `access`: operators and the jump host), `stack` (the
+`compute`: cluster, registry and images, `access`: operators and the jump host,
+`resource_groups`: existing groups to deploy into), `stack` (the
 top-level keys and the rules across sections) and `load` (from Pulumi or a stack file).
 
 How to add a setting (one place):
@@ -95,6 +96,7 @@ from infra.config.network import (
     NetworkSettings,
     ZoneIds,
 )
+from infra.config.resource_groups import ResourceGroupsSettings
 from infra.config.stack import ENVIRONMENTS, NamePrefix, NameSuffix, Region, StackConfig, Tags
 from infra.config.storage import (
     DATA_PROTECTION,
@@ -115,8 +117,9 @@ __all__ = [
     "WORKSPACE_STORAGE_MODES", "ZONE_REDUNDANT", "AccessSettings", "Bool", "Cidr",
     "ClusterSettings", "ConfigError", "ExistingSubnets", "Float", "ImagesSettings", "Int",
     "Invalid", "JumpHostConfig", "Missing", "NamePrefix", "NameSuffix", "NetworkSettings",
-    "Operator", "Region", "RegistrySettings", "StackConfig", "StorageSettings", "Str", "Tags",
-    "VmSizeName", "ZoneIds", "_Section", "_config_error", "arm_id", "azure_name", "json_type",
+    "Operator", "Region", "RegistrySettings", "ResourceGroupsSettings", "StackConfig",
+    "StorageSettings", "Str", "Tags", "VmSizeName", "ZoneIds", "_Section", "_config_error",
+    "arm_id", "azure_name", "json_type",
     "load_config", "load_stack_file", "matching", "one_of", "read_stack_file", "rule", "setting",
     "stack_name_of", "with_subscription",
 ]  # fmt: skip

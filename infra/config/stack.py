@@ -29,6 +29,7 @@ from infra.config.fields import (
     setting,
 )
 from infra.config.network import NetworkSettings
+from infra.config.resource_groups import ResourceGroupsSettings
 from infra.config.storage import StorageSettings
 from infra.naming import KINDS, Names, derive_names, rule_violation
 
@@ -128,6 +129,10 @@ class StackConfig(_Section):
         [],
     )
     access: AccessSettings = setting(AccessSettings.__doc__, {})
+    resource_groups: ResourceGroupsSettings | None = setting(
+        ResourceGroupsSettings.__doc__,
+        default_words="unset: the stack creates <prefix>-rg and <prefix>-data-rg",
+    )
 
     _project: str = PrivateAttr(PROJECT)
     _stack: str = PrivateAttr("")
@@ -232,8 +237,11 @@ class StackConfig(_Section):
         return self
 
     def _derive_names(self) -> Names:
+        groups = self.resource_groups
+        existing = (groups.platform, groups.data) if groups else None
         return derive_names(self._project, self._stack, self.name_prefix, self.cluster.name,
-                            self._subscription_id, self.name_suffix)  # fmt: skip
+                            self._subscription_id, self.name_suffix,
+                            resource_groups=existing)  # fmt: skip
 
     # -- what the program reads besides the settings --
     project = property(lambda self: self._project)

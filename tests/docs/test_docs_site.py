@@ -101,7 +101,8 @@ def test_every_config_key_is_in_the_reference(site):
 
     html = page(site, "configuration")
     keys = [row.path for row in reference_rows()]
-    assert len(keys) == 53 and "cluster.maxNodes" in keys and "operators[].objectId" in keys
+    assert len(keys) == 56 and "cluster.maxNodes" in keys and "operators[].objectId" in keys
+    assert "resourceGroups.platform" in keys and "resourceGroups.data" in keys
     for key in keys:
         assert f"<code>{key if '.' in key else 'azdl:' + key}</code>" in html, key
 

@@ -135,6 +135,25 @@ def test_base_images_are_pinned_and_the_final_stage_is_not_a_build_image(framewo
     assert "devel" not in dockerfile.baseimage, dockerfile.baseimage
 
 
+def registry_of(image: str) -> str:
+    """The registry an image reference pulls from, by Docker's rule: the first path component
+    is a registry host only if it has a "." or a ":" or is "localhost"; otherwise Docker Hub
+    (docker.io) (distribution/reference, normalize.go, splitDockerDomain)."""
+    first, sep, _ = image.partition("/")
+    if sep and ("." in first or ":" in first or first == "localhost"):
+        return first
+    return "docker.io"
+
+
+@pytest.mark.parametrize("framework", sorted(FRAMEWORKS))
+def test_no_base_image_is_pulled_anonymously_from_docker_hub(framework):
+    """ACR Tasks' shared agents pull base images anonymously; Docker Hub limits anonymous pulls
+    per address. The CUDA bases come from NVIDIA's own registry instead."""
+    for base in parse(framework).parent_images:
+        assert registry_of(base) == "nvcr.io", base
+        assert base.startswith("nvcr.io/nvidia/cuda:"), base
+
+
 @pytest.mark.parametrize("framework", sorted(FRAMEWORKS))
 def test_copied_paths_exist(framework):
     aliases = [
@@ -227,7 +246,7 @@ def test_horovod_builds_and_checks_with_the_cuda_driver_stub_then_drops_it(frame
 @pytest.mark.parametrize("framework", sorted(FRAMEWORKS))
 def test_the_host_driver_the_cuda_release_needs_is_documented(framework):
     """NVIDIA's minor-version compatibility: CUDA 12.x needs driver R525+, 13.x R580+."""
-    major = re.search(r"nvidia/cuda:(\d+)\.", parse(framework).baseimage).group(1)
+    major = re.search(r"nvcr\.io/nvidia/cuda:(\d+)\.", parse(framework).baseimage).group(1)
     driver = {"12": "R525", "13": "R580"}[major]
     text = (IMAGES / framework / "Dockerfile").read_text()
     assert re.search(rf"CUDA {major}\.x needs NVIDIA driver {driver} or newer", text)

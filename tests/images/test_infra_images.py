@@ -16,6 +16,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import pulumi
 import pytest
 
 import infra.build_context as build_context
@@ -27,6 +28,7 @@ from infra.dockerignore import context_files, is_ignored, read_patterns
 ROOT = Path(__file__).resolve().parents[2]
 DEV_STACK = ROOT / "stacks" / "Pulumi.dev.yaml"
 PROD_STACK = ROOT / "stacks" / "Pulumi.prod.yaml"
+TASK = "azure-native:containerregistry:Task"
 TASK_RUN = "azure-native:containerregistry:TaskRun"
 UPLOAD = mocks.DYNAMIC
 REGISTRY = "azure-native:resources:Resource"
@@ -42,9 +44,10 @@ ENV_ID = re.compile(
 )
 
 
-def render(extra: dict | None = None, preview: bool = True, stack=DEV_STACK, **kwargs):
+def render(extra: dict | None = None, stack=DEV_STACK, **kwargs):
+    """The stack as `pulumi up` deploys it (mocks.UPDATE unless `mode` says otherwise)."""
     config = {**read_stack_file(stack), **(extra or {})}
-    return mocks.render(config, stack.stem.split(".")[1], preview=preview, **kwargs)
+    return mocks.render(config, stack.stem.split(".")[1], **kwargs)
 
 
 @pytest.fixture(scope="module")
@@ -59,21 +62,26 @@ def prebuilt():
 
 def test_both_images_are_built_by_acr_tasks_tagged_by_content(built):
     registry = built.get(REGISTRY, "registry")
+    tasks = {r.name: r for r in built.of_type(TASK)}
     runs = {r.name: r for r in built.of_type(TASK_RUN)}
     assert sorted(runs) == ["pytorch-build", "tensorflow-build"]
     uploads = {r.name: r for r in built.of_type(UPLOAD)}
     for framework in ("pytorch", "tensorflow"):
-        run, upload = runs[f"{framework}-build"].inputs, uploads[f"{framework}-context"].inputs
+        task, run = tasks[f"{framework}-task"], runs[f"{framework}-build"]
+        upload = uploads[f"{framework}-context"].inputs
         version = images.content_hash(framework)
-        assert run["registryName"] == registry.inputs["resourceName"]
-        request = run["runRequest"]
-        assert request["type"] == "DockerBuildRequest"
-        assert request["imageNames"] == [f"azdl/{framework}:{version}"]
-        assert request["isPushEnabled"] is True
-        assert request["dockerFilePath"] == "Dockerfile"
-        assert request["platform"] == {"os": "Linux", "architecture": "amd64"}
-        # the run builds what the upload sent, and the upload is keyed by the content hash
-        assert request["sourceLocation"] == upload["relative_path"]
+        assert task.inputs["registryName"] == registry.inputs["resourceName"]
+        assert run.inputs["registryName"] == registry.inputs["resourceName"]
+        step = task.inputs["step"]
+        assert step["type"] == "Docker" and step["dockerFilePath"] == "Dockerfile"
+        assert step["imageNames"] == [f"azdl/{framework}:{version}"]
+        assert step["isPushEnabled"] is True
+        assert task.inputs["platform"] == {"os": "Linux", "architecture": "amd64"}
+        # the run runs this task on what the upload sent; the upload is keyed by content
+        request = run.inputs["runRequest"]
+        assert request["type"] == "TaskRunRequest" and request["taskId"] == task.id
+        assert request["overrideTaskStepProperties"]["contextPath"] == upload["relative_path"]
+        assert step["contextPath"] == upload["relative_path"]
         assert upload["content_hash"] == version and upload["framework"] == framework
     assert "docker-build:index:Image" not in {r.type for r in built.resources}
 
@@ -89,6 +97,100 @@ def test_dev_and_prod_build_the_same_way(built):
         assert registry["properties"]["networkRuleBypassAllowedForTasks"] is True
         assert registry["properties"]["adminUserEnabled"] is False
     assert prod.get(REGISTRY, "registry").inputs["properties"]["publicNetworkAccess"] == "Disabled"
+
+
+# The Azure Landing Zones bootstrap module's build into a network-restricted registry
+# (Azure/accelerator-bootstrap-modules, modules/azure/container_registry.tf, commit
+# 06e612ce35e1367ebc93b5ed6182fe5703479663): a task with a system-assigned identity, its registry
+# credential for the registry's login server set to that identity ("[system]"), AcrPush for the
+# task's principal on the registry, and a run that waits for that role assignment. "Manage
+# network bypass policy for tasks" (ms.date 2025-05-15): only runs authenticating with the task's
+# system-assigned identity pass the bypass.
+LANDING_ZONES_SYSTEM_IDENTITY = "[system]"
+ACR_PUSH = "8311e382-0749-4cb8-b61a-304f252e45ec"  # built-in-roles, Containers
+
+
+@pytest.mark.parametrize("stack", [DEV_STACK, PROD_STACK], ids=["dev", "prod"])
+def test_each_build_is_a_task_with_its_own_identity_that_may_push(built, stack):
+    rendering = built if stack == DEV_STACK else render(stack=PROD_STACK)
+    registry = rendering.get(REGISTRY, "registry")
+    login_server = rendering.outputs["registryLoginServer"]
+    assignments = rendering.of_type("azure-native:authorization:RoleAssignment")
+    for framework in ("pytorch", "tensorflow"):
+        task = rendering.get(TASK, f"{framework}-task")
+        run = rendering.get(TASK_RUN, f"{framework}-build")
+        assert task.inputs["identity"] == {"type": "SystemAssigned"}
+        assert "identity" not in run.inputs  # the run authenticates as its task
+        assert task.inputs["credentials"] == {
+            "customRegistries": {login_server: {"identity": LANDING_ZONES_SYSTEM_IDENTITY}}
+        }
+        principal = task.state["identity"]["principalId"]
+        (push,) = [a for a in assignments if a.inputs["principalId"] == principal]
+        assert push.inputs["roleDefinitionId"].endswith(f"/roleDefinitions/{ACR_PUSH}")
+        assert push.inputs["scope"] == registry.id
+        assert push.inputs["principalType"] == "ServicePrincipal"
+        assert push.urn in run.dependencies  # the run starts once the role is assigned
+
+
+def _minutes(duration: str) -> int:
+    return int(re.fullmatch(r"(\d+)m", duration).group(1))
+
+
+def test_pulumi_waits_for_a_run_longer_than_the_build_may_take(built):
+    """The task's timeout is within the API's range (300-28800 s, default 3600: ARM spec
+    containerregistry_build.json 2019-06-01-preview, TaskProperties.timeout); Pulumi waits
+    longer than that for the run (azure-native's own default is 120 min: provider.go,
+    azureContext)."""
+    for framework in ("pytorch", "tensorflow"):
+        task = built.get(TASK, f"{framework}-task")
+        run = built.get(TASK_RUN, f"{framework}-build")
+        timeout = task.inputs["timeout"]
+        assert 300 <= timeout <= 28800 and timeout > 3600
+        for operation in ("create", "update"):
+            assert _minutes(run.custom_timeouts[operation]) * 60 > timeout
+
+
+def test_the_upload_task_and_run_are_replaced_with_the_registry(built):
+    """`replace_with`: "this resource will also be replaced whenever any of the provided
+    resources are replaced" (pulumi.ResourceOptions): a re-created registry gets its images
+    built and pushed again, not a state that says they are there."""
+    registry = built.get(REGISTRY, "registry").urn
+    for framework in ("pytorch", "tensorflow"):
+        for token, name in ((UPLOAD, "context"), (TASK, "task"), (TASK_RUN, "build")):
+            assert built.get(token, f"{framework}-{name}").replace_with == [registry]
+        run = built.get(TASK_RUN, f"{framework}-build")
+        upload = built.get(UPLOAD, f"{framework}-context")
+        # one run per upload: a new upload runs the task again
+        assert run.inputs["forceUpdateTag"] == upload.state["relative_path"]
+
+
+# What Azure answers a subscription that may not use ACR Tasks (Azure-Samples/
+# azure-search-openai-demo#2592, 2025-07-02: a free-trial subscription's scheduleRun).
+REFUSED = (
+    'RESPONSE 400: 400 Bad Request\nERROR CODE: TasksOperationsNotAllowed\n{"error": {"code": '
+    '"TasksOperationsNotAllowed", "message": "ACR Tasks requests for the registry r1 and '
+    "0000 are not permitted. Please file an Azure support request at "
+    'http://aka.ms/azuresupport for assistance.", "target": "request"}}'
+)
+
+
+def _failed(errors):
+    return pulumi.ErrorHookArgs("urn", "", "tensorflow-task", TASK, errors=errors)
+
+
+def test_a_subscription_that_refuses_acr_tasks_gets_one_plain_message(built, monkeypatch):
+    logged = []
+    monkeypatch.setattr(pulumi.log, "error", lambda message, *a, **k: logged.append(message))
+    assert images.explain_refused_tasks(_failed([REFUSED])) is False  # never retried
+    assert logged == [images.TASKS_REFUSED_MESSAGE]
+    assert "azdl:images.prebuilt" in logged[0] and logged[0].startswith("error: ")
+    logged.clear()
+    assert images.explain_refused_tasks(_failed(["QuotaExceeded"])) is False
+    assert logged == []  # other failures speak for themselves
+    for framework in ("pytorch", "tensorflow"):
+        for token, name in ((TASK, "task"), (TASK_RUN, "build")):
+            hooks = built.get(token, f"{framework}-{name}").error_hooks
+            assert hooks == ["azdl-acr-tasks-refused"]
 
 
 class _SourceStore(http.server.BaseHTTPRequestHandler):
@@ -144,7 +246,7 @@ def test_up_completes_with_the_stacks_registry_and_storage_unreachable(network_g
     that leave are the build contexts, PUT to the upload URL the registry's control plane
     handed out; nothing connects to the stack's registry or storage accounts."""
     endpoint, received = source_store
-    up = render(stack=PROD_STACK, preview=False, upload_endpoint=endpoint)
+    up = render(stack=PROD_STACK, upload_endpoint=endpoint)
     assert network_guard == []
     # the guard is real: the stack's registry and storage would have been refused
     for host in (
@@ -198,10 +300,23 @@ def test_an_unchanged_context_is_neither_uploaded_nor_rebuilt_again():
     assert changed.changes is True and changed.replaces == ["content_hash"]
 
 
-def test_a_failed_build_stops_up_and_names_its_log():
-    result = {"status": "Failed", "runId": "cb12", "outputImages": []}
-    with pytest.raises(RuntimeError, match=r"ended Failed.*az acr task logs -r r --run-id cb12"):
-        images.built_ref("r.azurecr.io", result, "r.azurecr.io/azdl/tensorflow:abc")
+@pytest.mark.parametrize("status", images.FAILED_RUN)
+def test_a_failed_or_cancelled_build_stops_up_and_says_what_to_run(status):
+    """Every RunStatus that ends without an image (ARM spec 2019-06-01-preview, RunStatus):
+    the run's log, and the one command that builds it again (tests/infra/test_stack_life.py
+    runs that command)."""
+    result = {"status": status, "runId": "cb12", "outputImages": []}
+    urn = "urn:pulumi:dev::azdl::azdl:infra:TrainingImages$pulumi-python:dynamic:Resource::tf"
+    with pytest.raises(RuntimeError) as failure:
+        images.built_ref("r.azurecr.io", result, "r.azurecr.io/azdl/tensorflow:abc", urn)
+    message = str(failure.value)
+    assert f"ended {status}" in message
+    assert "`az acr task logs -r r --run-id cb12`" in message
+    assert f"`pulumi up --replace '{urn}'`" in message
+    running = {"status": "Running", "runId": "cb12", "outputImages": []}
+    assert images.built_ref("r.azurecr.io", running, "r.azurecr.io/azdl/t:abc", urn) == (
+        "r.azurecr.io/azdl/t:abc"
+    )
 
 
 def test_the_context_archive_is_reproducible_and_what_the_tag_hashes():

@@ -15,7 +15,7 @@ import pytest
 from infra import program
 from infra.config import ConfigError, load_config, read_stack_file
 from infra.deployer import ASSIGNABLE_ROLES
-from infra.mocks import SUBSCRIPTION_ID, TENANT_ID, AzureMocks, render
+from infra.mocks import PREVIEW_CREATE, SUBSCRIPTION_ID, TENANT_ID, AzureMocks, render
 from infra.network import security_rules
 from infra.role_assignments import role_assignment_name
 
@@ -216,7 +216,7 @@ def test_bad_settings_stop_the_program_before_any_resource():
     keys = ("azdl:operators[0].objectId", "azdl:network.outbound", "azdl:access.jumpHost")
     picked = [next(case for case in BAD if case[2][0] == key) for key in keys]
     for config, stack_name, expected in picked:
-        mocks = AzureMocks()
+        mocks = AzureMocks(mode=PREVIEW_CREATE)
         pulumi.runtime.set_mocks(mocks, project="azdl", stack=stack_name, preview=True)
         pulumi.runtime.set_all_config(
             {k: v if isinstance(v, str) else json.dumps(v) for k, v in config.items()}
@@ -259,20 +259,28 @@ def test_role_ids_are_azures_documented_built_in_roles():
 
 # Module-level caches, not module-scoped fixtures: pytest's ordering around the parametrized
 # session fixtures would set a module fixture up twice (each render takes seconds).
+def prod_with_jump_host_config() -> dict:
+    """Prod with operators, a jump host and strict workspace storage."""
+    return stack("prod", operators=OPERATORS, access=JUMP_HOST,
+                 storage={**read_stack_file(STACKS / "Pulumi.prod.yaml")["azdl:storage"],
+                          "workspaceStorage": "strict"})  # fmt: skip
+
+
+def landing_zone_config() -> dict:
+    """Prod in a landing zone's network, with central DNS zones and one operator."""
+    storage = {**read_stack_file(STACKS / "Pulumi.prod.yaml")["azdl:storage"],
+               "workspaceStorage": "private"}  # fmt: skip
+    return stack("prod", network=LANDING_ZONE_NETWORK, operators=OPERATORS[:1], storage=storage)
+
+
 @functools.cache
 def _prod_with_jump_host():
-    config = stack("prod", operators=OPERATORS, access=JUMP_HOST,
-                   storage={**read_stack_file(STACKS / "Pulumi.prod.yaml")["azdl:storage"],
-                            "workspaceStorage": "strict"})  # fmt: skip
-    return render(config, "prod")
+    return render(prod_with_jump_host_config(), "prod")
 
 
 @functools.cache
 def _landing_zone():
-    storage = {**read_stack_file(STACKS / "Pulumi.prod.yaml")["azdl:storage"],
-               "workspaceStorage": "private"}  # fmt: skip
-    config = stack("prod", network=LANDING_ZONE_NETWORK, operators=OPERATORS[:1], storage=storage)
-    return render(config, "prod")
+    return render(landing_zone_config(), "prod")
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from pulumi_azure_native import storage
 
 from infra.catalogue import VM_SIZES, get_vm_size
 from infra.config import read_stack_file
-from infra.mocks import AzureMocks
+from infra.mocks import PREVIEW_CREATE, AzureMocks
 from infra.naming import derive_names, rule_violation, stable_suffix, with_deployment
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -188,8 +188,8 @@ def test_pulumi_project_file():
 
 def test_entry_point_runs_the_program_as_pulumi_does_and_exports_outputs():
     """The Python language host runs `main:` (a folder) with runpy, config from the stack."""
-    mocks = AzureMocks()
-    # as `pulumi preview` runs it: `pulumi up` would also call the registry (tests/images)
+    # as `pulumi preview` of a new stack runs it (infra/mocks.py, PREVIEW_CREATE)
+    mocks = AzureMocks(mode=PREVIEW_CREATE)
     pulumi.runtime.set_mocks(mocks, project="azdl", stack="dev", preview=True)
     config = read_stack_file(ROOT / "stacks" / "Pulumi.dev.yaml")
     pulumi.runtime.set_all_config(

@@ -23,8 +23,10 @@ Each `up` runs the whole program as an update against the same Subscription; the
 between runs holds only what the destroy kept.
 """
 
+import itertools
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,6 +55,8 @@ class Subscription:
     # The stack's state: (type, logical name) -> the resource as last deployed.
     state: dict[tuple[str, str], mocks.RecordedResource] = field(default_factory=dict)
     created: list[str] = field(default_factory=list)  # ARM ids created by the last `up`
+    # ACR's source upload paths: never the same twice (mocks.AzureMocks, upload_numbers)
+    upload_numbers: Iterator[int] = field(default_factory=lambda: itertools.count(1))
 
     @staticmethod
     def soft_key(record: mocks.RecordedResource) -> str:
@@ -117,12 +121,19 @@ class Subscription:
 
 
 class SubscriptionMocks(mocks.AzureMocks):
-    """AzureMocks whose creates go through `Subscription`. A RandomId draws fresh bytes when
-    it is created, and keeps its value while it stays in the state (the random provider's
-    behaviour, https://www.pulumi.com/registry/packages/random/api-docs/randomid/)."""
+    """AzureMocks whose creates go through `Subscription`, against the stack's state. A
+    RandomId draws fresh bytes when it is created, and keeps its value while it stays in the
+    state (the random provider's behaviour,
+    https://www.pulumi.com/registry/packages/random/api-docs/randomid/). `options`: more
+    AzureMocks settings (`replace`, `run_status`)."""
 
-    def __init__(self, subscription: Subscription):
-        super().__init__(preview=False, random_bytes=self.draw)
+    def __init__(self, subscription: Subscription, **options):
+        super().__init__(
+            state=subscription.state,
+            random_bytes=self.draw,
+            upload_numbers=subscription.upload_numbers,
+            **options,
+        )
         self.subscription = subscription
 
     def draw(self, name: str, n: int) -> bytes:
@@ -132,10 +143,12 @@ class SubscriptionMocks(mocks.AzureMocks):
     def new_resource(self, args):
         answer = super().new_resource(args)
         record = self._local.last
-        if record is not None and record.type == mocks.RANDOM_ID:
-            self.subscription.state[(record.type, record.name)] = record
-        elif record is not None and record.type.startswith("azure-native:") and record.id:
+        if record is None or not record.custom or not record.id:
+            return answer
+        if record.type.startswith("azure-native:"):
             self.subscription.create(record, args.resource_id or "")
+        else:  # a RandomId or a dynamic resource: in the state, nothing in Azure
+            self.subscription.state[(record.type, record.name)] = record
         return answer
 
 
@@ -155,7 +168,7 @@ def up(subscription: Subscription, stack_file, **changes) -> mocks.Rendering:
     config = {**read_stack_file(stack_file), **PREBUILT, **changes}
     subscription.created = []
     stack = stack_file.stem.split(".", 1)[1]
-    return mocks.render(config, stack, preview=False, mocks=SubscriptionMocks(subscription))
+    return mocks.render(config, stack, mocks=SubscriptionMocks(subscription))
 
 
 def names_of(rendering, token, key):

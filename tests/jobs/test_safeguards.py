@@ -92,14 +92,18 @@ AZURE_TOPOLOGY_SHA256 = {
 def test_topology_files_are_azures_own_for_the_sizes_azure_sets_them_on(outputs):
     assert nccl_topology.FILES == AZURE_TOPOLOGY_CASES
     assert {n: s for n, (_, s) in nccl_topology.SOURCES.items()} == AZURE_TOPOLOGY_SHA256
-    images = Path(__file__).resolve().parents[2] / "images"
-    for dockerfile in sorted(images.glob("*/Dockerfile")):
+    root = Path(__file__).resolve().parents[2]
+    # Both images run the shared install script's `nccl-topology` step, which downloads and checks
+    # the files, then copy its folder into the run stage.
+    steps = (root / "training/install/image-steps.sh").read_text()
+    for name, (commit, digest) in nccl_topology.SOURCES.items():
+        url = nccl_topology.URL.format(commit=commit, name=name)
+        assert f"-o /opt/nccl-topology/{name} \\\n        {url}" in steps, name
+        assert f'echo "{digest}  /opt/nccl-topology/{name}" | sha256sum -c -' in steps
+    for dockerfile in sorted((root / "images").glob("*/Dockerfile")):
         text = dockerfile.read_text()
+        assert "image-steps.sh nccl-topology" in text, dockerfile
         assert "COPY --from=build /opt/nccl-topology " + nccl_topology.IMAGE_FOLDER in text
-        for name, (commit, digest) in nccl_topology.SOURCES.items():
-            url = nccl_topology.URL.format(commit=commit, name=name)
-            assert f"-o /opt/nccl-topology/{name} \\\n        {url}" in text, (dockerfile, name)
-            assert f'echo "{digest}  /opt/nccl-topology/{name}" | sha256sum -c -' in text
     for size in VM_SIZES.values():
         env = build_job(outputs(vm_size=size.name), JobRequest("torch", 1, "synthetic", "r"))
         topo = env.environment_variables.get("NCCL_TOPO_FILE")

@@ -12,6 +12,8 @@ from azdl.cli import main
 from azdl.review import cost
 from azdl.review.prices import load_prices
 from infra.azure_facts import ML_COMPUTE
+from infra.config import load_config
+from infra.way_in import missing_ways_in
 
 SGR = re.compile(r"\x1b\[([0-9;]*)m")
 
@@ -45,7 +47,51 @@ def test_plan_json_has_the_cost_of_each_stack(rendered, tmp_path, capsys):
         assert len(entry["cost"]["lines"]) == len(est.lines) > 0
         assert json.loads((tmp_path / f"{entry['stack']}.json").read_text()) == doc
         assert entry["manifest"] == str(tmp_path / f"{entry['stack']}.json")
-        assert entry["warnings"] == []  # the shipped stacks keep within their budgets
+        # within their budgets; shipped prod has no operators and no way in (filled in by
+        # each adopter), which `azdl plan` says
+        expected = [] if entry["stack"] == "dev" else missing_ways_in(load_config(
+            doc["config"], stack="prod"))  # fmt: skip
+        assert entry["warnings"] == expected
+    prod = next(e for e in document["stacks"] if e["stack"] == "prod")
+    assert len(prod["warnings"]) == 2
+    assert "no azdl:operators" in prod["warnings"][0] and "no way in" in prod["warnings"][1]
+
+
+OPERATORS = [{"objectId": "11111111-2222-3333-4444-555555555555", "principalType": "Group"}]
+JUMP_HOST = {"jumpHost": {"bastionSubnet": "10.50.17.0/26", "jumpHostSubnet": "10.50.18.0/29",
+                          "sshPublicKey": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHkq0ZpWm8pGJk2b3r9"
+                                          "pXbq2uYkXbZ1yq0t8p7oE6fM2 ops"}}  # fmt: skip
+HUB = (
+    "/subscriptions/00000000-0000-0000-0000-0000000000aa/resourceGroups/hub/providers/"
+    "Microsoft.Network/virtualNetworks/hub"
+)
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        ({}, ["no azdl:operators", "no way in"]),
+        ({"azdl:operators": OPERATORS}, ["no way in"]),
+        ({"azdl:access": JUMP_HOST}, ["no azdl:operators"]),
+        ({"azdl:operators": OPERATORS, "azdl:access": JUMP_HOST}, []),
+        ({"azdl:operators": OPERATORS, "network.dnsZoneVnetLinks": [HUB]}, []),
+    ],
+)
+def test_plan_warns_when_nobody_could_use_a_private_stack(rendered, tmp_path, capsys, changes,
+                                                          expected):  # fmt: skip
+    config = rendered["prod"]["config"]
+    for key, value in changes.items():
+        if key.startswith("network."):
+            config["azdl:network"] = {**config["azdl:network"], key.split(".", 1)[1]: value}
+        else:
+            config[key] = value
+    assert main(["plan", "prod", "--json", "--out", str(tmp_path)]) == 0
+    captured = capsys.readouterr()
+    (entry,) = json.loads(captured.out)["stacks"]
+    assert len(entry["warnings"]) == len(expected)
+    for warning, fragment in zip(entry["warnings"], expected, strict=True):
+        assert fragment in warning
+        assert f"warning: stack prod: {warning}" in captured.err
 
 
 def test_plan_warns_when_the_clusters_at_max_exceed_the_gpu_budget(rendered, tmp_path, capsys):

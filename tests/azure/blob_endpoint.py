@@ -1,0 +1,77 @@
+"""A local endpoint that answers as Azure Blob Storage does ("Blob service error codes",
+x-ms-error-code, https://learn.microsoft.com/rest/api/storageservices/blob-service-error-codes),
+for azure-ai-ml's own code upload: first 403 with an error code, then 404 BlobNotFound for a blob
+not yet uploaded, 201 for Put Blob and 200 for Set Blob Metadata."""
+
+import http.server
+import threading
+from typing import ClassVar
+
+import pytest
+from azure.ai.ml._artifacts._blob_storage_helper import BlobStorageClient
+
+MODIFIED = "Tue, 24 Nov 2026 19:00:00 GMT"
+
+
+class BlobEndpoint(http.server.BaseHTTPRequestHandler):
+    """A container that refuses the first `refusals` requests with `code`, then stores blobs."""
+
+    code = "AuthorizationPermissionMismatch"
+    refusals = 1
+    blobs: ClassVar[dict[str, bytes]] = {}
+
+    def _headers(self, status: int, code: str | None = None) -> None:
+        self.send_response(status)
+        if code:
+            self.send_header("x-ms-error-code", code)
+        self.send_header("x-ms-version", "2025-01-05")
+        self.send_header("ETag", '"0x1"')
+        self.send_header("Last-Modified", MODIFIED)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def _refused(self) -> bool:
+        if type(self).refusals:
+            type(self).refusals -= 1
+            self._headers(403, type(self).code)
+            return True
+        return False
+
+    def do_HEAD(self):  # Get Blob Properties
+        if not self._refused():
+            known = self.path.split("?", 1)[0] in type(self).blobs
+            self._headers(200 if known else 404, None if known else "BlobNotFound")
+
+    def do_PUT(self):  # Put Blob, Set Blob Metadata
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        if self._refused():
+            return
+        path, _, query = self.path.partition("?")
+        if "comp=metadata" in query:
+            self._headers(200)
+        else:
+            type(self).blobs[path] = body
+            self._headers(201)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def upload(tmp_path):
+    """Uploads a code folder with azure-ai-ml's client; returns (upload, what was stored)."""
+    BlobEndpoint.refusals, BlobEndpoint.blobs = 1, {}
+    BlobEndpoint.code = "AuthorizationPermissionMismatch"
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), BlobEndpoint)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/acct"
+    (tmp_path / "code").mkdir()
+    (tmp_path / "code" / "train.py").write_text("print('training')\n")
+
+    def run():
+        # a SAS-style credential: the local endpoint is plain http
+        client = BlobStorageClient("sv=2025-01-05&sig=local", url, "azureml-blobstore")
+        return client.upload(str(tmp_path / "code"), "code", "1", show_progress=False)
+
+    yield run, BlobEndpoint.blobs
+    server.shutdown()
