@@ -1,6 +1,6 @@
-"""The local launcher: N Horovod workers on this machine, in the training environment, under
-`horovodrun --gloo` or plain `mpirun` (as Azure ML starts them), for a built-in training script
-or a user's own."""
+"""The local launcher: N workers on this machine, in the training environment, for a built-in
+training script or a user's own: Horovod's under `horovodrun --gloo` or plain `mpirun` (as Azure
+ML starts MPI jobs), or torch.distributed's under torchrun."""
 
 import os
 import shutil
@@ -12,20 +12,29 @@ from azdl.envs import REPO_ROOT, training_bin, training_env
 from azdl.errors import AzdlError
 from azdl.jobs import safeguards
 from azdl.jobs import script as own_script
-from training.flavours import FRAMEWORKS, entry_module
+from azdl.launchers import TORCHRUN_ENV, local_torchrun
+from training import flight_recorder
+from training.flavours import FLAVOURS, FRAMEWORKS, entry_module, runs_under
 
 # Horovod's background thread coordinates the workers every HOROVOD_CYCLE_TIME ms (default 1).
 # With one CPU core per worker that thread takes its time from the training step: P2 measured
 # 2 workers vs 1 at 0.69 with the default and 0.84 with 20 ms (README, Train). GPU clusters
 # keep Horovod's default; a value already in the environment wins.
 LOCAL_CYCLE_TIME_MS = "20"
+# gloo and mpi start Horovod workers (horovodrun --gloo, mpirun); torchrun torch.distributed's.
+LAUNCHERS = ("gloo", "mpi", "torchrun")
 
 
-def local_env() -> dict[str, str]:
+def local_env(launcher: str = "gloo", workers: int = 1) -> dict[str, str]:
     """Environment for local workers: the training venv (TensorFlow's C++ start-up lines
-    quietened, see `azdl.envs`) and the CPU-friendly Horovod cycle time (unless set)."""
+    quietened, see `azdl.envs`) and the CPU-friendly Horovod cycle time (unless set). Under
+    torchrun, each worker's share of the cores as OMP_NUM_THREADS unless set (torchrun would
+    set 1 and say so: torch/distributed/run.py)."""
     env = training_env()
     env.setdefault("HOROVOD_CYCLE_TIME", LOCAL_CYCLE_TIME_MS)
+    if launcher == "torchrun":
+        env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // workers)))
+        env |= TORCHRUN_ENV
     return env
 
 
@@ -52,6 +61,19 @@ def check_training_options(
             raise AzdlError(f"--data-dir: {exc}") from None
 
 
+def check_launcher(framework: str, launcher: str, script: bool = False) -> None:
+    """The launcher exists and, for a built-in script, can start its flavour's workers."""
+    if launcher not in LAUNCHERS:
+        raise AzdlError(f"unknown launcher {launcher!r}; allowed: {', '.join(LAUNCHERS)}")
+    kind = "torchrun" if launcher == "torchrun" else "horovod"
+    if not script and framework in FRAMEWORKS and not runs_under(framework, kind):
+        can = [f.name for f in FLAVOURS.values() if runs_under(f.name, kind)]
+        raise AzdlError(
+            f"the {framework} flavour runs under Horovod only (training/flavours.py); "
+            f"--launcher {launcher} runs --framework {' or '.join(can)}, or your own --script"
+        )
+
+
 def launch_command(
     framework: str,
     workers: int,
@@ -60,11 +82,13 @@ def launch_command(
     script: Path | None = None,
     exports: tuple[str, ...] = (),
     guard: list[str] | None = None,
+    max_restarts: int = 0,
 ) -> list[str]:
     """The command line that starts `workers` processes of the framework's training script, or
     of `script` (a user's own file) when given. `exports`: more environment variables mpirun
-    must hand to the workers (horovodrun --gloo hands over the whole environment). `guard`: a
-    prefix each worker's command runs under (safeguards.guard_command)."""
+    must hand to the workers (horovodrun --gloo and torchrun hand over the whole environment).
+    `guard`: a prefix each worker's command runs under (safeguards.guard_command).
+    `max_restarts`: torchrun restarts every worker this many times after a failure."""
     if workers < 1:
         raise AzdlError(f"--workers must be at least 1, got {workers}")
     if script is not None:
@@ -74,14 +98,19 @@ def launch_command(
         raise AzdlError(f"unknown framework {framework!r}; allowed: {allowed}")
     else:
         worker = [str(training_bin("python")), "-m", entry_module(framework), *script_args]
+    check_launcher(framework, launcher, script is not None)
+    if max_restarts and launcher != "torchrun":
+        raise AzdlError(
+            "--max-restarts is torchrun's: Horovod restarts no workers (use --launcher torchrun)"
+        )
     worker = [*(guard or []), *worker]
+    if launcher == "torchrun":
+        return [*local_torchrun(str(training_bin("python")), workers, max_restarts), *worker]
     if launcher == "gloo":
         hosts = f"localhost:{workers}"
         return [
             str(training_bin("horovodrun")), "--gloo", "-np", str(workers), "-H", hosts, *worker,
         ]  # fmt: skip
-    if launcher != "mpi":
-        raise AzdlError(f"unknown launcher {launcher!r}; allowed: gloo, mpi")
     mpirun = shutil.which("mpirun")
     if mpirun is None:
         raise AzdlError("--launcher mpi needs Open MPI's mpirun (make setup-training installs it)")
@@ -120,16 +149,37 @@ def script_run(
 
 
 def stall_guard(
-    stall_timeout: int | None, ranks_dir: Path, progress_timeout: int | None = None
+    stall_timeout: int | None,
+    launcher: str,
+    run_dir: Path,
+    progress_timeout: int | None = None,
 ) -> tuple[list[str] | None, dict]:
-    """(the guard prefix, the stall inspector's environment) for --stall-timeout and
-    --progress-timeout (the guard's step watchdog), else none."""
+    """(the guard prefix, the environment) for --stall-timeout and --progress-timeout (the
+    guard's step watchdog), else none. Horovod: its stall inspector. torchrun: the collective
+    timeout and the flight recorder, dumped under `run_dir`/flight-recorder, ranks named from
+    `run_dir`/ranks (`hang_report` reads both)."""
     if stall_timeout is None and progress_timeout is None:
         return None, {}
     prefix = safeguards.guard_command(
-        str(ranks_dir), progress_timeout=progress_timeout, python=str(training_bin("python"))
+        str(run_dir / "ranks"),
+        progress_timeout=progress_timeout,
+        python=str(training_bin("python")),
     )
-    return prefix, safeguards.stall_environment(stall_timeout)
+    if stall_timeout is None:
+        return prefix, {}
+    if launcher != "torchrun":
+        return prefix, safeguards.stall_environment(stall_timeout)
+    dumps = run_dir / "flight-recorder"
+    dumps.mkdir(parents=True, exist_ok=True)  # PyTorch's dump writer makes no folders
+    return prefix, safeguards.collective_environment(stall_timeout, str(dumps))
+
+
+def hang_report(env: dict[str, str], workers: int, run_dir: Path) -> list[str]:
+    """After a failed torchrun run with --stall-timeout: the ranks the flight recorder names."""
+    prefix = env.get(flight_recorder.DUMP_PREFIX_ENV)
+    if prefix is None:
+        return []
+    return flight_recorder.report(prefix, workers, run_dir / "ranks")
 
 
 def mlflow_environment(run_dir: Path) -> dict[str, str]:
@@ -141,8 +191,8 @@ def mlflow_environment(run_dir: Path) -> dict[str, str]:
 
 
 def start(cmd: list[str], launcher: str, env: dict[str, str], cwd: Path | None = None) -> int:
-    """Under Gloo, horovodrun's own traceback after a failed worker becomes one line
-    (`azdl.workers`); plain mpirun's output is left as it is."""
-    if launcher == "gloo":
+    """Under horovodrun --gloo and torchrun, the launcher's own traceback after a failed worker
+    becomes one line (`azdl.workers`); plain mpirun's output is left as it is."""
+    if launcher in ("gloo", "torchrun"):
         return workers.run(cmd, env, cwd)
     return subprocess.call(cmd, env=env, cwd=cwd)

@@ -1,5 +1,6 @@
-"""Run local Horovod workers and report a failed one plainly: horovodrun's own traceback after a
-failed worker becomes one line naming the rank and its exit code; other output passes through."""
+"""Run local workers and report a failed one plainly: horovodrun's or torchrun's own traceback
+after a failed worker becomes one line naming the rank and its exit code; other output passes
+through."""
 
 import re
 import subprocess
@@ -16,13 +17,30 @@ HOROVOD_FAILED = re.compile(
 )
 PROCESS = re.compile(r"^\s*Process name:\s*(\S+)")
 EXIT_CODE = re.compile(r"^\s*Exit code:\s*(-?\d+)")
+# torchrun's own ending: `ChildFailedError` and its table, whose "Root Cause (first observed
+# failure)" entry has `rank      : R (local_rank: L)` and `exitcode  : X (pid: P)`
+# (torch/distributed/elastic/multiprocessing/errors/__init__.py, _MSG_FORMAT_TEMPLATE and
+# _FAILURE_FORMAT_TEMPLATE, torch 2.13.0).
+TORCHRUN_FAILED = re.compile(
+    r"^torch\.distributed\.elastic\.multiprocessing\.errors\.ChildFailedError"
+)
+ROOT_CAUSE = "Root Cause (first observed failure):"
+TORCHRUN_RANK = re.compile(r"^\s*rank\s*:\s*(\d+)")
+TORCHRUN_EXIT = re.compile(r"^\s*exitcode\s*:\s*(-?\d+)")
 
 
 def summarize(lines: list[str]) -> tuple[str, int] | None:
-    """(one line for the user, the worker's exit code) if `lines` are horovodrun's own
-    traceback about a failed worker, else None."""
+    """(one line for the user, the worker's exit code) if `lines` are horovodrun's or
+    torchrun's own traceback about a failed worker, else None."""
     if not lines or lines[0].rstrip("\n") != TRACEBACK:
         return None
+    if any(TORCHRUN_FAILED.match(line) for line in lines):
+        cause = lines[next(i for i, x in enumerate(lines) if x.startswith(ROOT_CAUSE)) :]
+        rank = next((m[1] for line in cause if (m := TORCHRUN_RANK.match(line))), "?")
+        code = next((int(m[1]) for line in cause if (m := TORCHRUN_EXIT.match(line))), 1)
+        code = code if code > 0 else 128 - code  # a signal: as a shell reports it
+        line = f"error: worker rank {rank} failed first (exit code {code}); its messages are above"
+        return line + "\n", code
     if not any(HOROVOD_FAILED.match(line) for line in lines):
         return None
     rank = next((m[1] for line in lines if (m := PROCESS.match(line))), "?")
@@ -31,9 +49,10 @@ def summarize(lines: list[str]) -> tuple[str, int] | None:
 
 
 def relay(stream: TextIO, out: TextIO) -> int | None:
-    """Copy `stream` to `out` line by line, holding back from horovodrun's own traceback (it
-    is the last thing horovodrun prints) to the end; return the failed worker's exit code
-    when that traceback was replaced, else None."""
+    """Copy `stream` to `out` line by line, holding back from the first traceback to the end;
+    the launcher's own traceback is the last one (the last thing it prints): replaced by one
+    line when it is about a failed worker, and the worker's exit code returned, else None.
+    Everything before it (a worker's own traceback too) passes through unchanged."""
     held: list[str] = []
     for line in stream:
         if held or line.rstrip("\n") == TRACEBACK:
@@ -41,10 +60,12 @@ def relay(stream: TextIO, out: TextIO) -> int | None:
             continue
         out.write(line)
         out.flush()
-    summary = summarize(held)
+    last = max((i for i, line in enumerate(held) if line.rstrip("\n") == TRACEBACK), default=0)
+    summary = summarize(held[last:])
     if summary is None:
         out.writelines(held)
         return None
+    out.writelines(held[:last])
     out.write(summary[0])
     return summary[1]
 

@@ -24,8 +24,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from azdl.commands.train import launch_command, local_env
 from azdl.envs import REPO_ROOT
+from azdl.local import launch_command, local_env
 from training.throughput import parse_throughput_lines
 
 OUT = REPO_ROOT / "benchmarks" / "results"  # charts beside the results files the docs show
@@ -38,8 +38,12 @@ VARIANTS = {  # name: (workers per job, extra arguments, jobs at once)
 }
 
 
-def images_per_sec(framework: str, workers: int, extra: list[str], jobs: int, a) -> float:
-    """Total images/sec of `jobs` identical jobs run at the same time."""
+def images_per_sec(
+    framework: str, workers: int, extra: list[str], jobs: int, a, launcher: str | None = None
+) -> float:
+    """Total images/sec of `jobs` identical jobs run at the same time, under `launcher`
+    (default: --launcher)."""
+    launcher = launcher or a.launcher
     args = [
         "--model", "resnet50", "--image-size", str(a.image_size),
         "--num-classes", str(a.num_classes), "--batch-size", str(a.batch_size),
@@ -47,8 +51,8 @@ def images_per_sec(framework: str, workers: int, extra: list[str], jobs: int, a)
         "--timing-warmup-steps", str(a.warmup_steps), "--threads", "1",
         "--warmup-epochs", "0", "--lr-decay", "none", *extra,
     ]  # fmt: skip
-    cmd = launch_command(framework, workers, a.launcher, args)
-    env = local_env()
+    cmd = launch_command(framework, workers, launcher, args)
+    env = local_env(launcher, workers)
     procs = [
         subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, text=True)
         for _ in range(jobs)
@@ -99,7 +103,7 @@ def write_chart(results_json: Path = OUT / "p2_scaling.json") -> Path:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--framework", choices=["keras", "tf", "torch"], default="keras")
-    p.add_argument("--launcher", choices=["gloo", "mpi"], default="gloo")
+    p.add_argument("--launcher", choices=["gloo", "mpi", "torchrun"], default="gloo")
     p.add_argument("--image-size", type=int, default=128)
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--num-classes", type=int, default=1000)

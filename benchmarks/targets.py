@@ -72,6 +72,20 @@ TARGETS = [
         "",
         cells("efficiency", {"2 workers": "2 workers"}),
     ),
+    Target(
+        "p2_launchers",
+        "P2 under torchrun: 2 workers vs 1",
+        0.90,
+        "",
+        cells("images/sec or ratio", {"P2 torchrun": "torchrun"}),
+    ),
+    Target(
+        "p2_launchers",
+        "PyTorch flavour, torchrun vs Horovod at 2 workers",
+        0.95,
+        "×",
+        cells("images/sec or ratio", {"torchrun / Horovod, 2 workers": "2 workers"}),
+    ),
     Target("p3_gpu", "P3: one H100, synthetic", 3000, " images/s", p3_synthetic),
     Target(
         "p4_input_pipeline",

@@ -17,6 +17,7 @@ export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 "$op" benchmarks/test_fast.py
 if [ "${QUICK:-0}" != 1 ]; then
     "$op" benchmarks/p2_scaling.py
+    "$op" benchmarks/p2_launchers.py
     "$op" benchmarks/p1_vs_horovod.py --rounds 2
 fi
 ls -l benchmarks/results/

@@ -9,7 +9,7 @@ class Flavour:
     name: str  # `--framework NAME`
     entry_module: str  # `python -m ENTRY_MODULE` runs it
     image: str  # the training image it runs in (images/<image>/Dockerfile)
-    launchers: tuple[str, ...]  # how its workers can be started
+    launchers: tuple[str, ...]  # how its workers can be started: horovod, torchrun
 
 
 FLAVOURS = {
@@ -17,7 +17,7 @@ FLAVOURS = {
     for f in (
         Flavour("keras", "training.tensorflow.train_keras", "tensorflow", ("horovod",)),
         Flavour("tf", "training.tensorflow.train_loop", "tensorflow", ("horovod",)),
-        Flavour("torch", "training.torch.train", "pytorch", ("horovod",)),
+        Flavour("torch", "training.torch.train", "pytorch", ("horovod", "torchrun")),
     )
 }
 FRAMEWORKS = tuple(FLAVOURS)
@@ -27,3 +27,8 @@ IMAGES = tuple(dict.fromkeys(f.image for f in FLAVOURS.values()))
 
 def entry_module(framework: str) -> str:
     return FLAVOURS[framework].entry_module
+
+
+def runs_under(framework: str, launcher: str) -> bool:
+    """Whether the flavour's workers can be started by `launcher` (horovod or torchrun)."""
+    return launcher in FLAVOURS[framework].launchers

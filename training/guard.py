@@ -30,6 +30,8 @@ from training.nccl_check import NcclCheck
 
 IB_CHECK_FAILED = 3
 HUNG = 4
+# Open MPI, Intel MPI / MPICH, horovodrun; RANK: torchrun's (torch/distributed/run.py,
+# "Environment Variables").
 RANK_VARIABLES = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "HOROVOD_RANK", "RANK")
 _MISSING_RANK = re.compile(r"^\s*(\d+)(!?): \[(.*)\]\s*$")
 _STALL_SHUTDOWN = "is stalled for longer than"

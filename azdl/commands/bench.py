@@ -11,6 +11,7 @@ from azdl.commands.options import add_script_args, add_stack_options, script_arg
 from azdl.console import print_json
 from azdl.envs import REPO_ROOT
 from azdl.errors import AzdlError
+from azdl.local import LAUNCHERS
 from training.flavours import DEFAULT_FRAMEWORK, FRAMEWORKS
 
 
@@ -30,6 +31,12 @@ def register(subparsers) -> None:
         help="comma-separated node counts (default 1,2,4,… up to the cluster's maximum)",
     )
     p.add_argument("--local", action="store_true", help="run local workers instead of jobs")
+    p.add_argument(
+        "--launcher",
+        choices=LAUNCHERS,
+        help="how the workers start: locally gloo (Horovod, the default) or torchrun; on the "
+        "cluster mpi (Horovod, the default) or torchrun (one torchrun per node)",
+    )
     p.add_argument("--workers", default="1,2", help="with --local: worker counts (default 1,2)")
     p.add_argument("--out", type=Path, help="report folder (default runs/bench-<time>)")
     p.add_argument(
@@ -82,13 +89,21 @@ def run(args: argparse.Namespace) -> int:
 
     out = args.out or REPO_ROOT / "runs" / time.strftime("bench-%Y%m%d-%H%M%S", time.gmtime())
     if args.local:
-        bench.check_local(args.framework, workers, script_args(args))
+        launcher = args.launcher or "gloo"
+        bench.check_local(args.framework, workers, script_args(args), launcher)
         out.mkdir(parents=True, exist_ok=True)
-        runs = bench.run_local(args.framework, workers, script_args(args), out)
+        runs = bench.run_local(args.framework, workers, script_args(args), out, launcher)
     else:
+        launcher = args.launcher or "mpi"
+        if launcher == "gloo":
+            raise AzdlError(
+                "--launcher gloo is horovodrun's, for --local; on the cluster: mpi or torchrun"
+            )
         outputs = load_outputs(args.stack, args.outputs)
         nodes = asked or bench.default_nodes(outputs.max_nodes)
-        requests = bench.cluster_requests(outputs, args.framework, nodes, script_args(args))
+        requests = bench.cluster_requests(
+            outputs, args.framework, nodes, script_args(args), launcher
+        )
         runs = bench.run_cluster(outputs, requests, out, args.poll_seconds, args.timeout_minutes)
     if args.json:
         document = json.loads((out / "results.json").read_text())

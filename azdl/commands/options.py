@@ -84,6 +84,13 @@ def positive_int(text: str) -> int:
     return value
 
 
+def non_negative_int(text: str) -> int:
+    """argparse type: a whole number of 0 or more (retries, restarts)."""
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number of 0 or more")
+    return int(text)
+
+
 def job_name(text: str) -> str:
     """argparse type: an Azure ML job name (see JOB_NAME)."""
     if not JOB_NAME.fullmatch(text):

@@ -1,6 +1,7 @@
-"""`azdl submit`: one Horovod training job on the stack's Azure ML cluster, a built-in script
-(--framework) or the user's own (--script); --dry-run and --export print or write its YAML without
-contacting Azure (docs/architecture.md, "Jobs and the CLI")."""
+"""`azdl submit`: one training job on the stack's Azure ML cluster, Horovod's (MPI) or, with
+--launcher torchrun, torch.distributed's; a built-in script (--framework) or the user's own
+(--script); --dry-run and --export print or write its YAML without contacting Azure
+(docs/architecture.md, "Jobs and the CLI")."""
 
 import argparse
 import re
@@ -11,14 +12,19 @@ from azdl.commands.options import (
     add_job_name_option,
     add_script_args,
     add_stack_options,
+    non_negative_int,
     positive_int,
     script_args,
 )
 from azdl.errors import AzdlError
 from azdl.jobs import script as own_script
 from azdl.jobs.budget import DEFAULT_TIMEOUT_S
-from azdl.jobs.request import DEFAULT_LOCAL_DIR, STORAGE_MODES, JobRequest, OwnScript
-from azdl.jobs.safeguards import CLUSTER_PROGRESS_TIMEOUT_S, CLUSTER_STALL_TIMEOUT_S
+from azdl.jobs.request import DEFAULT_LOCAL_DIR, LAUNCHERS, STORAGE_MODES, JobRequest, OwnScript
+from azdl.jobs.safeguards import (
+    CLUSTER_PROGRESS_TIMEOUT_S,
+    CLUSTER_STALL_TIMEOUT_S,
+    SCRIPT_SETS_ITS_TIMEOUT,
+)
 from azdl.jobs.submit import JSON_SCHEMA
 from training.flavours import DEFAULT_FRAMEWORK, FRAMEWORKS
 
@@ -26,9 +32,11 @@ from training.flavours import DEFAULT_FRAMEWORK, FRAMEWORKS
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "submit",
-        help="submit a Horovod training job to the stack's GPU cluster",
-        description="Submit one Horovod job to the stack's Azure ML cluster: MPI with one "
-        "process per GPU, --nodes instances, the stack's environment for the framework's image. "
+        help="submit a training job (Horovod or torchrun) to the stack's GPU cluster",
+        description="Submit one training job to the stack's Azure ML cluster: Horovod under MPI "
+        "with one process per GPU (the default) or, with --launcher torchrun, one torchrun per "
+        "node (distribution: pytorch); --nodes instances, the stack's environment for the "
+        "framework's image. "
         "Arguments after `--` go to the training script (see `azdl train --framework keras -- "
         "--help`), or to your own with --script (docs/own-code.md). Authentication: "
         "azure-identity (az login, managed identity).",
@@ -68,6 +76,22 @@ def register(subparsers) -> None:
         "(pip --no-index; for private package registries and clusters without internet)",
     )
     p.add_argument("--nodes", type=positive_int, default=1, help="cluster nodes (default 1)")
+    p.add_argument(
+        "--launcher",
+        choices=LAUNCHERS,
+        default="mpi",
+        help="mpi: Horovod, Azure ML's MPI with one process per GPU (default); torchrun: "
+        "torch.distributed, one torchrun per node starting one worker per GPU "
+        "(--framework torch, or your own --script; docs/torchrun.md)",
+    )
+    p.add_argument(
+        "--max-restarts",
+        type=non_negative_int,
+        default=0,
+        metavar="N",
+        help="with --launcher torchrun: restart every worker after a failed one, at most N "
+        "times, within the job; a built-in script resumes from its last checkpoint (default 0)",
+    )
     p.add_argument(
         "--storage",
         choices=STORAGE_MODES,
@@ -148,10 +172,10 @@ def add_safeguard_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--stall-timeout",
         type=positive_int,
-        default=CLUSTER_STALL_TIMEOUT_S,
         metavar="SECONDS",
         help="end the job when some ranks have waited this long for others in a collective, "
-        f"naming the missing ranks and their host (default {CLUSTER_STALL_TIMEOUT_S})",
+        f"naming the missing ranks and their host (default {CLUSTER_STALL_TIMEOUT_S}; under "
+        "torchrun the built-in script's collective timeout, a script of yours sets its own)",
     )
     p.add_argument(
         "--timeout",
@@ -191,12 +215,6 @@ def usd(text: str) -> float:
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"{text!r}: expected an amount in USD above 0")
     return value
-
-
-def non_negative_int(text: str) -> int:
-    if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number of 0 or more")
-    return int(text)
 
 
 def shm_size(text: str) -> str:
@@ -245,6 +263,16 @@ def progress_timeout_of(args: argparse.Namespace, script: OwnScript | None) -> i
     return CLUSTER_PROGRESS_TIMEOUT_S
 
 
+def stall_timeout_of(args: argparse.Namespace, script: OwnScript | None) -> int | None:
+    """--stall-timeout, else the cluster default; none for a user's script under torchrun,
+    whose process group has the timeout the script gives it."""
+    if args.launcher == "torchrun" and script is not None:
+        if args.stall_timeout is not None:
+            raise AzdlError(SCRIPT_SETS_ITS_TIMEOUT)
+        return None
+    return args.stall_timeout or CLUSTER_STALL_TIMEOUT_S
+
+
 def run(args: argparse.Namespace) -> int:
     if args.json and (args.dry_run or args.export is not None):
         raise AzdlError("--json reports a submitted job; --dry-run and --export print its YAML")
@@ -272,11 +300,13 @@ def run(args: argparse.Namespace) -> int:
         script=script,
         resume_from=args.resume_from,
         health_check=health.wanted(outputs, args.nodes, args.health_check),
-        stall_timeout=args.stall_timeout,
+        stall_timeout=stall_timeout_of(args, script),
         timeout=args.timeout,
         max_cost=args.max_cost,
         progress_timeout=progress_timeout_of(args, script),
         infiniband_check=args.infiniband_check,
+        launcher=args.launcher,
+        max_restarts=args.max_restarts,
     )
     job = build_job(outputs, request)
     for warning in warnings(request):
@@ -286,11 +316,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote {path}: submit it with `az ml job create -f {path}` (or azdl submit)")
         if not args.dry_run:
             return 0
+    # What the job is held to, beside it: after the dry run's header, after `submitted`.
+    notes = [
+        f"time limit: {limit.seconds} s ({limit.why})" for limit in [time_limit(outputs, request)]
+    ]
     if request.health_check:
-        gate = f"# health gate before training: {health.levels_text(outputs.vm_size.name)}"
-        print(gate, file=sys.stderr if args.json else sys.stdout)  # stdout: the JSON alone
-    limit = time_limit(outputs, request)
-    print(f"time limit: {limit.seconds} s ({limit.why})", file=sys.stderr)
+        notes.insert(0, f"health gate before training: {health.levels_text(outputs.vm_size.name)}")
     if args.dry_run or not args.max_retries:
-        return send(outputs, job, dry_run=args.dry_run, wait=args.wait, as_json=args.json)
-    return send_with_retries(outputs, request, args.max_retries, as_json=args.json)
+        return send(
+            outputs, job, dry_run=args.dry_run, wait=args.wait, as_json=args.json, notes=notes
+        )
+    return send_with_retries(outputs, request, args.max_retries, as_json=args.json, notes=notes)

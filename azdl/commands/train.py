@@ -1,6 +1,6 @@
-"""`azdl train`: N Horovod workers on this machine, in the training environment (azdl.local); the
-ResNet50 demo without script arguments, a user's own script with --script (docs/architecture.md,
-"Jobs and the CLI")."""
+"""`azdl train`: N workers on this machine, in the training environment (azdl.local), under
+Horovod or torchrun; the ResNet50 demo without script arguments, a user's own script with
+--script (docs/architecture.md, "Jobs and the CLI")."""
 
 import argparse
 import os
@@ -11,13 +11,20 @@ import tempfile
 import time
 from pathlib import Path
 
-from azdl.commands.options import add_script_args, positive_int, script_args
+from azdl.commands.options import (
+    add_script_args,
+    non_negative_int,
+    positive_int,
+    script_args,
+)
 from azdl.envs import REPO_ROOT, training_bin
 from azdl.errors import AzdlError
 from azdl.jobs import safeguards
 from azdl.jobs import script as own_script
 from azdl.local import (
+    LAUNCHERS,
     check_training_options,
+    hang_report,
     launch_command,
     local_env,
     mlflow_environment,
@@ -38,13 +45,15 @@ DEMO_ARGS = [
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "train",
-        help="run Horovod training locally with N worker processes",
-        description="Launch N Horovod workers on this machine. Arguments after `--` go to the "
+        help="run distributed training locally with N worker processes (Horovod or torchrun)",
+        description="Launch N workers on this machine, Horovod's (the default) or, with "
+        "--launcher torchrun, torch.distributed's. Arguments after `--` go to the "
         "training script (see `azdl train --framework keras -- --help`); without them, a short "
         "ResNet50 demo on synthetic data runs, checkpointing under runs/. With --script FILE, "
-        "your own Horovod script runs instead, with AZDL_DATA_DIR, AZDL_CHECKPOINT_DIR, "
+        "your own script runs instead, with AZDL_DATA_DIR, AZDL_CHECKPOINT_DIR, "
         "AZDL_LOG_DIR and AZDL_OUTPUT_DIR set (folders under ./runs/) and {data_dir}, "
-        "{checkpoint_dir}, {log_dir}, {output_dir} replaced in its arguments (docs/own-code.md).",
+        "{checkpoint_dir}, {log_dir}, {output_dir} replaced in its arguments (docs/own-code.md, "
+        "docs/torchrun.md).",
     )
     p.add_argument(
         "--framework",
@@ -55,7 +64,7 @@ def register(subparsers) -> None:
         "--script",
         type=Path,
         metavar="FILE",
-        help="run your own Horovod script (`python FILE ARGS` per worker), not a built-in one",
+        help="run your own script (`python FILE ARGS` per worker), not a built-in one",
     )
     p.add_argument(
         "--data",
@@ -74,16 +83,18 @@ def register(subparsers) -> None:
     )
     p.add_argument(
         "--launcher",
-        choices=["gloo", "mpi"],
-        help="gloo: horovodrun --gloo (default); mpi: plain mpirun, as Azure ML launches jobs "
-        "(the default with --stall-timeout)",
+        choices=LAUNCHERS,
+        help="gloo: Horovod under horovodrun --gloo (default); mpi: Horovod under plain mpirun, "
+        "as Azure ML launches MPI jobs (the default with --stall-timeout); torchrun: "
+        "torch.distributed under torchrun (--framework torch, or your own --script)",
     )
     p.add_argument(
         "--stall-timeout",
         type=positive_int,
         metavar="SECONDS",
         help="end the run when some ranks have waited this long for others in a collective, "
-        "naming the missing ranks and their host (Horovod's stall inspector; needs MPI; "
+        "naming the missing ranks and their host (Horovod's stall inspector, which needs MPI; "
+        "under torchrun the collective timeout and PyTorch's flight recorder; "
         "default: off locally, 600 s on the cluster)",
     )
     p.add_argument(
@@ -93,6 +104,14 @@ def register(subparsers) -> None:
         help="end the run when training makes no step for this long, dumping every worker's "
         "Python stacks (the guard's watchdog; the built-in scripts and scripts that call "
         "training.heartbeat.beat; default: off locally, 900 s on the cluster)",
+    )
+    p.add_argument(
+        "--max-restarts",
+        type=non_negative_int,
+        default=0,
+        metavar="N",
+        help="with --launcher torchrun: restart every worker after a failure, at most N times; "
+        "a built-in script resumes from its last checkpoint (default 0)",
     )
     add_script_args(p)
     p.set_defaults(func=run)
@@ -119,8 +138,21 @@ def launcher_of(args: argparse.Namespace) -> str:
     if args.stall_timeout is not None:
         if args.launcher == "gloo":
             raise AzdlError(safeguards.GLOO_HAS_NO_STALL_INSPECTOR)
-        return "mpi"
+        if args.launcher == "torchrun" and args.script is not None:
+            raise AzdlError(safeguards.SCRIPT_SETS_ITS_TIMEOUT)
+        return args.launcher or "mpi"
     return args.launcher or "gloo"
+
+
+def run_launcher(cmd: list[str], launcher: str, env: dict, run_dir: Path, workers: int, cwd=None):
+    """Start the workers; after a failed torchrun run with --stall-timeout, name the ranks the
+    flight recorder shows kept the others waiting."""
+    print("+ " + shlex.join(cmd), file=sys.stderr, flush=True)
+    code = start(cmd, launcher, env, cwd)
+    if code != 0 and launcher == "torchrun":
+        for line in hang_report(env, workers, run_dir):
+            print(f"azdl: {line}", file=sys.stderr, flush=True)
+    return code
 
 
 def run(args: argparse.Namespace) -> int:
@@ -140,14 +172,15 @@ def run(args: argparse.Namespace) -> int:
             run_dir = demo_run_dir(framework)
             user_args = demo_args(framework, args.workers, run_dir)
             print(f"demo: {args.workers} workers, ResNet50 at 64 px on synthetic data", flush=True)
-        ranks = Path(tempfile.mkdtemp(prefix="azdl-ranks-"))
-        guard, extra = stall_guard(args.stall_timeout, ranks, args.progress_timeout)
+        watched = Path(tempfile.mkdtemp(prefix="azdl-ranks-"))  # ranks/, flight-recorder/
+        guard, extra = stall_guard(args.stall_timeout, launcher, watched, args.progress_timeout)
         extra |= mlflow_environment(run_dir)
         cmd = launch_command(
-            framework, args.workers, launcher, user_args, exports=tuple(extra), guard=guard
-        )
-        print("+ " + shlex.join(cmd), file=sys.stderr, flush=True)
-        return start(cmd, launcher, local_env() | extra, REPO_ROOT)
+            framework, args.workers, launcher, user_args, exports=tuple(extra), guard=guard,
+            max_restarts=args.max_restarts,
+        )  # fmt: skip
+        env = local_env(launcher, args.workers) | extra
+        return run_launcher(cmd, launcher, env, watched, args.workers, REPO_ROOT)
 
     if args.framework is not None:
         raise AzdlError("--framework picks a built-in script; leave it out with --script")
@@ -156,16 +189,19 @@ def run(args: argparse.Namespace) -> int:
         return subprocess.call(
             [str(training_bin("python")), str(script), "--help"], env=local_env()
         )
-    launch_command("", args.workers, launcher, [], script=script)  # before any folder
+    launch_command(  # its checks, before any folder is made
+        "", args.workers, launcher, [], script=script, max_restarts=args.max_restarts
+    )
     run_dir = args.run_dir or Path("runs", f"{script.stem}-{time.strftime('%Y%m%d-%H%M%S')}")
     run_dir = run_dir.expanduser().resolve()
     user_args, extra = script_run(script, args.workers, args.data, user_args, run_dir)
-    guard, stall_env = stall_guard(args.stall_timeout, run_dir / "ranks", args.progress_timeout)
+    guard, stall_env = stall_guard(args.stall_timeout, launcher, run_dir, args.progress_timeout)
     extra |= stall_env | mlflow_environment(run_dir)
     cmd = launch_command(
-        "", args.workers, launcher, user_args, script=script, exports=tuple(extra), guard=guard
-    )
+        "", args.workers, launcher, user_args, script=script, exports=tuple(extra), guard=guard,
+        max_restarts=args.max_restarts,
+    )  # fmt: skip
     print(f"{script.name}: {args.workers} workers, folders under {run_dir}", file=sys.stderr)
-    print("+ " + shlex.join(cmd), file=sys.stderr, flush=True)
     # Run where the user is, as `python FILE` would: relative paths mean what they expect.
-    return start(cmd, launcher, local_env() | extra)
+    env = local_env(launcher, args.workers) | extra
+    return run_launcher(cmd, launcher, env, run_dir, args.workers)

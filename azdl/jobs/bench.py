@@ -54,23 +54,28 @@ def title_of(runs: list[Run], where: str) -> str:
     )
 
 
-def check_local(framework: str, workers: list[int], script_args: tuple[str, ...]) -> None:
+def check_local(
+    framework: str, workers: list[int], script_args: tuple[str, ...], launcher: str = "gloo"
+) -> None:
     """The training options as the script will see them, and its environment, for each size."""
     for n in workers:
         check_training_options(framework, [*LOCAL_ARGS, *script_args], n, "azdl bench --local")
-        launch_command(framework, n, "gloo", [])
+        launch_command(framework, n, launcher, [])
 
 
-def run_local(framework: str, workers: list[int], args: tuple[str, ...], out: Path) -> list[Run]:
+def run_local(
+    framework: str, workers: list[int], args: tuple[str, ...], out: Path, launcher: str = "gloo"
+) -> list[Run]:
     console = Console(stderr=True)
-    where = "local CPU workers (Horovod, Gloo)"
+    how = "torchrun, Gloo" if launcher == "torchrun" else f"Horovod, {launcher}"
+    where = f"local CPU workers ({how})"
     runs: list[Run] = []
     for n in workers:
         log = out / f"workers-{n}.log"
-        cmd = launch_command(framework, n, "gloo", [*LOCAL_ARGS, *args])
+        cmd = launch_command(framework, n, launcher, [*LOCAL_ARGS, *args])
         with console.status(f"{framework}: {n} local worker(s), log in {log}"), log.open("w") as f:
             code = subprocess.call(
-                cmd, env=local_env(), cwd=REPO_ROOT, stdout=f, stderr=subprocess.STDOUT
+                cmd, env=local_env(launcher, n), cwd=REPO_ROOT, stdout=f, stderr=subprocess.STDOUT
             )
         record, error = record_of(log.read_text(errors="replace"))
         status = "Completed" if code == 0 else f"exit {code}"
@@ -81,15 +86,18 @@ def run_local(framework: str, workers: list[int], args: tuple[str, ...], out: Pa
 
 
 def cluster_requests(
-    outputs, framework: str, nodes: list[int], script_args: tuple[str, ...]
+    outputs, framework: str, nodes: list[int], script_args: tuple[str, ...], launcher: str = "mpi"
 ) -> list[JobRequest]:
     """One synthetic-data request per size, every one checked: nothing is created or submitted
     before this returns."""
     user_args = (*CLUSTER_ARGS, *script_args)
     requests = [
-        JobRequest(framework, n, "synthetic", new_run_id(f"{framework}-{n}n"), user_args)
+        JobRequest(
+            framework, n, "synthetic", new_run_id(f"{framework}-{n}n"), user_args,
+            launcher=launcher,
+        )
         for n in nodes
-    ]
+    ]  # fmt: skip
     for request in requests:
         validate(outputs, request)
     return requests

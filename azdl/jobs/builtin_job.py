@@ -6,7 +6,7 @@ import shlex
 from azdl.errors import AzdlError
 from azdl.jobs.request import JobPart, JobRequest, copy_step, data_folder
 from azdl.jobs.stack_outputs import StackOutputs
-from training.flavours import entry_module
+from training.flavours import FLAVOURS, entry_module, runs_under
 
 # Options `submit` sets itself from the storage mode and the outputs account.
 RESERVED_OPTIONS = ("--data-dir", "--checkpoint-dir", "--log-dir")
@@ -15,8 +15,16 @@ GPU_ONLY = {"precision": ("fp16",), "fp16_allreduce": (True,)}
 
 
 def check(outputs: StackOutputs, request: JobRequest) -> None:
-    """No option submit sets itself; the training script's parser accepts the options; no
-    GPU-only option on a CPU size."""
+    """The flavour runs under the launcher; no option submit sets itself; the training
+    script's parser accepts the options; no GPU-only option on a CPU size."""
+    kind = "torchrun" if request.launcher == "torchrun" else "horovod"
+    if not runs_under(request.framework, kind):
+        can = [f.name for f in FLAVOURS.values() if runs_under(f.name, kind)]
+        raise AzdlError(
+            f"the {request.framework} flavour runs under Horovod only (training/flavours.py); "
+            f"--launcher {request.launcher} runs --framework {' or '.join(can)}, or your own "
+            "--script"
+        )
     for option in RESERVED_OPTIONS:
         if _has_option(request.training_args, option):
             raise AzdlError(
@@ -55,9 +63,9 @@ def _has_option(args: tuple[str, ...], option: str) -> bool:
 
 
 def part(request: JobRequest, threads: int, guard: list[str]) -> JobPart:
-    """The command every MPI process runs: the copy step (which coordinates per node itself),
-    then the entry module under `guard` with its folders, and `threads` unless the training
-    options name --threads themselves."""
+    """Each worker copies its node's shards (--storage copy), then runs the entry module under
+    `guard` with its folders, and `threads` unless the training options name --threads
+    themselves."""
     data_dir = data_folder(request)
     train = [*guard, "python", "-m", entry_module(request.framework), *request.training_args]
     if not _has_option(request.training_args, "--threads"):
@@ -65,5 +73,8 @@ def part(request: JobRequest, threads: int, guard: list[str]) -> JobPart:
     if data_dir is not None:
         train += ["--data-dir", data_dir]
     train += ["--checkpoint-dir", "${{outputs.checkpoints}}", "--log-dir", "${{outputs.logs}}"]
-    command = " && ".join([*copy_step(request), shlex.join(train)])
-    return JobPart(command=command, what=f"{request.framework} Horovod job")
+    how = "under torchrun" if request.launcher == "torchrun" else "Horovod job"
+    return JobPart(
+        steps=(), worker=tuple(train), before_training=tuple(copy_step(request)),
+        what=f"{request.framework} {how}",
+    )  # fmt: skip

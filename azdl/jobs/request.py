@@ -8,6 +8,9 @@ from pathlib import Path
 from azdl.jobs import safeguards
 from azdl.jobs.azureml import NFS_MOUNT_POINT
 
+# How a job's workers start: Azure ML's MPI (one process per GPU; Horovod), or one torchrun per
+# node (`distribution: pytorch`; docs/architecture.md, "torchrun on Azure ML").
+LAUNCHERS = ("mpi", "torchrun")
 # synthetic: no data input; mount: the data container read-only mounted (blob);
 # nfs: the stack's NFS share; copy: blob mount, then each node copies its shards to local disk.
 STORAGE_MODES = ("synthetic", "mount", "nfs", "copy")
@@ -51,14 +54,19 @@ class JobRequest:
     # the guard's watchdog: seconds without a training step (None: off; own scripts opt in)
     progress_timeout: int | None = safeguards.CLUSTER_PROGRESS_TIMEOUT_S
     infiniband_check: bool = True  # on InfiniBand GPU sizes: NCCL must use IB (+ GDR across nodes)
+    launcher: str = "mpi"  # one of LAUNCHERS
+    max_restarts: int = 0  # torchrun restarts every worker this many times after a failure
 
 
 @dataclass(frozen=True)
 class JobPart:
     """What a built-in job or a script job adds to the command job every training job shares."""
 
-    command: str  # the shell command every MPI process runs
+    steps: tuple[str, ...]  # shell commands before the workers: in every MPI process, or once
+    # per node before torchrun
+    worker: tuple[str, ...]  # the command each worker runs
     what: str  # the job, in its description
+    before_training: tuple[str, ...] = ()  # shell commands each worker runs first (the copy)
     outputs: tuple[str, ...] = ()  # named outputs besides checkpoints and logs
     environment: dict[str, str] = field(default_factory=dict)
     tags: dict[str, str] = field(default_factory=dict)
@@ -76,7 +84,9 @@ def data_folder(request: JobRequest) -> str | None:
 
 
 def copy_step(request: JobRequest) -> list[str]:
-    """The node-side copy to local disk (--storage copy; it coordinates per node itself)."""
+    """The node-side copy to local disk (--storage copy), run by every worker process before
+    it trains: it coordinates per node itself (training.data.copy_shards: local rank 0 copies
+    the node's shards by global rank, the others wait), under MPI or torchrun alike."""
     if request.storage != "copy":
         return []
     copy = ["python", "-m", "training.data.copy_shards", "--source", "${{inputs.data}}"]

@@ -1,12 +1,15 @@
 """What `azdl train` and `azdl submit` add to a job so that it cannot silently waste time: the
-stall timeout (Horovod's stall inspector), the per-rank guard (training.guard: rank → host
-records, stalled ranks named, NCCL's transport checked on InfiniBand sizes, NCCL's init under a
-deadline, training steps under a watchdog) and where MLflow writes locally. No Azure calls.
+stall timeout (Horovod's stall inspector; under torchrun the collective timeout, PyTorch's NCCL
+watchdog and flight recorder), the per-rank guard (training.guard: rank → host records, stalled
+ranks named, NCCL's transport checked on InfiniBand sizes, NCCL's init under a deadline,
+training steps under a watchdog) and where MLflow writes locally. No Azure calls; from the
+training stack only its stdlib modules.
 """
 
 from pathlib import Path
 
 from azdl.errors import AzdlError
+from training import flight_recorder
 
 # Horovod's stall inspector (horovod/common/stall_inspector.cc, 0.28.1): rank 0 lists the ranks
 # that have not submitted a tensor the others wait on after HOROVOD_STALL_CHECK_TIME_SECONDS
@@ -36,6 +39,14 @@ GLOO_HAS_NO_STALL_INSPECTOR = (
 # the InfiniBand check (NCCL reads these once per process; the guard drops INFO lines once it has
 # what it needs unless the user asked for INFO).
 GUARD_NCCL_ENV = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET"}
+# A user's script creates its own process group: its collective timeout is the script's
+# (init_process_group(timeout=…); PyTorch's default otherwise), which no environment variable
+# changes (torch/distributed/constants.py, torch 2.13.0).
+SCRIPT_SETS_ITS_TIMEOUT = (
+    "--stall-timeout under torchrun sets the built-in script's collective timeout; your script "
+    "sets its own (init_process_group(timeout=...)), which azdl cannot change: leave "
+    "--stall-timeout out (docs/torchrun.md, Safeguards)"
+)
 
 
 def stall_environment(seconds: int | None) -> dict[str, str]:
@@ -43,8 +54,7 @@ def stall_environment(seconds: int | None) -> dict[str, str]:
     the timeout (at most Horovod's default of 60 s), and Horovod shuts down at the timeout."""
     if seconds is None:
         return {}
-    if seconds < 2:
-        raise AzdlError(f"--stall-timeout {seconds}: expected at least 2 seconds")
+    _check_timeout(seconds)
     warn = max(1, min(60, seconds // 2))
     return {STALL_CHECK: str(warn), STALL_SHUTDOWN: str(seconds)}
 
@@ -83,13 +93,17 @@ def local_mlflow_uri(run_dir: Path) -> str:
 
 
 def job_safeguards(request, vm_size) -> tuple[dict[str, str], list[str]]:
-    """(environment variables, guard prefix) of a cluster job: the stall inspector; on GPU sizes
-    NCCL's INIT/NET log for the guard's init deadline, Azure's NCCL topology file where the size
-    needs one (training.nccl_topology) and, on InfiniBand sizes, the transport check; the
-    progress watchdog where the request has a timeout for it. `request`: a JobRequest."""
+    """(environment variables, guard prefix) of a cluster job: the stall inspector (under
+    torchrun the collective timeout, NCCL watchdog and flight recorder); on GPU sizes NCCL's
+    INIT/NET log for the guard's init deadline, Azure's NCCL topology file where the size needs
+    one (training.nccl_topology) and, on InfiniBand sizes, the transport check; the progress
+    watchdog where the request has a timeout for it. `request`: a JobRequest."""
     from training import nccl_topology
 
-    env = stall_environment(request.stall_timeout)
+    if request.launcher == "torchrun":
+        env = collective_environment(request.stall_timeout)
+    else:
+        env = stall_environment(request.stall_timeout)
     gpu = vm_size.gpus > 0
     check = request.infiniband_check and vm_size.infiniband and gpu
     if gpu:
@@ -104,3 +118,36 @@ def job_safeguards(request, vm_size) -> tuple[dict[str, str], list[str]]:
         progress_timeout=request.progress_timeout,
     )
     return env, prefix
+
+
+def _check_timeout(seconds: int) -> None:
+    if seconds < 2:
+        raise AzdlError(f"--stall-timeout {seconds}: expected at least 2 seconds")
+
+
+# Under torchrun, PyTorch's own machinery (pytorch/pytorch docs/source/
+# torch_nccl_environment_variables.md): TORCH_NCCL_ASYNC_ERROR_HANDLING=3 has the NCCL watchdog
+# tear the process down when a collective times out (without aborting the communicators, which
+# can hang), TORCH_NCCL_DUMP_ON_TIMEOUT=1 makes it dump the flight recorder first (every rank:
+# the others see the signal in the store); the buffer holds the last FR_ENTRIES collectives
+# (DDP on ResNet50: a few per step).
+FR_ENTRIES = 2000
+
+
+def collective_environment(seconds: int | None, dump_dir: str | None = None) -> dict[str, str]:
+    """torchrun's safeguards: the collective timeout of `seconds` that the built-in script's
+    process group gets (training.torch.distributed; None: a user's script sets its own), the
+    NCCL watchdog, and the flight recorder, dumped into `dump_dir` (rank_0, rank_1, …; a job
+    sets it in its command, where its logs folder is known)."""
+    env = {
+        "TORCH_NCCL_ASYNC_ERROR_HANDLING": "3",
+        "TORCH_NCCL_DUMP_ON_TIMEOUT": "1",
+        flight_recorder.BUFFER_ENV: str(FR_ENTRIES),
+    }
+    if seconds is not None:
+        _check_timeout(seconds)
+        env[flight_recorder.COLLECTIVE_TIMEOUT_ENV] = str(seconds)
+    if dump_dir is not None:
+        prefix = f"{dump_dir}/{flight_recorder.DUMP_FILE_PREFIX}"
+        env[flight_recorder.DUMP_PREFIX_ENV] = prefix
+    return env

@@ -61,8 +61,9 @@ def script_folders(request: JobRequest) -> dict[str, str | None]:
     }
 
 
-# Once per node: local rank 0 installs, the node's other ranks wait for its verdict. The
-# markers live in the job's own container (a fresh /tmp per job on Azure ML).
+# Once per node: local rank 0 installs, the node's other ranks wait for its verdict (under
+# torchrun the node's one process, before its workers start). The markers live in the job's own
+# container (a fresh /tmp per job on Azure ML).
 _PIP_MARKER = "${TMPDIR:-/tmp}/azdl-pip-${AZUREML_RUN_ID:-local}"
 _LOCAL_RANK = "${OMPI_COMM_WORLD_LOCAL_RANK:-${MPI_LOCALRANKID:-0}}"
 
@@ -85,18 +86,20 @@ def install_step(script: OwnScript) -> list[str]:
 
 
 def part(request: JobRequest, threads: int, guard: list[str]) -> JobPart:
-    """The script's folders exported and substituted into its arguments, the copy and install
-    steps, then `python FILE ARGS` under `guard` in the uploaded code folder; `threads`, each
-    process's share of the node's cores, for the script and its thread pools."""
+    """The script's folders exported and substituted into its arguments, the install step, then
+    each worker's copy step and `python FILE ARGS` under `guard` in the uploaded code folder;
+    `threads`, each process's share of the node's cores, for the script and its thread
+    pools."""
     script = request.script
     folders = script_folders(request)
     env = own_script.folder_environment(folders)
     export = "export " + " ".join(f"{name}={shlex.quote(value)}" for name, value in env.items())
     args = own_script.substitute(request.training_args, folders)
     relative = script.relative(script.path)
-    run = shlex.join([*guard, "python", relative, *args])
     return JobPart(
-        command=" && ".join([export, *copy_step(request), *install_step(script), run]),
+        steps=(export, *install_step(script)),
+        worker=(*guard, "python", relative, *args),
+        before_training=tuple(copy_step(request)),
         what=f"job of {relative} ({request.framework} image)",
         outputs=("outputs",),
         environment={own_script.THREADS_ENV: str(threads), "OMP_NUM_THREADS": str(threads)},

@@ -1,8 +1,10 @@
-"""The Azure ML command job of one Horovod training run, built from the stack outputs once
-`validate` has passed; no Azure calls. A built-in script's job and a user's script's job are
-two siblings (`azdl.jobs.builtin_job`, `azdl.jobs.script_job`) behind one branch, `kind_of`."""
+"""The Azure ML command job of one training run, built from the stack outputs once `validate` has
+passed; no Azure calls. A built-in script's job and a user's script's job are two siblings
+(`azdl.jobs.builtin_job`, `azdl.jobs.script_job`) behind one branch, `kind_of`; its workers
+start under Azure ML's MPI (Horovod) or one torchrun per node (`distribution: pytorch`)."""
 
 import re
+import shlex
 from types import ModuleType
 
 from azdl.errors import AzdlError
@@ -15,8 +17,10 @@ from azdl.jobs.azureml import (
     output_folder,
     processes_per_node,
 )
-from azdl.jobs.request import STORAGE_MODES, JobPart, JobRequest
+from azdl.jobs.request import LAUNCHERS, STORAGE_MODES, JobPart, JobRequest
 from azdl.jobs.stack_outputs import StackOutputs
+from azdl.launchers import TORCHRUN_ENV, node_torchrun
+from training import flight_recorder
 from training.flavours import FRAMEWORKS
 
 # A job name as it appears in the outputs container's folders (Azure ML job names are letters,
@@ -52,6 +56,13 @@ def validate(outputs: StackOutputs, request: JobRequest) -> None:
             f"--storage nfs: {outputs.source} has no NFS share (nfsMountTarget is null); "
             "use mount or copy, or set storage.nfsShareGiB in the stack and deploy it"
         )
+    if request.launcher not in LAUNCHERS:
+        raise AzdlError(f"unknown launcher {request.launcher!r}; allowed: {', '.join(LAUNCHERS)}")
+    if request.max_restarts and request.launcher != "torchrun":
+        raise AzdlError(
+            "--max-restarts is torchrun's: Azure ML's MPI restarts no process (use --launcher "
+            "torchrun, or --max-retries to resubmit the job)"
+        )
     if request.resume_from is not None and not _JOB_NAME.fullmatch(request.resume_from):
         raise AzdlError(
             f"--resume-from {request.resume_from!r}: expected the name of an earlier job "
@@ -80,14 +91,45 @@ def threads_per_process(outputs: StackOutputs) -> int:
 
 
 def job_part(request: JobRequest, threads: int, guard: list[str] = ()) -> JobPart:
-    """What the request's kind adds to the job (its command, outputs, environment, tags)."""
+    """What the request's kind adds to the job (its steps, worker command, outputs, ...)."""
     return kind_of(request).part(request, threads, list(guard))
 
 
-def training_command(request: JobRequest, threads: int, guard: list[str] = ()) -> str:
-    """The shell command every MPI process runs, the training under `guard`
-    (safeguards.job_safeguards)."""
-    return job_part(request, threads, guard).command
+# Where torchrun jobs' flight-recorder dumps go (a folder every node writes: the job's logs),
+# and how long a node waits for the other nodes' dumps to appear there before it names ranks.
+DUMPS = "${{outputs.logs}}/flight-recorder"
+DUMP_WAIT_S = 60
+
+
+def workers_command(request: JobRequest, part: JobPart, per_node: int) -> str:
+    """The shell command that starts the workers: under MPI, every process runs the worker's
+    steps and command; under torchrun, each node's process starts torchrun with them (the
+    flight recorder's folder first; after a failure, the ranks its dumps show kept the others
+    waiting)."""
+    worker = shlex.join(part.worker)
+    if request.launcher != "torchrun":
+        return " && ".join([*part.before_training, worker])
+    if part.before_training:  # run by each worker, which torchrun starts without a shell
+        worker = shlex.join(["bash", "-c", " && ".join([*part.before_training, f"exec {worker}"])])
+    prefix = f"{DUMPS}/{flight_recorder.DUMP_FILE_PREFIX}"
+    report = shlex.join([
+        "python", "-m", "training.flight_recorder", prefix,
+        f"--world-size={request.nodes * per_node}", "--ranks-dir=${{outputs.logs}}/ranks",
+        f"--wait={DUMP_WAIT_S}",
+    ])  # fmt: skip
+    torchrun = node_torchrun(request.nodes, per_node, request.max_restarts, request.run_id)
+    return (
+        f"export {flight_recorder.DUMP_PREFIX_ENV}={shlex.quote(prefix)} && "
+        f"mkdir -p {shlex.quote(DUMPS)} && "
+        f"{{ {torchrun} {worker} || {{ code=$?; {report}; exit $code; }}; }}"
+    )
+
+
+def training_command(request: JobRequest, threads: int, guard=(), per_node: int = 1) -> str:
+    """The shell command of the job (each MPI process, or each node under torchrun), the
+    training under `guard` (safeguards.job_safeguards)."""
+    part = job_part(request, threads, guard)
+    return " && ".join([*part.steps, workers_command(request, part, per_node)])
 
 
 def time_limit(outputs: StackOutputs, request: JobRequest) -> budget.TimeLimit:
@@ -100,12 +142,18 @@ def time_limit(outputs: StackOutputs, request: JobRequest) -> budget.TimeLimit:
 def build_job(outputs: StackOutputs, request: JobRequest):
     """The azure-ai-ml command job for `request` (validated first, before azure-ai-ml loads)."""
     validate(outputs, request)
-    from azure.ai.ml import MpiDistribution
+    from azure.ai.ml import MpiDistribution, PyTorchDistribution
 
     limit = time_limit(outputs, request)
     threads = threads_per_process(outputs)
+    per_node = processes_per_node(outputs)
     guards, guard = safeguards.job_safeguards(request, outputs.vm_size)
     part = job_part(request, threads, guard)
+    if request.launcher == "torchrun":  # Azure ML starts one process per node: torchrun
+        distribution = PyTorchDistribution(process_count_per_instance=1)
+        guards |= TORCHRUN_ENV
+    else:  # one MPI process per GPU
+        distribution = MpiDistribution(process_count_per_instance=per_node)
     inputs = {}
     if request.storage in ("mount", "copy"):
         inputs["data"] = data_input(outputs, request.data_path)
@@ -121,6 +169,7 @@ def build_job(outputs: StackOutputs, request: JobRequest):
         "azdl.framework": request.framework,
         "azdl.nodes": str(request.nodes),
         "azdl.storage": request.storage,
+        "azdl.launcher": request.launcher,
     }
     if request.resume_from:
         tags["azdl.resume_from"] = request.resume_from
@@ -138,12 +187,12 @@ def build_job(outputs: StackOutputs, request: JobRequest):
         description=f"azdl {part.what}, {request.nodes} node(s), {request.storage} data",
         command=" && ".join(
             ([health.gate_step(outputs, request.nodes)] if request.health_check else [])
-            + [part.command]
+            + [*part.steps, workers_command(request, part, per_node)]
         ),
         code=part.code,
         environment=outputs.environment(request.framework),
         instance_count=request.nodes,
-        distribution=MpiDistribution(process_count_per_instance=processes_per_node(outputs)),
+        distribution=distribution,
         inputs=inputs,
         outputs=job_outputs,
         environment_variables=nccl_environment(outputs, request.nccl_debug)

@@ -6,7 +6,7 @@ import contextlib
 import secrets
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -38,15 +38,25 @@ def ml_client_checked(outputs, nodes: int):
     return client
 
 
-def send(outputs, job, *, dry_run: bool, wait: bool, as_json: bool = False) -> int:
+def print_notes(notes: Sequence[str], as_json: bool) -> None:
+    """Lines about the job (its time limit, its health gate) as YAML comments; on stderr with
+    --json, where stdout is the JSON alone."""
+    for note in notes:
+        print(f"# {note}", file=sys.stderr if as_json else sys.stdout)
+
+
+def send(outputs, job, *, dry_run: bool, wait: bool, as_json: bool = False,
+         notes: Sequence[str] = ()) -> int:  # fmt: skip
     """Print the job (dry run) or submit it, then optionally stream its logs until it ends
-    (`as_json`: the result as one JSON document on stdout, the logs on stderr)."""
+    (`as_json`: the result as one JSON document on stdout, the logs on stderr). `notes` follow
+    the dry run's header or the submission's first line."""
     if dry_run:
         code = "; `code:` is relative to the current folder" if job.code else ""
         print(
             f"# azdl --dry-run: the job for {outputs.source} as Azure ML CLI v2 YAML, built "
             f"locally; nothing was sent (`az ml job create -f` takes this{code})"
         )
+        print_notes(notes, as_json)
         print(export.job_yaml(job, Path.cwd()), end="")
         return 0
 
@@ -60,6 +70,7 @@ def send(outputs, job, *, dry_run: bool, wait: bool, as_json: bool = False) -> i
     )
     if not as_json:
         print(f"submitted {created.name}: {created.studio_url}")
+    print_notes(notes, as_json)
     status = created.status
     if wait:
         from azure.ai.ml.exceptions import JobException
@@ -77,11 +88,14 @@ def send(outputs, job, *, dry_run: bool, wait: bool, as_json: bool = False) -> i
     return 0 if not wait or status == "Completed" else 1
 
 
-def send_with_retries(outputs, request: JobRequest, max_retries: int, as_json: bool = False) -> int:
+def send_with_retries(outputs, request: JobRequest, max_retries: int, as_json: bool = False,
+                      notes: Sequence[str] = ()) -> int:  # fmt: skip
     """Submit the job and follow it, resubmitting it from its checkpoints after a failure the
     retry policy calls transient, at most `max_retries` times (`as_json`: the attempts go to
-    stderr, the result, with the chain of attempts, is one JSON document on stdout)."""
+    stderr, the result, with the chain of attempts, is one JSON document on stdout). `notes`
+    follow the sign-in."""
     client = ml_client_checked(outputs, request.nodes)
+    print_notes(notes, as_json)
     if not as_json:
         return follow(client, retry_builder(outputs, request), max_retries)
     attempts: list[Attempt] = []

@@ -19,29 +19,41 @@ import json
 import sys
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO_ROOT))
 
 
-class SoloHorovod:
-    """One process, no Horovod: what training.torch.train's Trainer asks of `hvd`, for a single
-    worker."""
+class OneProcess:
+    """One worker and no distributed library: what training.torch.train's Trainer asks of its
+    workers (training.torch.distributed), for a single process."""
 
-    Compression = SimpleNamespace(fp16=None, none=None)
+    launcher, rank, size, local_rank, local_size = "none", 0, 1, 0, 1
 
-    @staticmethod
-    def size() -> int:
-        return 1
+    def __init__(self, device):
+        self.device = device
 
-    @staticmethod
-    def rank() -> int:
-        return 0
+    def data_parallel(self, model, optimizer, **_):
+        return PlainReplicas(model, optimizer)
 
-    @staticmethod
-    def DistributedOptimizer(optimizer, **_):  # Horovod's name
-        return optimizer
+
+class PlainReplicas:
+    """The model and optimizer as they are: nothing to average over."""
+
+    def __init__(self, model, optimizer):
+        self.forward, self.optimizer = model, optimizer
+
+    def micro_batch(self, last: bool):
+        import contextlib
+
+        return contextlib.nullcontext()
+
+    def step(self, scaler) -> None:
+        if scaler.is_enabled():
+            scaler.step(self.optimizer)
+            scaler.update()
+        else:
+            self.optimizer.step()
 
 
 def parse(argv=None) -> argparse.Namespace:
@@ -156,13 +168,13 @@ def run(args) -> dict:
         torch.backends.cudnn.benchmark = True  # as training.torch.train.worker_device sets it
     targs = training_args(args)
     if args.horovod:
-        import horovod.torch as hvd
+        from training.torch.distributed import Horovod
 
-        hvd.init()
+        workers = Horovod()
     else:
-        hvd = SoloHorovod()
+        workers = OneProcess(device)
     data = Data(targs, 0, 1, 1, device)
-    trainer = Trainer(targs, hvd, device)
+    trainer = Trainer(targs, workers)
     if args.weights_channels_last:
         trainer.model.to(memory_format=torch.channels_last)
     trainer.set_lr(0.0)

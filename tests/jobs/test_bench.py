@@ -163,6 +163,31 @@ def test_cluster_bench_submits_each_size_in_turn_and_reports_every_job(
     assert "| 4 | 32 | – | – | – | Failed" in capsys.readouterr().out
 
 
+def test_cluster_bench_under_torchrun_submits_pytorch_distribution_jobs(
+    ml_client, outputs_file, tmp_path
+):
+    from azure.ai.ml import PyTorchDistribution
+
+    client = ml_client.return_value
+    jobs_ending(client, {1: "Completed", 2: "Completed"})
+    assert bench(outputs_file, tmp_path / "b", "--framework", "torch", "--launcher",
+                 "torchrun", "--nodes", "1,2") == 0  # fmt: skip
+    jobs = [c.args[0] for c in client.jobs.create_or_update.call_args_list]
+    for job in jobs:
+        assert isinstance(job.distribution, PyTorchDistribution)
+        assert f"torchrun --nnodes={job.resources.instance_count} --nproc-per-node=8 " in (
+            job.command
+        )
+    runs = json.loads((tmp_path / "b" / "results.json").read_text())["runs"]
+    assert [r["workers"] for r in runs] == [8, 16]
+
+
+def test_horovodruns_gloo_is_for_the_local_bench_only(ml_client, outputs_file, tmp_path, capsys):
+    assert bench(outputs_file, tmp_path / "b", "--launcher", "gloo") == 2
+    assert "--launcher gloo is horovodrun's, for --local" in capsys.readouterr().err
+    ml_client.return_value.jobs.create_or_update.assert_not_called()
+
+
 def test_a_completed_bench_exits_zero(ml_client, outputs_file, tmp_path):
     jobs_ending(ml_client.return_value, {1: "Completed", 2: "Completed"})
     assert bench(outputs_file, tmp_path / "bench", "--nodes", "1,2") == 0

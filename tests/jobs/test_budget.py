@@ -58,9 +58,9 @@ def test_the_dry_run_says_where_the_limit_comes_from(ml_client, outputs_file, ca
             "--storage", "synthetic", "--max-cost", "500", "--dry-run"]  # fmt: skip
     assert main(argv) == 0
     seconds = math.floor(500 / (2 * listed_price(H100)) * 3600)
-    err = capsys.readouterr().err
+    out = capsys.readouterr().out  # a YAML comment beside the dry run's job
     rate = f"2 x {listed_price(H100):g} USD/h"
-    assert f"time limit: {seconds} s (--max-cost 500 USD at {rate}" in err
+    assert f"time limit: {seconds} s (--max-cost 500 USD at {rate}" in out
 
 
 @pytest.mark.parametrize(

@@ -162,9 +162,10 @@ def test_requirements_install_once_per_node_from_the_wheel_folder_only(outputs, 
     )
     job = build_job(outputs(), JobRequest("torch", 1, "copy", "r", ("--x",), script=script))
     steps = unguarded(job.command).split(" && ")
-    assert steps[1].startswith("python -m training.data.copy_shards")  # data first, as built-ins
-    assert "--no-index --find-links wheels -r requirements.txt" in steps[2]
-    assert 'if [ "${OMPI_COMM_WORLD_LOCAL_RANK' in steps[2]  # local rank 0 installs
+    assert "--no-index --find-links wheels -r requirements.txt" in steps[1]
+    assert 'if [ "${OMPI_COMM_WORLD_LOCAL_RANK' in steps[1]  # local rank 0 installs
+    # then each process copies its node's shards right before it trains, as built-ins do
+    assert steps[-2].startswith("python -m training.data.copy_shards")
     assert steps[-1] == "python train.py --x"
 
 

@@ -75,3 +75,55 @@ def test_demo_arguments_are_valid_for_every_training_script(framework):
     args = options.parse_args(framework, train.demo_args(framework, workers=2))
     assert args.model == "resnet50" and args.data_dir is None  # synthetic data
     assert "runs/demo-" in args.checkpoint_dir and args.epochs * args.steps_per_epoch <= 40
+
+
+def test_torchrun_command_starts_the_workers_on_one_node_with_its_own_rendezvous():
+    cmd = local.launch_command("torch", 2, "torchrun", ["--epochs", "1"], max_restarts=3)
+    assert cmd[1:4] == ["-m", "torch.distributed.run", "--standalone"]
+    assert cmd[cmd.index("--nproc-per-node") + 1] == "2"
+    assert cmd[cmd.index("--max-restarts") + 1] == "3"
+    worker = cmd[cmd.index("--no-python") + 1 :]
+    assert worker[0].endswith("python") and worker[1:] == [
+        "-m", "training.torch.train", "--epochs", "1",
+    ]  # fmt: skip
+    guarded = local.launch_command("torch", 2, "torchrun", [], guard=["python", "-m", "g", "--"])
+    assert guarded[guarded.index("--no-python") + 1 :][:4] == ["python", "-m", "g", "--"]
+
+
+@pytest.mark.parametrize(
+    ("framework", "launcher", "options", "message"),
+    [
+        ("keras", "torchrun", {}, "the keras flavour runs under Horovod only"),
+        ("tf", "torchrun", {}, "--launcher torchrun runs --framework torch, or your own --script"),
+        ("torch", "gloo", {"max_restarts": 1}, "--max-restarts is torchrun's"),
+        ("torch", "slurm", {}, "unknown launcher 'slurm'; allowed: gloo, mpi, torchrun"),
+    ],
+)
+def test_a_launcher_that_cannot_start_the_flavour_is_refused(framework, launcher, options, message):
+    with pytest.raises(AzdlError, match=message):
+        local.launch_command(framework, 2, launcher, [], **options)
+
+
+def test_a_users_script_runs_under_torchrun_whatever_its_framework(tmp_path):
+    script = tmp_path / "train.py"
+    cmd = local.launch_command("", 2, "torchrun", ["--x"], script=script)
+    assert cmd[-2:] == [str(script), "--x"]
+
+
+def test_stall_timeout_under_torchrun_is_the_built_in_scripts_collective_timeout(tmp_path):
+    assert train.launcher_of(_parser().parse_args(
+        ["train", "--launcher", "torchrun", "--stall-timeout", "30"])) == "torchrun"  # fmt: skip
+    with pytest.raises(AzdlError, match=r"your script sets its own \(init_process_group"):
+        train.launcher_of(_parser().parse_args(
+            ["train", "--launcher", "torchrun", "--stall-timeout", "30", "--script", "x.py"]
+        ))  # fmt: skip
+    guard, env = local.stall_guard(30, "torchrun", tmp_path)
+    assert guard[-1] == "--" and str(tmp_path / "ranks") in guard
+    assert env == {
+        "AZDL_COLLECTIVE_TIMEOUT_S": "30",
+        "TORCH_NCCL_ASYNC_ERROR_HANDLING": "3",
+        "TORCH_NCCL_DUMP_ON_TIMEOUT": "1",
+        "TORCH_FR_BUFFER_SIZE": "2000",
+        "TORCH_FR_DUMP_TEMP_FILE": f"{tmp_path}/flight-recorder/rank_",
+    }
+    assert (tmp_path / "flight-recorder").is_dir()  # PyTorch's writer makes no folders

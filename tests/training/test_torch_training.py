@@ -365,7 +365,7 @@ def test_each_worker_takes_a_gpu_it_can_see(monkeypatch):
     set per worker, every worker sees one GPU, its device 0."""
     import torch
 
-    from training.torch.train import worker_device
+    from training.torch.distributed import worker_device
 
     chosen = []
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
@@ -376,12 +376,35 @@ def test_each_worker_takes_a_gpu_it_can_see(monkeypatch):
         assert chosen[-1] == index
 
 
-def test_a_step_leaves_its_figures_on_the_device(monkeypatch):
-    """No host sync inside Trainer.step: reading a tensor's value (item, tolist, float) during
-    the step fails this test, and the step's loss and accuracy come back as a tensor, read by
-    the loop only where it must (the timed window's ends, the progress bar's readings)."""
-    from types import SimpleNamespace
+@pytest.fixture
+def one_worker(monkeypatch, request):
+    """One real worker of either launcher in this process: Horovod without a launcher, or a
+    torch.distributed process group of one (torchrun's variables set by hand, Gloo)."""
+    import socket
 
+    from training.torch import distributed
+
+    if request.param == "horovod":
+        yield distributed.Horovod()
+        return
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    for name, value in {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0",
+                        "LOCAL_WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1",
+                        "MASTER_PORT": str(port)}.items():  # fmt: skip
+        monkeypatch.setenv(name, value)
+    workers = distributed.TorchDistributed()
+    yield workers
+    workers.close()
+
+
+@pytest.mark.parametrize("one_worker", ["horovod", "torchrun"], indirect=True)
+def test_a_step_leaves_its_figures_on_the_device(monkeypatch, one_worker):
+    """No host sync inside Trainer.step, under either launcher (Horovod's optimizer, or DDP):
+    reading a tensor's value (item, tolist, float) during the step fails this test, and the
+    step's loss and accuracy come back as a tensor, read by the loop only where it must (the
+    timed window's ends, the progress bar's readings)."""
     import torch
 
     from training.options import parse_args
@@ -389,12 +412,7 @@ def test_a_step_leaves_its_figures_on_the_device(monkeypatch):
 
     args = parse_args("torch", ["--model", "tiny", "--image-size", "32", "--num-classes", "4",
                                 "--batch-size", "4", "--grad-accum", "2"])  # fmt: skip
-    hvd = SimpleNamespace(  # one worker: Horovod's optimizer adds only the allreduce
-        size=lambda: 1,
-        DistributedOptimizer=lambda optimizer, **_: optimizer,
-        Compression=SimpleNamespace(fp16=None, none=None),
-    )
-    trainer = Trainer(args, hvd, torch.device("cpu"))
+    trainer = Trainer(args, one_worker)
     batch = (torch.randn(4, 3, 32, 32), torch.tensor([0, 1, 2, 3]))
 
     def host_sync(*_args, **_kwargs):

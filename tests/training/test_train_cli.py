@@ -1,5 +1,6 @@
 """`azdl train` as a user runs it: bad training options and data folders stopped before any
-worker starts, a failed worker reported in one line instead of horovodrun's traceback, the
+worker starts, a failed worker reported in one line instead of horovodrun's or torchrun's
+traceback, the
 training script's help printed once, and TensorFlow's C++ start-up lines kept out of the
 set-up's Horovod build check unless AZDL_VERBOSE=1."""
 
@@ -27,6 +28,53 @@ causing the job to be terminated. The first process to do so was:
 Process name: 1
 Exit code: 2
 
+"""
+
+
+# torchrun's own ending when a worker fails (torch 2.13.0, torch/distributed/run.py and
+# elastic/multiprocessing/errors/__init__.py), as it printed here on stderr for `python -m
+# torch.distributed.run --standalone --nproc-per-node 2 --no-python python fails.py` with rank 1
+# exiting 2 (paths shortened to /venv; \\x20: the trailing spaces it printed).
+TORCHRUN_TRACEBACK = """\
+E1126 16:38:38.416000 25970 /venv/lib/python3.11/site-packages/torch/distributed/elastic/\
+multiprocessing/api.py:1002] failed (exitcode: 2) local_rank: 1 (pid: 26026) of binary: \
+.venv-train/bin/python
+Traceback (most recent call last):
+  File "<frozen runpy>", line 198, in _run_module_as_main
+  File "<frozen runpy>", line 88, in _run_code
+  File "/venv/lib/python3.11/site-packages/torch/distributed/run.py", line 1032, in <module>
+    main()
+  File "/venv/lib/python3.11/site-packages/torch/distributed/elastic/multiprocessing/errors/\
+__init__.py", line 367, in wrapper
+    return f(*args, **kwargs)
+           ^^^^^^^^^^^^^^^^^^
+  File "/venv/lib/python3.11/site-packages/torch/distributed/run.py", line 1028, in main
+    run(args)
+  File "/venv/lib/python3.11/site-packages/torch/distributed/run.py", line 1019, in run
+    elastic_launch(
+  File "/venv/lib/python3.11/site-packages/torch/distributed/launcher/api.py", line 194, in \
+__call__
+    return launch_agent(
+           ^^^^^^^^^^^^^
+  File "/venv/lib/python3.11/site-packages/torch/distributed/launcher/api.py", line 383, in \
+launch_agent
+    raise ChildFailedError(
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\x20
+============================================================
+.venv-train/bin/python FAILED
+------------------------------------------------------------
+Failures:
+  <NO_OTHER_FAILURES>
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-11-26_16:38:38
+  host      : localhost
+  rank      : 1 (local_rank: 1)
+  exitcode  : 2 (pid: 26026)\x20
+  error_file: <N/A>
+  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+============================================================
 """
 
 
@@ -108,6 +156,26 @@ def test_horovodruns_traceback_after_a_failed_worker_becomes_one_line():
     out, code = relay(worker + HOROVODRUN_TRACEBACK)
     assert code == 2
     assert out == worker + "error: worker rank 1 failed (exit code 2); its messages are above\n"
+
+
+def test_torchruns_traceback_after_a_failed_worker_becomes_one_line():
+    worker = "error: rank 1 cannot go on\n"
+    out, code = relay(worker + TORCHRUN_TRACEBACK)
+    assert code == 2
+    kept, _, _ = TORCHRUN_TRACEBACK.partition("Traceback (most recent call last):")
+    assert out == (
+        worker + kept + "error: worker rank 1 failed first (exit code 2); its messages are above\n"
+    )
+
+
+def test_a_workers_own_traceback_before_torchruns_stays():
+    """A user's script under torchrun prints its traceback unprefixed; only torchrun's, the
+    last one, is replaced."""
+    own = "Traceback (most recent call last):\n  File \"train.py\", line 3\nKeyError: 'x'\n"
+    out, code = relay(own + TORCHRUN_TRACEBACK)
+    assert code == 2 and out.startswith(own) and "ChildFailedError" not in out
+    signalled = TORCHRUN_TRACEBACK.replace("exitcode  : 2 (pid: 26026) ", "exitcode  : -9 (pid: 1)")
+    assert relay(signalled)[1] == 137  # a signal, as a shell reports it
 
 
 def test_any_other_traceback_passes_through_unchanged():

@@ -92,7 +92,9 @@ COPY_OPTIONS: list[Option] = [
 ]
 
 # (rank, size, local rank, local size) variables of the launchers we meet: Open MPI (Azure ML's
-# MPI jobs), horovodrun, Intel MPI / MPICH.
+# MPI jobs), horovodrun, Intel MPI / MPICH, torchrun (torch/distributed/run.py, "Environment
+# Variables"; a node's ranks are a contiguous block there too: base_global_rank = group_rank ×
+# local_world_size, torch/distributed/elastic/agent/server/api.py, _assign_worker_ranks).
 _LAUNCH_ENV = [
     (
         "OMPI_COMM_WORLD_RANK",
@@ -102,6 +104,7 @@ _LAUNCH_ENV = [
     ),
     ("HOROVOD_RANK", "HOROVOD_SIZE", "HOROVOD_LOCAL_RANK", "HOROVOD_LOCAL_SIZE"),
     ("PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"),
+    ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"),
 ]
 # Variables naming the job, the same in every rank: Azure ML's run, Open MPI 4's job id (two
 # spellings), the PMIx namespace (Open MPI 5).

@@ -1,10 +1,12 @@
-"""PyTorch + Horovod: synchronous data-parallel ResNet50 training, one process per worker.
+"""PyTorch: synchronous data-parallel ResNet50 training, one process per worker, under Horovod
+or torchrun (training.torch.distributed picks the one that started it).
 
     horovodrun --gloo -np 2 -H localhost:2 python -m training.torch.train --image-size 64 ...
     mpirun -np 2 python -m training.torch.train ...
+    torchrun --standalone --nproc-per-node 2 -m training.torch.train ...
 
-The loop follows Horovod's own `pytorch_imagenet_resnet50.py` (docs/architecture.md, "The
-PyTorch flavour"); data: the synthetic source or TFRecords (training.torch.loader).
+docs/architecture.md, "The PyTorch flavour"; data: the synthetic source or TFRecords
+(training.torch.loader).
 """
 
 import contextlib
@@ -20,9 +22,10 @@ import torch.nn.functional as F
 from training import checkpoints, heartbeat, recipe, schedule, worker
 from training.data import synthetic
 from training.epoch_log import EpochLog
+from training.errors import TrainingError
 from training.options import parse_args
 from training.throughput import ThroughputMeter
-from training.torch import torch_loss
+from training.torch import distributed, torch_loss
 from training.torch.torch_models import build_model
 
 FRAMEWORK = "torch"
@@ -30,21 +33,6 @@ PROGRESS_EVERY = 20  # steps between the progress bar's loss readings (each one 
 AUTOCAST_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
 
 Batch = tuple[torch.Tensor, torch.Tensor]
-
-
-def worker_device(local_rank: int) -> torch.device:
-    """This worker's GPU (one per worker, by local rank) when there are GPUs, else the CPU.
-
-    Modulo the GPUs this process sees: a launcher that sets CUDA_VISIBLE_DEVICES per worker
-    leaves each of them just one, device 0. Fixed input shapes: cuDNN benchmarks its algorithms
-    once per shape and keeps the fastest.
-    """
-    if torch.cuda.is_available():
-        index = local_rank % torch.cuda.device_count()
-        torch.cuda.set_device(index)
-        torch.backends.cudnn.benchmark = True
-        return torch.device("cuda", index)
-    return torch.device("cpu")
 
 
 def to_torch(images: np.ndarray, labels: np.ndarray, channels_last: bool, device) -> Batch:
@@ -84,31 +72,31 @@ def set_threads(args, local_size: int) -> None:
 
 
 class Trainer:
-    """One worker's model, optimizer and step; `hvd` is horovod.torch, already initialised."""
+    """One worker's model, optimizer and step; `workers`: training.torch.distributed's interface
+    to the other workers, already connected."""
 
-    def __init__(self, args, hvd, device: torch.device):
-        self.args, self.hvd, self.device = args, hvd, device
+    def __init__(self, args, workers):
+        self.args, self.workers, self.device = args, workers, workers.device
         torch.manual_seed(args.seed)
         # --channels-last puts the images, hence every activation, in NHWC. The weights stay
         # NCHW: Horovod 0.28.1 refuses to allreduce or broadcast tensors that are not
         # contiguous in NCHW order (horovod/horovod#3491, open), and gradients follow their
         # parameter's layout; cuDNN converts each weight to its input's layout as it runs.
-        self.model = build_model(args.model, args.num_classes).to(device)
-        # torch.compile compiles on the first step; the optimizer and Horovod's gradient hooks
-        # see the same parameters either way.
-        self.forward = torch.compile(self.model) if getattr(args, "compile", False) else self.model
-        self.rescale(hvd.size())
+        self.model = build_model(args.model, args.num_classes).to(self.device)
+        self.rescale(workers.size)
         groups = torch_loss.param_groups(self.model, args.weight_decay)
         sgd = torch.optim.SGD(groups, lr=self.peak_lr, momentum=args.momentum)
-        self.optimizer = hvd.DistributedOptimizer(
-            sgd,
-            named_parameters=self.model.named_parameters(),
-            compression=hvd.Compression.fp16 if args.fp16_allreduce else hvd.Compression.none,
-            backward_passes_per_step=args.grad_accum,
+        self.replicas = workers.data_parallel(
+            self.model, sgd, fp16_allreduce=args.fp16_allreduce, grad_accum=args.grad_accum
         )
+        self.optimizer = self.replicas.optimizer
+        # torch.compile compiles on the first step; the optimizer and the gradient averaging
+        # see the same parameters either way.
+        forward = self.replicas.forward
+        self.forward = torch.compile(forward) if getattr(args, "compile", False) else forward
         self.autocast_dtype = AUTOCAST_DTYPES.get(args.precision)
         # fp16 needs loss scaling against underflow; bf16 has fp32's range and doesn't.
-        self.scaler = torch.amp.GradScaler(device.type, enabled=args.precision == "fp16")
+        self.scaler = torch.amp.GradScaler(self.device.type, enabled=args.precision == "fp16")
 
     def rescale(self, workers: int) -> None:
         """The peak rate for `workers` workers (again after an elastic reset)."""
@@ -130,30 +118,25 @@ class Trainer:
 
     def step(self, batches: Iterator[Batch]) -> torch.Tensor:
         """One synchronous optimizer step over `grad_accum` micro-batches: [loss, accuracy] as a
-        tensor on the device, so the host does not wait for the step (it waits in Horovod's
-        allreduce of the gradients, not for the optimizer's update or these figures)."""
+        tensor on the device, so the host does not wait for the step (with Horovod it waits in
+        the allreduce of the gradients; with DDP and NCCL not at all)."""
         self.model.train()
         self.optimizer.zero_grad()
         totals = torch.zeros(2, device=self.device)  # loss, correct predictions
-        seen = 0
-        for _ in range(self.args.grad_accum):
+        seen, accum = 0, self.args.grad_accum
+        for index in range(accum):
             images, labels = next(batches)
-            with self.autocast():
-                logits = self.forward(images)
-                loss = torch_loss.loss(logits, labels, self.args.label_smoothing)
-                loss = loss / self.args.grad_accum
-            # Gradients of the micro-batches add up; dividing the loss makes them a mean.
-            self.scaler.scale(loss).backward()
+            with self.replicas.micro_batch(last=index == accum - 1):
+                with self.autocast():
+                    logits = self.forward(images)
+                    loss = torch_loss.loss(logits, labels, self.args.label_smoothing)
+                    loss = loss / accum
+                # Gradients of the micro-batches add up; dividing the loss makes them a mean.
+                self.scaler.scale(loss).backward()
             totals += torch.stack([loss.detach(), (logits.argmax(1) == labels).sum()])
             seen += len(labels)
-        if self.scaler.is_enabled():
-            self.optimizer.synchronize()  # allreduce first, then unscale and check for inf
-            with self.optimizer.skip_synchronize():
-                self.scaler.step(self.optimizer)
-            self.scaler.update()
-        else:
-            self.optimizer.step()
-        return totals / torch.tensor([1.0, seen], device=self.device)
+        self.replicas.step(self.scaler)
+        return torch.stack((totals[0], totals[1] / seen))
 
     def recipe_line(self, workers: int) -> str:
         decayed = {id(p) for p in self.optimizer.param_groups[0]["params"]}
@@ -176,7 +159,8 @@ class Trainer:
             top5 = logits.topk(min(5, logits.shape[1]), dim=1).indices
             hits = (top5 == labels[:, None]).sum(0)  # per rank of the prediction
             totals += torch.stack([loss, hits[0], hits.sum(), torch.tensor(len(labels))]).cpu()
-        loss, top1, top5, seen = self.hvd.allreduce(totals, op=self.hvd.Sum).tolist()
+        summed = self.workers.allreduce(totals, average=False, name="validation")
+        loss, top1, top5, seen = summed.tolist()
         seen = max(seen, 1.0)
         return {"val_loss": loss / seen, "val_accuracy": top1 / seen, "val_top5": top5 / seen}
 
@@ -204,37 +188,30 @@ class Trainer:
         checkpoints.write_progress(ckpt_dir, progress, self.args.keep_checkpoints)
         return ckpt_dir / f"{name}.pt"
 
-    def restore_and_broadcast(self, ckpt_dir: str | None) -> checkpoints.Progress | None:
-        """Rank 0 loads the last checkpoint (if any); everything is broadcast from rank 0.
+    def restore(self, ckpt_dir: str | None) -> checkpoints.Progress | None:
+        """Every rank loads the checkpoint rank 0's progress.json names (if any): all ranks agree
+        on which one even where a mount shows them files at different times.
 
         Returns the checkpoint's progress (epochs and steps done), or None: a fresh start.
         """
-        hvd = self.hvd
-        progress = checkpoints.read_progress(ckpt_dir) if hvd.rank() == 0 else None
-        progress = hvd.broadcast_object(progress, root_rank=0, name="progress")
-        scaler_state = None
+        workers = self.workers
+        progress = checkpoints.read_progress(ckpt_dir) if workers.rank == 0 else None
+        progress = workers.broadcast_object(progress, name="progress")
         if progress is not None:
             checkpoints.check_compatible(progress, FRAMEWORK, self.args.model, ckpt_dir)
-            if hvd.rank() == 0:
-                path = Path(ckpt_dir) / f"{progress.checkpoint}.pt"
-                payload = torch.load(path, map_location=self.device)
-                self.model.load_state_dict(payload["model"])
-                self.optimizer.load_state_dict(payload["optimizer"])
-                scaler_state = payload.get("scaler")  # absent from older checkpoints
+            path = Path(ckpt_dir) / f"{progress.checkpoint}.pt"
+            payload = torch.load(path, map_location=self.device)
+            self.model.load_state_dict(payload["model"])
+            self.optimizer.load_state_dict(payload["optimizer"])
+            if payload.get("scaler") and self.scaler.is_enabled():  # absent from older ones
+                self.scaler.load_state_dict(payload["scaler"])
+            if workers.rank == 0:
                 print(f"resuming from {path} at {checkpoints.describe(progress)}", flush=True)
-        if progress is not None:
-            # Horovod first steps a stateless optimizer once with zero gradients to create its
-            # state (horovod/torch/functions.py); with weight decay that step shrinks the
-            # weights. So: only when resuming, and before the parameters, which overwrite it.
-            hvd.broadcast_optimizer_state(self.optimizer, root_rank=0)
-        hvd.broadcast_parameters(self.model.state_dict(), root_rank=0)
-        scaler_state = hvd.broadcast_object(scaler_state, root_rank=0, name="scaler")
-        if scaler_state and self.scaler.is_enabled():
-            self.scaler.load_state_dict(scaler_state)
+        self.replicas.broadcast_parameters()
         return progress
 
     def dump_weights(self, directory: str) -> Path:
-        path = Path(directory) / f"rank-{self.hvd.rank()}.npz"
+        path = Path(directory) / f"rank-{self.workers.rank}.npz"
         path.parent.mkdir(parents=True, exist_ok=True)
         state = {k: v.detach().float().cpu().numpy() for k, v in self.model.state_dict().items()}
         np.savez(path, **state)
@@ -248,7 +225,7 @@ class Data:
     `start_at(n)`'s micro-batch when called before the first one (a resumed run)."""
 
     def __init__(self, args, rank, size, local_size, device: torch.device, gather=None):
-        """`gather`: horovod.torch's allgather_object, to count unlabelled shards once per job
+        """`gather`: the workers' allgather_object, to count unlabelled shards once per job
         (training.data.record_count); every worker must then build its Data."""
         self.args, self.device = args, device
         self._first, self._train = 0, None
@@ -289,19 +266,31 @@ class Data:
 
 
 def train(args) -> None:
-    import horovod.torch as hvd
-
     if args.horovod_timeline:  # read by hvd.init(); rank 0 writes it
+        if distributed.TORCHRUN_MARKER in os.environ:
+            raise TrainingError(
+                "--horovod-timeline is Horovod's; under torchrun, profile with torch.profiler"
+            )
         os.environ["HOROVOD_TIMELINE"] = str(Path(args.horovod_timeline).resolve())
-    hvd.init()
-    set_threads(args, hvd.local_size())
-    rank, size = hvd.rank(), hvd.size()
-    device = worker_device(hvd.local_rank())
-    trainer = Trainer(args, hvd, device)
-    progress = trainer.restore_and_broadcast(args.checkpoint_dir)
+    workers = distributed.connect()
+    try:
+        run(args, workers)
+    except TrainingError:  # bad input: every rank says so, nothing hangs
+        raise
+    except BaseException:
+        workers.fail()
+        raise
+    workers.close()
+
+
+def run(args, workers) -> None:
+    set_threads(args, workers.local_size)
+    rank, size, device = workers.rank, workers.size, workers.device
+    trainer = Trainer(args, workers)
+    progress = trainer.restore(args.checkpoint_dir)
     start_epoch, start_step = (progress.epoch, progress.step) if progress else (0, 0)
     global_step = progress.global_step if progress else 0
-    data = Data(args, rank, size, hvd.local_size(), device, hvd.allgather_object)
+    data = Data(args, rank, size, workers.local_size, device, workers.allgather_object)
     data.start_at(global_step * args.grad_accum)  # resumed: the data goes on where it stopped
     if rank == 0:
         print(trainer.recipe_line(size), flush=True)
@@ -313,7 +302,7 @@ def train(args) -> None:
         writer = SummaryWriter(args.log_dir)
     meter = ThroughputMeter(args.batch_size * args.grad_accum * size, args.timing_warmup_steps)
     epochs = EpochLog(
-        args, FRAMEWORK, rank, size, hvd.allgather_object, args.batch_size * args.grad_accum
+        args, FRAMEWORK, rank, size, workers.allgather_object, args.batch_size * args.grad_accum
     )
     steps = data.steps_per_epoch
     if progress:  # the same fraction of the epoch if the number of workers changed
@@ -344,7 +333,8 @@ def train(args) -> None:
                     ckpt_dir = Path(args.checkpoint_dir)
                     checkpoint = trainer.save(ckpt_dir, epoch, global_step, step + 1, steps)
         ran = steps - first
-        loss, accuracy = (hvd.allreduce(losses / ran, name=f"epoch-metrics-{epoch}")).tolist()
+        mean = workers.allreduce(losses / ran, average=True, name=f"epoch-metrics-{epoch}")
+        loss, accuracy = mean.tolist()
         line = f"epoch {epoch + 1}/{args.epochs} - loss: {loss:.4f} - accuracy: {accuracy:.4f}"
         metrics = {"loss": loss, "accuracy": accuracy, "lr": lr}
         validation = data.validation()

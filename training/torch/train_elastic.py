@@ -14,7 +14,8 @@ import torch
 
 from training import checkpoints, options, worker
 from training.throughput import ThroughputMeter
-from training.torch.train import FRAMEWORK, Data, Trainer, set_threads, worker_device
+from training.torch import distributed
+from training.torch.train import FRAMEWORK, Data, Trainer, set_threads
 
 
 def build_parser():
@@ -56,12 +57,12 @@ def scaler_handler():
 
 
 class ElasticRun:
-    def __init__(self, args, hvd):
-        self.args, self.hvd = args, hvd
-        set_threads(args, hvd.local_size())
-        self.device = worker_device(hvd.local_rank())
-        self.trainer = Trainer(args, hvd, self.device)
-        self.started_with = hvd.size()
+    def __init__(self, args, workers: distributed.Horovod):
+        self.args, self.hvd = args, workers.hvd
+        set_threads(args, workers.local_size)
+        self.device = workers.device
+        self.trainer = Trainer(args, workers)
+        self.started_with = workers.size
         self.resets = 0
         self.checkpoint = None
 
@@ -128,12 +129,12 @@ class ElasticRun:
 
 
 def train(args) -> None:
-    import horovod.torch as hvd
     from horovod.torch.elastic.state import get_handler_registry, set_handler_registry
 
-    hvd.init()
-    run = ElasticRun(args, hvd)
-    progress = run.trainer.restore_and_broadcast(args.checkpoint_dir)
+    workers = distributed.Horovod()
+    hvd = workers.hvd
+    run = ElasticRun(args, workers)
+    progress = run.trainer.restore(args.checkpoint_dir)
     set_handler_registry([*get_handler_registry(), (torch.amp.GradScaler, scaler_handler())])
     state = hvd.elastic.TorchState(
         model=run.trainer.model,

@@ -1,0 +1,42 @@
+"""torchrun, as azdl starts it: on this machine (one node, `azdl train`) and on each node of an
+Azure ML job with `distribution: pytorch` (`azdl submit`); the choice of one torchrun per node is
+explained in docs/architecture.md, "torchrun on Azure ML". No Azure calls."""
+
+import shlex
+
+# The rendezvous shares its TCP store server with the workers by default, and that store
+# outlives a restart: the restarted workers then read the previous round's Gloo addresses and
+# fail to connect ("Gloo connectFullMesh failed ... Connection refused", seen here with
+# --max-restarts). Opting out gives every round a fresh store on a free port
+# (torch/distributed/elastic/rendezvous/dynamic_rendezvous.py, torch 2.13.0: `use_agent_store`
+# and the "opt-out option of TCPStore sharing" in next_rendezvous).
+TORCHRUN_ENV = {"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}
+
+
+def local_torchrun(python: str, workers: int, max_restarts: int) -> list[str]:
+    """torchrun for `workers` processes here, its rendezvous on a free local port (--standalone:
+    torchrun's c10d store), the worker's command given after it as is (--no-python)."""
+    return [
+        python, "-m", "torch.distributed.run", "--standalone", "--nnodes", "1",
+        "--nproc-per-node", str(workers), "--max-restarts", str(max_restarts), "--no-python",
+    ]  # fmt: skip
+
+
+def node_torchrun(nodes: int, per_node: int, max_restarts: int, run_id: str) -> str:
+    """The shell words that start torchrun on one node of an Azure ML job of `nodes` nodes
+    (process_count_per_instance 1), `per_node` workers each.
+
+    Azure ML sets MASTER_ADDR, MASTER_PORT and NODE_RANK on each node (learn.microsoft.com/
+    azure/machine-learning/how-to-train-distributed-gpu, ms.date 2024-01-29; MicrosoftDocs/
+    azure-ai-docs commit 28d23b4). The rendezvous is torchrun's fault-tolerant form
+    (torch/distributed/run.py, "Fault tolerant": c10d backend, a fixed number of nodes,
+    --max-restarts, one --rdzv-id for all nodes): node 0 hosts its store at MASTER_ADDR:
+    MASTER_PORT, said explicitly with is_host rather than guessed from host names
+    (elastic/rendezvous/c10d_rendezvous_backend.py, `is_host`).
+    """
+    return " ".join([
+        "torchrun", f"--nnodes={nodes}", f"--nproc-per-node={per_node}",
+        "--rdzv-backend=c10d", '--rdzv-endpoint="$MASTER_ADDR:$MASTER_PORT"',
+        f"--rdzv-id={shlex.quote(run_id)}", '--rdzv-conf="is_host=$(( NODE_RANK == 0 ))"',
+        f"--max-restarts={max_restarts}", "--no-python",
+    ])  # fmt: skip

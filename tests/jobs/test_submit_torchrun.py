@@ -1,0 +1,135 @@
+"""`azdl submit --launcher torchrun`: an Azure ML job with `distribution: pytorch`, one torchrun
+per node (process_count_per_instance 1), read back by azure-ai-ml's own loader; its safeguards
+(the collective timeout, PyTorch's NCCL watchdog and flight recorder, the guard, the health gate)
+and its copy step, whose ranks training.data.copy_shards reads as the node's."""
+
+import re
+
+import pytest
+import yaml
+from azure.ai.ml import MpiDistribution, PyTorchDistribution, load_job
+
+from azdl.cli import main
+from azdl.jobs.request import JobRequest
+from azdl.jobs.spec import build_job
+
+
+def export(outputs_file, tmp_path, *extra, **stack) -> tuple[dict, object]:
+    out = tmp_path / "job.yml"
+    argv = ["submit", "--outputs", str(outputs_file(**stack)), "--launcher", "torchrun",
+            "--framework", "torch", "--name", "tr-1", "--export", str(out), *extra]  # fmt: skip
+    assert main(argv) == 0
+    return yaml.safe_load(out.read_text()), load_job(out)
+
+
+def test_export_loads_as_a_pytorch_distribution_job_with_one_torchrun_per_node(
+    ml_client, outputs_file, tmp_path
+):
+    raw, job = export(outputs_file, tmp_path, "--nodes", "2", "--max-restarts", "2",
+                      "--", "--epochs", "3")  # fmt: skip
+    ml_client.assert_not_called()
+    assert raw["distribution"] == {"type": "pytorch", "process_count_per_instance": 1}
+    assert isinstance(job.distribution, PyTorchDistribution)  # azure-ai-ml's own loader
+    assert job.distribution.process_count_per_instance == 1
+    assert job.resources.instance_count == 2
+    assert job._validate().passed
+    torchrun = re.search(r"torchrun (.*?) --no-python ", job.command).group(1)
+    assert torchrun == (
+        "--nnodes=2 --nproc-per-node=8 --rdzv-backend=c10d "
+        '--rdzv-endpoint="$MASTER_ADDR:$MASTER_PORT" --rdzv-id=tr-1 '
+        '--rdzv-conf="is_host=$(( NODE_RANK == 0 ))" --max-restarts=2'
+    )
+    worker = job.command.split(" --no-python ", 1)[1]
+    assert worker.startswith(
+        "python -m training.guard --ranks-dir '${{outputs.logs}}/ranks' --check-infiniband "
+        "--nodes 2 --hcas 8 --nccl-debug WARN --init-deadline 600 --progress-timeout 900 "
+        "--first-step-timeout 1800 -- python -m training.torch.train --epochs 3 "
+    )  # the guard as under MPI: init deadline and step watchdog too
+    assert job.tags["azdl.launcher"] == "torchrun"
+
+
+def test_torchrun_jobs_get_pytorchs_watchdog_and_flight_recorder_in_the_logs_folder(
+    ml_client, outputs_file, tmp_path
+):
+    _, job = export(outputs_file, tmp_path, "--stall-timeout", "300")
+    env = job.environment_variables
+    assert env["AZDL_COLLECTIVE_TIMEOUT_S"] == "300"  # the built-in's process group timeout
+    assert env["TORCH_NCCL_ASYNC_ERROR_HANDLING"] == "3"
+    assert env["TORCH_NCCL_DUMP_ON_TIMEOUT"] == "1"
+    assert int(env["TORCH_FR_BUFFER_SIZE"]) > 0
+    assert env["TORCH_DISABLE_SHARE_RDZV_TCP_STORE"] == "1"
+    assert "HOROVOD_STALL_CHECK_TIME_SECONDS" not in env
+    # The dump prefix points into the job's logs output (Azure ML fills in ${{...}} in the
+    # command only), made before torchrun starts; a failed torchrun is followed by the report.
+    assert (
+        "export TORCH_FR_DUMP_TEMP_FILE='${{outputs.logs}}/flight-recorder/rank_' && "
+        "mkdir -p '${{outputs.logs}}/flight-recorder' && { torchrun " in job.command
+    )
+    assert job.command.endswith(
+        "|| { code=$?; python -m training.flight_recorder "
+        "'${{outputs.logs}}/flight-recorder/rank_' --world-size=8 "
+        "'--ranks-dir=${{outputs.logs}}/ranks' --wait=60; exit $code; }; }"
+    )
+
+
+def test_the_health_gate_runs_once_per_node_before_torchrun(ml_client, outputs_file, tmp_path):
+    _, job = export(outputs_file, tmp_path, "--nodes", "2")  # multi-node IB: gate on
+    gate, rest = job.command.split(" && ", 1)
+    assert gate.startswith("python -m training.health.gate --gpus=8 --nodes=2 ")
+    assert rest.startswith("export TORCH_FR_DUMP_TEMP_FILE=")
+
+
+def test_each_worker_copies_before_it_trains_as_under_mpi(outputs):
+    """torchrun numbers the nodes itself (its c10d rendezvous sorts them by address), so the
+    copy runs in each worker, where RANK and LOCAL_RANK are torchrun's, as under MPI."""
+    job = build_job(outputs(), JobRequest("torch", 2, "copy", "r", launcher="torchrun"))
+    worker = job.command.split(" --no-python ", 1)[1]
+    assert worker.startswith(
+        "bash -c 'python -m training.data.copy_shards --source '\"'\"'${{inputs.data}}'\"'\"' "
+        "--dest /tmp/azdl-data && exec python -m training.guard "
+    )
+
+
+def test_a_users_script_keeps_its_own_collective_timeout(ml_client, outputs_file, tmp_path, capsys):
+    (tmp_path / "code").mkdir()
+    (tmp_path / "code" / "train.py").write_text("import torch\n")
+    base = ["submit", "--outputs", str(outputs_file()), "--launcher", "torchrun",
+            "--script", str(tmp_path / "code" / "train.py"),
+            "--export", str(tmp_path / "j.yml")]  # fmt: skip
+    assert main(base) == 0
+    job = load_job(tmp_path / "j.yml")
+    assert "AZDL_COLLECTIVE_TIMEOUT_S" not in job.environment_variables
+    assert job.environment_variables["TORCH_NCCL_DUMP_ON_TIMEOUT"] == "1"  # PyTorch reads these
+    assert (
+        job.command.split(" --no-python ", 1)[1].split(" -- ", 1)[1].startswith("python train.py")
+    )
+    assert main([*base, "--stall-timeout", "120"]) == 2
+    assert "your script sets its own (init_process_group" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--launcher", "torchrun", "--framework", "keras"],
+         "the keras flavour runs under Horovod only"),
+        (["--max-restarts", "1"], "--max-restarts is torchrun's"),
+        (["--launcher", "slurm"], "argument --launcher: invalid choice: 'slurm'"),
+    ],
+)  # fmt: skip
+def test_what_torchrun_cannot_do_is_refused_before_anything_is_submitted(
+    ml_client, outputs_file, capsys, argv, message
+):
+    try:
+        code = main(["submit", "--outputs", str(outputs_file()), *argv])
+    except SystemExit as exc:
+        code = exc.code
+    assert code != 0
+    assert message in capsys.readouterr().err
+    ml_client.return_value.jobs.create_or_update.assert_not_called()
+
+
+def test_horovod_stays_the_default(outputs):
+    job = build_job(outputs(), JobRequest("torch", 1, "mount", "r"))
+    assert isinstance(job.distribution, MpiDistribution)
+    assert job.distribution.process_count_per_instance == 8
+    assert "torchrun" not in job.command and job.tags["azdl.launcher"] == "mpi"
