@@ -30,6 +30,11 @@ from training.nccl_check import NcclCheck
 
 IB_CHECK_FAILED = 3
 HUNG = 4
+# How the guard's own lines start, and the words after that when it stops the command: what
+# azdl.jobs.retry reads in a failed job's logs to retry it.
+PREFIX = "azdl:"
+IB_STOP_LINE = "InfiniBand check FAILED on"
+HANG_LINE = "hang:"
 # Open MPI, Intel MPI / MPICH, horovodrun; RANK: torchrun's (torch/distributed/run.py,
 # "Environment Variables").
 RANK_VARIABLES = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "HOROVOD_RANK", "RANK")
@@ -65,7 +70,7 @@ def host_of(ranks_dir: Path, rank: int) -> str:
 
 
 def say(message: str) -> None:
-    print(f"azdl: {message}", file=sys.stderr, flush=True)
+    print(f"{PREFIX} {message}", file=sys.stderr, flush=True)
 
 
 class Watch:
@@ -151,7 +156,7 @@ class Watch:
             elif self.args.progress_timeout and self.beat_file is not None:
                 self.hang = self.progress_problem(now)
             if self.hang is not None:
-                say(f"hang: {self.where()}: {self.hang}; dumping the Python stacks of its "
+                say(f"{HANG_LINE} {self.where()}: {self.hang}; dumping the Python stacks of its "
                     "processes, then stopping it (exit code 4, retryable)")  # fmt: skip
 
     def progress_problem(self, now: float) -> str | None:
@@ -178,7 +183,7 @@ class Watch:
         if verdict.ok:
             say(f"InfiniBand check passed on {self.where()}: {verdict.message}")
         elif self.args.nodes > 1:
-            say(f"InfiniBand check FAILED on {self.where()}: {verdict.message}; stopping the job")
+            say(f"{IB_STOP_LINE} {self.where()}: {verdict.message}; stopping the job")
             self.failed_check = verdict
         else:
             say(f"warning: InfiniBand check on {self.where()}: {verdict.message} "

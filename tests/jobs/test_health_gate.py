@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from azdl.jobs.retry import classify
 from infra.nccl_baselines import baseline
 from training.health import gate, nccl_tests
 
@@ -186,7 +187,12 @@ def test_one_bad_node_of_four_is_named_and_stops_the_job(monkeypatch, tmp_path, 
         single = "single_node_slow.txt" if n == 2 else "single_node_pass.txt"
         codes[host] = gate.main(gate_args(tmp_path, 4), runner(single=single))
     assert codes == {"nd-node-0": 0, "nd-node-1": 0, "nd-node-2": 1, "nd-node-3": 0}
-    failed = [line for line in verdicts(capsys) if " FAIL " in line]
+    printed = verdicts(capsys)
+    failed = [line for line in printed if " FAIL " in line]
+    # azdl submit --max-retries reads the verdicts in the job's log: a retry, naming the node.
+    assert classify("Failed", "", "\n".join(printed)).reason == (
+        'the pre-flight health gate failed (on nd-node-2: docs/jobs.md, "A bad node")'
+    )
     assert failed == [
         "azdl-health: FAIL nd-node-2: all-reduce bus bandwidth 300.995 GB/s (expected about "
         "478.87), below the failure level 460 (best of 3 runs)",

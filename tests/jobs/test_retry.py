@@ -8,7 +8,7 @@ import pytest
 from azure.ai.ml.exceptions import ErrorCategory, ErrorTarget, JobException
 
 from azdl.cli import main
-from azdl.jobs.retry import classify
+from azdl.jobs.retry import Outcome, classify
 
 
 def azure_error(message: str) -> JobException:
@@ -160,3 +160,40 @@ def test_max_retries_takes_whole_numbers(ml_client, outputs_file, capsys):
     with pytest.raises(SystemExit):
         submit(outputs_file, "--max-retries", "-1")
     assert "expected a whole number of 0 or more" in capsys.readouterr().err
+
+
+FAULT_LOGS = __import__("pathlib").Path(__file__).parent / "data" / "faults"  # README.md there
+
+
+@pytest.mark.parametrize(
+    ("log", "reason"),
+    [
+        ("ecc_uncorrectable.log", "a GPU had an uncorrectable ECC memory error"),
+        ("xid79_kernel.log", "a GPU fell off the bus (Xid 79)"),
+        ("nccl_ib_remote_error.log", "an NCCL network or system error"),
+    ],
+)
+def test_a_gpu_or_fabric_fault_is_retried_though_it_ends_in_a_traceback(log, reason):
+    text = (FAULT_LOGS / log).read_text()
+    outcome = classify("Failed", NON_ZERO, text)
+    assert outcome == Outcome(True, reason)
+
+
+def test_the_users_own_cuda_error_is_not_retried():
+    # The same traceback as the ECC fault's, for an error of the script's making.
+    text = (FAULT_LOGS / "ecc_uncorrectable.log").read_text()
+    own = text.replace("uncorrectable ECC error encountered", "device-side assert triggered")
+    own = own.replace("cudaErrorECCUncorrectable", "cudaErrorAssert")
+    outcome = classify("Failed", NON_ZERO, own)
+    assert not outcome.retry and outcome.reason.startswith("the script raised a Python exception")
+
+
+def test_a_pytorch_collective_timeout_is_retried():
+    # torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (WorkNCCL::checkTimeout): logPrefix(),
+    # the message, the WorkNCCL and how long it ran.
+    line = (
+        "[rank3]:[E1126 18:52:10.204551871 ProcessGroupNCCL.cpp:688] [Rank 3] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=5121, OpType=ALLREDUCE, NumelIn=25557032, "
+        "NumelOut=25557032, Timeout(ms)=600000) ran for 600046 milliseconds before timing out.\n"
+    )
+    assert classify("Failed", NON_ZERO, TRACEBACK + line).retry

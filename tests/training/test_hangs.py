@@ -14,6 +14,7 @@ import time
 import pytest
 
 from azdl.envs import REPO_ROOT
+from azdl.jobs.retry import classify
 from tests.training.test_stall import azdl
 from training import guard
 
@@ -75,6 +76,10 @@ def test_an_nccl_init_that_never_completes_ends_within_its_deadline_naming_the_r
     # faulthandler's dump of the hung process: where it was.
     assert "Fatal Python error: Aborted" in run.stderr
     assert re.search(r'File ".*rank\.py", line \d+ in wait_for_peers', run.stderr)
+    # The dumped stack is a traceback; the guard's line makes the job a retry, naming the node.
+    outcome = classify("Failed", "", run.stderr)
+    assert outcome.retry and outcome.reason.startswith("the guard ended a hung rank"), outcome
+    assert f"(on {host}: " in outcome.reason
 
 
 @pytest.mark.slow
@@ -98,6 +103,7 @@ def test_a_first_step_that_never_comes_ends_at_its_allowance(tmp_path):
     assert run.returncode == guard.HUNG, run.stderr
     assert "no training step within 2 s of the start" in run.stderr
     assert "in loading_data" in run.stderr
+    assert classify("Failed", "", run.stderr).retry
 
 
 @pytest.mark.slow

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from azdl.envs import REPO_ROOT
+from azdl.jobs.retry import classify
 from training.nccl_check import NcclCheck
 
 LOGS = Path(__file__).parent / "nccl_logs"
@@ -162,6 +163,9 @@ def test_the_guard_stops_a_multi_node_rank_without_gpudirect_rdma(tmp_path, plug
     host = os.uname().nodename
     assert f"azdl: InfiniBand check FAILED on rank 5 on {host}: NCCL uses" in run.stderr
     assert "GPU Direct RDMA Disabled for mlx5_ib0" in run.stderr
+    outcome = classify("Failed", "", run.stdout + run.stderr)  # the job's log: both streams
+    assert outcome.retry and outcome.reason.startswith("the guard stopped a rank"), outcome
+    assert f"(on {host}: " in outcome.reason
 
 
 def test_the_guard_lets_a_healthy_rank_run_on_once_its_first_channel_is_gdrdma(tmp_path):
