@@ -11,6 +11,10 @@ REQUEST_MORE = (
     "Machine learning): https://learn.microsoft.com/azure/machine-learning/how-to-manage-quotas"
 )
 _TIER_WORD = {"dedicated": "Dedicated", "low_priority": "LowPriority"}
+# The node states of AmlCompute's listNodes in which a node is the cluster's and can run the job
+# (azure-rest-api-specs machinelearningservices stable 2025-12-01, `NodeState`: idle, running,
+# preparing, unusable, leaving, preempted). Their cores are already in the usage figures.
+_HELD_STATES = ("idle", "running", "preparing")
 
 
 @dataclass(frozen=True)
@@ -21,15 +25,20 @@ class Quota:
     family_free: int | None  # None: no limit at the family level, or no usage line for it
     family_listed: bool  # whether Azure listed a usage line for the family
     regional_free: int | None  # None: no regional total reported, or no limit
+    cluster_nodes: int = 0  # nodes the job's own cluster holds now (their cores are in use)
 
     @property
     def free(self) -> int | None:
         known = [v for v in (self.family_free, self.regional_free) if v is not None]
         return min(known) if known else None
 
+    def new_cores(self, nodes: int) -> int:
+        """Cores the job needs beyond what its cluster's current nodes already hold."""
+        return max(0, nodes - self.cluster_nodes) * self.vcpus_per_node
+
     def shortfall(self, nodes: int) -> int:
         """Cores missing for `nodes` nodes (0 when the job fits)."""
-        return 0 if self.free is None else max(0, nodes * self.vcpus_per_node - self.free)
+        return 0 if self.free is None else max(0, self.new_cores(nodes) - self.free)
 
 
 def _name(usage) -> str:
@@ -71,9 +80,20 @@ def family_key(text: str) -> str:
     return key
 
 
-def read_quota(client, location: str | None, vm_size: str, tier: str = "dedicated") -> Quota | None:
+def held_nodes(client, cluster: str) -> int:
+    """How many nodes `cluster` holds now, in a state that can take a job: its cores are counted
+    in the family's and the region's usage, yet they are the cluster's own, free for this job."""
+    return sum(
+        1
+        for node in client.compute.list_nodes(cluster)
+        if _field(node, "node_state", "nodeState") in _HELD_STATES
+    )
+
+
+def read_quota(client, location: str | None, vm_size: str, tier: str = "dedicated",
+               cluster: str | None = None) -> Quota | None:  # fmt: skip
     """The quota for `vm_size` on `tier` nodes in `location` (None: the workspace's region), or
-    None when Azure lists no such size there."""
+    None when Azure lists no such size there; with `cluster`, counting the nodes it holds."""
     if tier not in _TIER_WORD:
         raise QuotaUnreadable(f"cluster tier {tier!r} is not one of {', '.join(_TIER_WORD)}")
     size = next(
@@ -95,7 +115,8 @@ def read_quota(client, location: str | None, vm_size: str, tier: str = "dedicate
         elif f"Cluster {word} vCPUs" in name and family_key(name) == key:
             family, family_found, family_free = name, True, _free(usage)
     vcpus = int(_field(size, "v_cp_us", "vCPUs"))
-    return Quota(vm_size, family, vcpus, family_free, family_found, regional_free)
+    held = 0 if cluster is None else held_nodes(client, cluster)
+    return Quota(vm_size, family, vcpus, family_free, family_found, regional_free, held)
 
 
 def check(client, outputs, nodes: int) -> None:
@@ -106,8 +127,9 @@ def check(client, outputs, nodes: int) -> None:
 
     size = outputs.vm_size.name
     try:
-        tier = client.compute.get(outputs["clusterName"]).tier or "dedicated"
-        quota = read_quota(client, outputs.values.get("location"), size, tier)
+        cluster = outputs["clusterName"]
+        tier = client.compute.get(cluster).tier or "dedicated"
+        quota = read_quota(client, outputs.values.get("location"), size, tier, cluster)
     except ServiceRequestError:
         raise  # the workspace's endpoint is unreachable: the submission cannot go on either
     except (AzureError, QuotaUnreadable) as exc:
@@ -124,6 +146,11 @@ def check(client, outputs, nodes: int) -> None:
         )
         return
     needed = nodes * quota.vcpus_per_node
+    held = ""
+    if quota.cluster_nodes:
+        count = min(nodes, quota.cluster_nodes)
+        held = (f" ({count * quota.vcpus_per_node} held by the cluster's own {count} current "
+                f"node{'s' if count > 1 else ''}, {quota.new_cores(nodes)} more)")  # fmt: skip
     if not quota.family_listed:
         print(
             f"warning: Azure ML reports no usage for {quota.family!r}; only the regional "
@@ -132,13 +159,14 @@ def check(client, outputs, nodes: int) -> None:
         )
     if quota.shortfall(nodes):
         raise AzdlError(
-            f"the job cannot start: {nodes} x {size} needs {needed} vCPUs of {quota.family}, "
-            f"and {quota.free} are free (family: {_text(quota.family_free)}, region total: "
+            f"the job cannot start: {nodes} x {size} needs {needed} vCPUs of {quota.family}"
+            f"{held}, and {quota.free} are free (family: {_text(quota.family_free)}, region total: "
             f"{_text(quota.regional_free)}); it would wait in the queue. Use fewer --nodes, or "
             f"{REQUEST_MORE}"
         )
     print(
-        f"quota: {needed} vCPUs needed, {_text(quota.free)} free ({quota.family})", file=sys.stderr
+        f"quota: {needed} vCPUs needed{held}, {_text(quota.free)} free ({quota.family})",
+        file=sys.stderr,
     )
 
 

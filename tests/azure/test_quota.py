@@ -1,15 +1,18 @@
 """The vCPU quota before submit, read through azure-ai-ml's own conversions of the REST API's
 documented responses (tests/azure/data: trimmed copies of azure-rest-api-specs'
-machinelearningservices 2024-10-01 examples Usage/list.json and VirtualMachineSize/list.json)."""
+machinelearningservices 2024-10-01 examples Usage/list.json and VirtualMachineSize/list.json,
+and of stable 2025-12-01's Compute/listNodes.json at 5485d5f, the response's body without its
+nextLink)."""
 
 import json
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from azure.ai.ml._restclient.arm_ml_service.models import AmlComputeNodeInformation as RestNode
 from azure.ai.ml._restclient.arm_ml_service.models import Usage as RestUsage
 from azure.ai.ml._restclient.arm_ml_service.models import VirtualMachineSize as RestVmSize
-from azure.ai.ml.entities import Usage, VmSize
+from azure.ai.ml.entities import AmlComputeNodeInfo, Usage, VmSize
 from azure.core.exceptions import HttpResponseError
 
 from azdl.cli import main
@@ -33,10 +36,21 @@ def sdk_sizes(entries=None) -> list[VmSize]:
     return [VmSize._from_rest_object(RestVmSize(e)) for e in entries]
 
 
-def client_with(usages, sizes, tier="dedicated"):
+def sdk_nodes(states=None) -> list[AmlComputeNodeInfo]:
+    """A cluster's nodes as MLClient.compute.list_nodes returns them (azure-ai-ml 1.35's
+    `AmlComputeNodeInfo._from_rest_object`): the documented two (running, idle), or one of the
+    documented node for each state in `states`."""
+    nodes = json.loads((DATA / "compute_list_nodes.json").read_text())["nodes"]
+    if states is not None:
+        nodes = [nodes[1] | {"nodeId": f"tvm-{i}", "nodeState": s} for i, s in enumerate(states)]
+    return [AmlComputeNodeInfo._from_rest_object(RestNode(n)) for n in nodes]
+
+
+def client_with(usages, sizes, tier="dedicated", nodes=()):
     compute = SimpleNamespace(
         list_usage=lambda location=None: usages,
         list_sizes=lambda location=None: sizes,
+        list_nodes=lambda name: list(nodes),
         get=lambda name: SimpleNamespace(tier=tier),
     )
     return SimpleNamespace(compute=compute)
@@ -57,7 +71,7 @@ def test_low_priority_nodes_count_against_the_low_priority_totals():
     assert (quota.family_free, quota.regional_free, quota.free) == (None, 32, 32)
 
 
-def h100_cluster(ml_client, used: int, limit: int = 192):
+def h100_cluster(ml_client, used: int, limit: int = 192, nodes=()):
     """The documented shapes for the stack's ND96isr_H100_v5 (family as Azure names it)."""
     size = documented("vm_sizes_list.json")[0] | {
         "name": "Standard_ND96isr_H100_v5", "family": "standardNDSH100v5Family", "vCPUs": 96,
@@ -73,6 +87,7 @@ def h100_cluster(ml_client, used: int, limit: int = 192):
     client = ml_client.return_value
     client.compute.list_usage.return_value = sdk_usages([regional, family])
     client.compute.list_sizes.return_value = sdk_sizes([size])
+    client.compute.list_nodes.return_value = list(nodes)
     return client
 
 
@@ -131,3 +146,36 @@ def test_azure_ai_ml_keeps_the_wire_names_on_its_entities():
     usage, size = sdk_usages()[1], sdk_sizes()[0]
     assert (usage.current_value, getattr(usage, "currentValue", None)) == (None, 2)
     assert (size.v_cp_us, getattr(size, "vCPUs", None)) == (None, 8)
+
+
+def test_the_clusters_own_nodes_hold_cores_free_for_its_job(ml_client, outputs_file, capsys):
+    # The cluster already holds 2 nodes (the documented running and idle ones): the family's
+    # 192 cores are all in use, by those two nodes.
+    client = h100_cluster(ml_client, used=192, nodes=sdk_nodes())
+    assert submit(outputs_file, 2) == 0
+    assert (
+        "quota: 192 vCPUs needed (192 held by the cluster's own 2 current nodes, 0 more), 0 free"
+        in capsys.readouterr().err
+    )
+    client.jobs.create_or_update.assert_called_once()
+
+
+def test_a_job_larger_than_the_cluster_needs_the_rest_free(ml_client, outputs_file, capsys):
+    client = h100_cluster(ml_client, used=192, nodes=sdk_nodes())
+    assert submit(outputs_file, 3) == 2
+    assert (
+        "3 x Standard_ND96isr_H100_v5 needs 288 vCPUs of Standard NDSH100v5 Family Cluster "
+        "Dedicated vCPUs (192 held by the cluster's own 2 current nodes, 96 more), and 0 are free"
+        in capsys.readouterr().err
+    )
+    client.jobs.create_or_update.assert_not_called()
+
+
+def test_nodes_that_cannot_take_the_job_do_not_count():
+    # NodeState (2025-12-01): an unusable, leaving or pre-empted node will not run this job.
+    nodes = sdk_nodes(["unusable", "leaving", "preempted", "preparing"])
+    quota = read_quota(client_with(sdk_usages(), sdk_sizes(), nodes=nodes), "eastus",
+                       "Standard_DS4_v2", cluster="cpu-cluster")  # fmt: skip
+    assert quota.cluster_nodes == 1  # the preparing one
+    # 10 cores free in the region, 8 per node: 2 nodes need one new node's 8
+    assert (quota.new_cores(2), quota.shortfall(2), quota.shortfall(3)) == (8, 0, 6)
