@@ -91,3 +91,59 @@ def test_without_a_tracking_uri_rank_0_says_so_once_and_other_ranks_stay_silent(
         run.close()
     err = capsys.readouterr().err
     assert err == "metrics: MLFLOW_TRACKING_URI is not set; nothing goes to MLflow\n"
+
+
+def closed_port_uri() -> str:
+    """An http:// tracking URI on a local port that nothing listens on (bound, then closed)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+def warnings_in(err: str) -> list[str]:
+    return [line for line in err.splitlines() if line.startswith("warning: metrics: MLflow")]
+
+
+@pytest.mark.slow
+@pytest.mark.training_env
+def test_an_unreachable_tracking_server_warns_once_and_the_run_goes_on(monkeypatch, capsys):
+    import time
+
+    from training import metrics
+
+    uri = closed_port_uri()
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    for name in metrics.SHORT_RETRIES:  # the shipped bounds, not a value from the environment
+        monkeypatch.delenv(name, raising=False)
+    started = time.monotonic()
+    run = metrics.start(0, params={"lr": 0.1})
+    run.log({"loss": 1.0}, step=1)  # starting the run fails: a warning, and back to training
+    run.close()
+    took = time.monotonic() - started
+    assert not run.active
+    (warning,) = warnings_in(capsys.readouterr().err)
+    assert warning.startswith(f"warning: metrics: MLflow at {uri} did not take the metrics (")
+    assert "training goes on" in warning
+    assert took < 20, took  # MLflow's own defaults: minutes per call (training/metrics.py)
+
+
+@pytest.mark.slow
+@pytest.mark.training_env
+def test_a_server_lost_mid_run_costs_one_warning(monkeypatch, tmp_path, capsys):
+    import mlflow
+
+    from azdl.jobs.safeguards import local_mlflow_uri
+    from training import metrics
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", local_mlflow_uri(tmp_path))
+    run = metrics.start(0)
+    run.log({"loss": 1.0}, step=1)
+    assert run.active
+    mlflow.set_tracking_uri(closed_port_uri())  # the store goes away under the running job
+    run.log({"loss": 0.5}, step=2)  # fails: the warning
+    run.close()  # fails again: no second warning
+    assert len(warnings_in(capsys.readouterr().err)) == 1
+    mlflow.set_tracking_uri(None)
