@@ -5,6 +5,7 @@ download). Each subcommand takes --json for scripts; `show` prints the chain of 
 """
 
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 from azdl.commands.options import add_stack_options, job_name, positive_int
@@ -61,20 +62,23 @@ def register(subparsers) -> None:
 
 
 def _client(args):
+    """The stack's MLClient, and its outputs (for the price of a job's nodes)."""
     from azdl.jobs.stack_outputs import load_outputs
     from azdl.jobs.workspace import ml_client
 
-    return ml_client(load_outputs(args.stack, args.outputs))
+    outputs = load_outputs(args.stack, args.outputs)
+    return ml_client(outputs), outputs
 
 
-def summary(job) -> dict:
+def summary(job, outputs, now) -> dict:
+    from azdl.jobs.budget import job_cost
     from azdl.jobs.submit import ATTEMPT_TAG, RETRY_OF_TAG
 
     created = getattr(getattr(job, "creation_context", None), "created_at", None)
     tags = dict(job.tags or {})
     return {
         "name": job.name,
-        "status": job.status,
+        "status": getattr(job.status, "value", job.status),  # azure-ai-ml's JobStatus enum
         "experiment": job.experiment_name,
         "display_name": job.display_name,
         "created": created.isoformat() if hasattr(created, "isoformat") else created,
@@ -83,7 +87,22 @@ def summary(job) -> dict:
         "attempt": int(tags.get(ATTEMPT_TAG, 1)),
         "retry_of": tags.get(RETRY_OF_TAG),
         "tags": tags,
+        "cost": _cost(job_cost(job, outputs, now)),
     }
+
+
+def _cost(cost) -> dict:
+    usd = cost.usd
+    return {
+        "usd": None if usd is None else round(usd, 2),
+        "hours": None if cost.hours is None else round(cost.hours, 3),
+        "usd_per_hour": cost.usd_per_hour,
+        "rate": cost.note,
+    }
+
+
+def _usd(cost: dict) -> str:
+    return "–" if cost["usd"] is None else f"{cost['usd']:.2f} USD"
 
 
 def _get(client, name: str):
@@ -96,8 +115,10 @@ def _get(client, name: str):
 
 
 def list_jobs(args) -> int:
-    client = _client(args)
-    jobs = [summary(j) for j in client.jobs.list() if j.experiment_name == args.experiment]
+    client, outputs = _client(args)
+    now = datetime.now(UTC)
+    listed = client.jobs.list()
+    jobs = [summary(j, outputs, now) for j in listed if j.experiment_name == args.experiment]
     jobs.sort(key=lambda j: j["created"] or "", reverse=True)
     jobs = jobs[: args.limit]
     if args.json:
@@ -107,42 +128,51 @@ def list_jobs(args) -> int:
         print(f"no jobs in experiment {args.experiment!r}")
     for j in jobs:
         retry = f"  (attempt {j['attempt']}, retry of {j['retry_of']})" if j["retry_of"] else ""
-        print(f"{j['name']}  {j['status']}  {j['created'] or ''}{retry}")
+        print(f"{j['name']}  {j['status']}  {j['created'] or ''}  {_usd(j['cost'])}{retry}")
     return 0
 
 
-def chain(client, job) -> list[dict]:
+def chain(client, job, outputs, now) -> list[dict]:
     """The job's attempts in order: back along retry_of tags, forward through the experiment's
     jobs that name it as their retry_of."""
     from azdl.jobs.submit import RETRY_OF_TAG
 
-    attempts = [summary(job)]
+    attempts = [summary(job, outputs, now)]
     while attempts[0]["retry_of"]:
-        attempts.insert(0, summary(_get(client, attempts[0]["retry_of"])))
+        attempts.insert(0, summary(_get(client, attempts[0]["retry_of"]), outputs, now))
     later = {}
     for other in client.jobs.list():
         tags = other.tags or {}
         if tags.get(RETRY_OF_TAG):
             later[tags[RETRY_OF_TAG]] = other
     while attempts[-1]["name"] in later:
-        attempts.append(summary(later[attempts[-1]["name"]]))
+        attempts.append(summary(later[attempts[-1]["name"]], outputs, now))
     return attempts
 
 
 def show_job(args) -> int:
-    client = _client(args)
+    client, outputs = _client(args)
     job = _get(client, args.name)
-    info = summary(job) | {"attempts": chain(client, job)}
+    now = datetime.now(UTC)
+    info = summary(job, outputs, now) | {"attempts": chain(client, job, outputs, now)}
     if args.json:
         print_json(SCHEMAS["show"], info)
         return 0
     for key in ("name", "status", "experiment", "compute", "created", "studio_url"):
         print(f"{key}: {info[key]}")
     print("tags: " + ", ".join(f"{k}={v}" for k, v in sorted(info["tags"].items())))
+    cost = info["cost"]
+    if cost["usd"] is None:
+        print(f"cost so far: unknown ({cost['rate']})")
+    else:
+        print(f"cost so far: {_usd(cost)} ({cost['hours']:.2f} h at {cost['rate']}; from the job's "
+              "creation, queueing included: an upper bound)")  # fmt: skip
     if len(info["attempts"]) > 1:
         print("attempts:")
         for a in info["attempts"]:
-            print(f"  {a['attempt']}. {a['name']}: {a['status']}")
+            print(f"  {a['attempt']}. {a['name']}: {a['status']}  {_usd(a['cost'])}")
+        known = [a["cost"]["usd"] for a in info["attempts"] if a["cost"]["usd"] is not None]
+        print(f"all attempts: {sum(known):.2f} USD")
     return 0
 
 
@@ -151,7 +181,7 @@ def job_logs(args) -> int:
 
     from azdl.jobs import workspace
 
-    client = _client(args)
+    client, _ = _client(args)
     job = _get(client, args.name)
     if args.json:  # the logs of a finished job, as one JSON document
         if job.status not in workspace.TERMINAL:
@@ -172,7 +202,7 @@ def job_logs(args) -> int:
 def cancel_job(args) -> int:
     from azdl.jobs.workspace import TERMINAL
 
-    client = _client(args)
+    client, _ = _client(args)
     job = _get(client, args.name)
     if job.status in TERMINAL:
         raise AzdlError(f"job {args.name} has already ended ({job.status}); nothing to cancel")
@@ -188,7 +218,7 @@ def cancel_job(args) -> int:
 def download_job(args) -> int:
     from azdl.jobs.workspace import TERMINAL
 
-    client = _client(args)
+    client, _ = _client(args)
     job = _get(client, args.name)
     if job.status not in TERMINAL:
         raise AzdlError(f"job {args.name} is still {job.status}; Azure ML downloads a job's "

@@ -68,3 +68,40 @@ def time_limit(outputs, nodes: int, timeout: int | None = None,
 
 def cost_so_far(hours: float, usd_per_hour: float | None) -> float | None:
     return None if usd_per_hour is None else hours * usd_per_hour
+
+
+@dataclass(frozen=True)
+class JobCost:
+    hours: float | None  # since the job was created (queueing included), None: no times
+    usd_per_hour: float | None  # None: unpriced
+    note: str  # where the rate comes from, or why there is none
+
+    @property
+    def usd(self) -> float | None:
+        if self.hours is None:
+            return None
+        return cost_so_far(self.hours, self.usd_per_hour)
+
+
+def job_cost(job, outputs, now) -> JobCost:
+    """What an azure-ai-ml Job has cost so far: its nodes' hourly rate (the RATE_TAG `azdl
+    submit` sets from the price table; for a job without it, the stack's price for its instance
+    count) times the hours from its creation to its last change once it ended, or to `now`
+    while it runs. Azure ML's job resource has no start time (its systemData holds createdAt and
+    lastModifiedAt), so queueing counts: an upper bound."""
+    from azdl.jobs.workspace import TERMINAL
+
+    tags = job.tags or {}
+    count = getattr(getattr(job, "resources", None), "instance_count", None)
+    if RATE_TAG in tags:
+        rate, note = float(tags[RATE_TAG]), f"{tags[RATE_TAG]} USD/h (tag {RATE_TAG})"
+    elif count:
+        rate, note = hourly_rate(outputs, count)
+    else:
+        rate, note = None, "the job names no node count"
+    context = getattr(job, "creation_context", None)
+    created = getattr(context, "created_at", None)
+    end = getattr(context, "last_modified_at", None) if job.status in TERMINAL else now
+    if created is None or end is None:
+        return JobCost(None, rate, note)
+    return JobCost(max(0.0, (end - created).total_seconds() / 3600), rate, note)

@@ -71,7 +71,10 @@ def test_show_prints_the_chain_of_attempts_from_any_of_them(workspace, outputs_f
         (1, "r1", "Failed"), (2, "r1-retry1", "Failed"), (3, "r1-retry2", "Running")]  # fmt: skip
     assert run(outputs_file, "show", "r1") == 0
     out = capsys.readouterr().out
-    assert "attempts:\n  1. r1: Failed\n  2. r1-retry1: Failed\n  3. r1-retry2: Running" in out
+    assert (
+        "attempts:\n  1. r1: Failed  –\n  2. r1-retry1: Failed  –\n  3. r1-retry2: Running  –"
+        in out
+    )
     assert run(outputs_file, "show", "nope") == 2
     assert "no job named 'nope'" in capsys.readouterr().err
 
@@ -127,3 +130,67 @@ def test_download_fetches_logs_and_outputs_to_a_local_folder(
     assert run(outputs_file, "download", "b1", "--output", "weights") == 2
     assert "no output 'weights'; its outputs: checkpoints, logs" in capsys.readouterr().err
     assert run(outputs_file, "download", "r1-retry2") == 2  # still running
+
+
+def rest_job(name, status, created, modified, instances=2, **tags):
+    """A Command job as MLClient.jobs.get returns it: azure-ai-ml's `Job._from_rest_object` of
+    the REST job resource (azure-rest-api-specs machinelearningservices stable 2025-12-01,
+    examples/Job/CommandJob/get.json at 54036fc: its fields, with values of our own)."""
+    from azure.ai.ml._restclient.arm_ml_service.models import JobBase
+    from azure.ai.ml.entities import Job
+
+    workspace = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.MachineLearningServices"
+    body = {
+        "id": f"{workspace}/workspaces/w/jobs/{name}", "name": name,
+        "type": "Microsoft.MachineLearningServices/workspaces/jobs",
+        "properties": {
+            "tags": {"azdl.framework": "torch"} | tags, "properties": {}, "displayName": name,
+            "status": status, "experimentName": "azdl", "jobType": "Command",
+            "computeId": f"{workspace}/workspaces/w/computes/gpu-cluster",
+            "resources": {"instanceCount": instances}, "command": "python -m training.guard",
+            "environmentId": "azureml:azdl-torch:1",
+            "limits": {"timeout": "PT24H", "jobLimitsType": "Command"},
+        },
+        "systemData": {
+            "createdAt": created.isoformat(), "createdBy": "u", "createdByType": "User",
+            "lastModifiedAt": modified.isoformat(), "lastModifiedBy": "u",
+            "lastModifiedByType": "User",
+        },
+    }  # fmt: skip
+    return Job._from_rest_object(JobBase(body))
+
+
+def test_show_and_list_print_what_each_job_has_cost(ml_client, outputs_file, capsys):
+    from datetime import timedelta
+
+    from azdl.jobs import budget
+    from azdl.jobs.stack_outputs import load_outputs
+
+    path = outputs_file(vm_size="Standard_ND96isr_H100_v5", max_nodes=4)
+    rate, _ = budget.hourly_rate(load_outputs(None, path), 2)  # what submit tags a job with
+    now = datetime.now(UTC)
+    done = rest_job("c1", "Completed", now - timedelta(hours=5), now - timedelta(hours=3.5),
+                    **{"azdl.usd_per_hour": f"{rate:g}"})  # fmt: skip
+    running = rest_job("c1-retry1", "Running", now - timedelta(hours=2), now - timedelta(hours=2),
+                       **{"azdl.retry_of": "c1", "azdl.attempt": "2"})  # fmt: skip
+    client = ml_client.return_value
+    client.jobs.list.side_effect = lambda **kw: iter([done, running])
+    client.jobs.get.side_effect = {"c1": done, "c1-retry1": running}.get
+
+    assert main(["jobs", "show", "c1", "--outputs", str(path)]) == 0
+    out = capsys.readouterr().out
+    # finished: from its creation to its last change, 1.5 h, at the rate it was tagged with
+    assert f"cost so far: {1.5 * rate:.2f} USD (1.50 h at {rate:g} USD/h (tag " in out
+    assert main(["jobs", "show", "c1-retry1", "--outputs", str(path), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    # running, untagged: the stack's price for its 2 nodes, from its creation to now
+    assert shown["cost"]["usd_per_hour"] == pytest.approx(rate)
+    assert shown["cost"]["hours"] == pytest.approx(2.0, abs=0.01)
+    assert [a["cost"]["usd"] for a in shown["attempts"]] == [
+        pytest.approx(1.5 * rate, abs=0.01), pytest.approx(2.0 * rate, abs=0.5)]  # fmt: skip
+
+    assert main(["jobs", "list", "--outputs", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].startswith("c1  Completed  ") and lines[1].endswith(f"  {1.5 * rate:.2f} USD")
+    assert lines[0].startswith("c1-retry1  Running  ")
+    assert float(lines[0].split("  ")[3].removesuffix(" USD")) == pytest.approx(2 * rate, abs=0.5)
