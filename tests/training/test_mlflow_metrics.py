@@ -2,6 +2,7 @@
 real local store (SQLite, as `azdl train` sets it) holding every metric once per epoch, written
 by rank 0 alone; the straggler line and its helpers."""
 
+import os
 import subprocess
 
 import pytest
@@ -139,6 +140,7 @@ def test_a_server_lost_mid_run_costs_one_warning(monkeypatch, tmp_path, capsys):
     from training import metrics
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", local_mlflow_uri(tmp_path))
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")  # the job's own setting wins
     run = metrics.start(0)
     run.log({"loss": 1.0}, step=1)
     assert run.active
@@ -146,4 +148,5 @@ def test_a_server_lost_mid_run_costs_one_warning(monkeypatch, tmp_path, capsys):
     run.log({"loss": 0.5}, step=2)  # fails: the warning
     run.close()  # fails again: no second warning
     assert len(warnings_in(capsys.readouterr().err)) == 1
+    assert os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] == "0"
     mlflow.set_tracking_uri(None)
