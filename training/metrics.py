@@ -59,6 +59,13 @@ class Run:
         if clean:
             self._mlflow.log_metrics(clean, step=step)
 
+    def tag(self, key: str, value: str) -> None:
+        """One tag on the run (a run's summary, such as its stragglers)."""
+        if self._pending:
+            self._begin()
+        if self._mlflow is not None:
+            self._mlflow.set_tag(key, value)
+
     def close(self) -> None:
         if self._mlflow is not None:
             self._mlflow.end_run()
