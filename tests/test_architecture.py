@@ -210,3 +210,17 @@ def test_imports_point_one_way_between_the_packages():
         if target.split(".")[0] in FORBIDDEN.get(name.split(".")[0], ())
     )
     assert not wrong, wrong
+
+
+MAX_MODULE_LINES = 600  # issue 29: a module a reader takes in at one sitting
+
+
+def test_no_product_module_is_over_600_lines():
+    sizes = {
+        str(path.relative_to(ROOT)): len(path.read_text().splitlines())
+        for package in PACKAGES
+        for path in (ROOT / package).rglob("*.py")
+    }
+    assert len(sizes) > 100, "too few modules found: is this the repository root?"
+    over = {name: n for name, n in sizes.items() if n > MAX_MODULE_LINES}
+    assert not over, f"split these modules (over {MAX_MODULE_LINES} lines): {over}"
