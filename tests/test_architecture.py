@@ -1,6 +1,7 @@
 """The import rules of the product packages, read from their source with `ast` (nothing is
-imported): no module imports a command but the CLI entry, and no two modules import each other,
-directly or around a loop, counting imports inside functions too."""
+imported): no module imports a command but the CLI entry, nothing outside the CLI (the docs
+hooks and the benchmarks included) imports azdl.commands at all, and no two modules import each
+other, directly or around a loop, counting imports inside functions too."""
 
 import ast
 from pathlib import Path
