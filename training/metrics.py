@@ -100,6 +100,13 @@ class Run:
             except MlflowException as exc:
                 self._warn(exc)
 
+    def tag(self, key: str, value: str) -> None:
+        """One tag on the run (a run's summary, such as its stragglers)."""
+        if self._pending:
+            self._begin()
+        if self._mlflow is not None:
+            self._mlflow.set_tag(key, value)
+
     def close(self) -> None:
         if self._mlflow is not None:
             from mlflow.exceptions import MlflowException

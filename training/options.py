@@ -10,6 +10,7 @@ import argparse
 
 from training import recipe
 from training.data.imagenet import IMAGENET_TRAIN_IMAGES
+from training.epoch_log import STRAGGLER_FACTOR
 from training.flavours import FRAMEWORKS, entry_module
 from training.schedule import DECAYS
 
@@ -44,6 +45,13 @@ def _fraction_below_one(text: str) -> float:
     value = _non_negative_float(text)
     if value >= 1:
         raise argparse.ArgumentTypeError(f"must be in [0, 1), got {value}")
+    return value
+
+
+def _above_one(text: str) -> float:
+    value = _non_negative_float(text)
+    if value <= 1:
+        raise argparse.ArgumentTypeError(f"must be above 1, got {value}")
     return value
 
 
@@ -201,6 +209,13 @@ def build_parser(framework: str) -> argparse.ArgumentParser:
             action="store_true",
             help="NHWC memory layout for the images and activations (faster convolutions on "
             "tensor cores); the weights stay NCHW, as Horovod 0.28.1 needs",
+        )
+        perf.add_argument(
+            "--straggler-factor",
+            type=_above_one,
+            default=STRAGGLER_FACTOR,
+            help="name a rank a straggler when its own forward + backward per step takes this "
+            f"many times the median rank's (default {STRAGGLER_FACTOR}; docs/jobs.md, Stragglers)",
         )
         perf.add_argument(
             "--compile",

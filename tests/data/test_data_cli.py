@@ -30,6 +30,8 @@ from training.data.prepare.options import PREPARE_OPTIONS, SAMPLE_OPTIONS, add_o
                 "8",
                 "--resize",
                 "256",
+                "--max-size",
+                "640",
                 "--skip-bad",
                 "--overwrite",
             ],
@@ -91,6 +93,57 @@ def test_prepare_says_which_shard_counts_fit_the_images(tmp_path, capsys):
         "--train-shards 1024 is not possible with 48 train images; allowed: 1 to 48, "
         "or leave --train-shards out" in err
     )
+    assert not (tmp_path / "o").exists()
+
+
+def test_max_size_caps_the_longer_side_of_the_stored_jpegs(tmp_path, capsys):
+    """Real JPEGs through `azdl data prepare --max-size`: every stored image (decoded by Pillow,
+    not read from the record's own height and width) has its longer side within the cap, its
+    record says its decoded size, and an image already within the cap is stored byte for byte."""
+    import io
+
+    from PIL import Image
+
+    from training.data.records import image_record
+    from training.data.shards import list_shards
+    from training.data.tfrecord import read_file
+
+    source = tmp_path / "jpeg"
+    argv = ["data", "sample", str(source), "--classes", "2", "--train-per-class", "6"]
+    assert main([*argv, "--validation-per-class", "0", "--size", "120"]) == 0
+    originals = {p.name: p.read_bytes() for p in source.glob("train/*/*.JPEG")}
+    sides = {name: max(Image.open(io.BytesIO(b)).size) for name, b in originals.items()}
+    cap = 120
+    assert min(sides.values()) <= cap < max(sides.values())  # both kinds in the sample
+    argv = ["data", "prepare", "--input", str(source), "--output", str(tmp_path / "tfr")]
+    assert main([*argv, "--splits", "train", "--max-size", str(cap)]) == 0
+    stored = [image_record(b) for s in list_shards(tmp_path / "tfr", "train") for b in read_file(s)]
+    assert len(stored) == len(originals)
+    for record in stored:
+        name = record.filename.rsplit("/", 1)[-1]
+        with Image.open(io.BytesIO(record.jpeg)) as image:
+            assert image.format == "JPEG" and (image.height, image.width) == (
+                record.height,
+                record.width,
+            )
+            if sides[name] <= cap:
+                assert record.jpeg == originals[name]
+            else:
+                assert max(image.size) in (cap, cap - 1), (name, image.size)  # rounding
+    assert load_manifest(tmp_path / "tfr").options["max_size"] == cap
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "31"])
+def test_a_max_size_too_small_is_one_error_line_before_anything_is_written(tmp_path, capsys, value):
+    assert main(["data", "sample", str(tmp_path / "jpeg"), "--classes", "1"]) == 0
+    capsys.readouterr()
+    argv = ["data", "prepare", "--input", str(tmp_path / "jpeg"), "--output", str(tmp_path / "o")]
+    assert main([*argv, "--max-size", value]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.splitlines() == [
+        f"error: --max-size must be at least 32 pixels, got {value} (leave it out to store the "
+        "images at their own size)"
+    ]
     assert not (tmp_path / "o").exists()
 
 

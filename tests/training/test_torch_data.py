@@ -438,3 +438,23 @@ def test_the_batched_gpu_augmentation_is_pytorchs_antialiased_resize_per_image(s
         assert (got - want).abs().max() < 2e-3  # of 255
     monkeypatch.setattr(device_finish, "RESIZE_CHUNK_BYTES", 1)
     assert torch.equal(device_finish.crop_resize_flip(images, windows, flips, size), out)
+
+
+def test_the_gpu_augmentation_pads_the_crop_windows_not_the_whole_images(monkeypatch):
+    """What the batched resize multiplies is padded to the largest crop window in the batch,
+    never to the largest image (issue 28: ImageNet images reach 3,000 px, their crops far less)."""
+    g = torch.Generator().manual_seed(0)
+    sizes = [(300, 400), (500, 200), (120, 640)]
+    images = [torch.randint(0, 256, (3, h, w), dtype=torch.uint8, generator=g) for h, w in sizes]
+    windows = torch.tensor([[10, 20, 50, 60], [100, 30, 80, 40], [5, 300, 30, 90]])
+    shapes, real = [], device_finish.padded_windows
+
+    def recording(*args):
+        padded = real(*args)
+        shapes.append(tuple(padded.shape))
+        return padded
+
+    monkeypatch.setattr(device_finish, "padded_windows", recording)
+    out = device_finish.crop_resize_flip(images, windows, torch.zeros(3, dtype=torch.bool), 24)
+    assert out.shape == (3, 3, 24, 24)
+    assert shapes == [(3, 3, 80, 90)]  # the tallest and the widest window; the images: 500, 640

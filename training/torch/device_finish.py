@@ -44,58 +44,67 @@ class Finisher:
 
         chunks = list(torch.split(item["jpeg"], item["lengths"].tolist()))  # host tensors
         decoded = decode_jpeg(chunks, mode=ImageReadMode.RGB, device=self.device)
-        windows = item["windows"].to(self.device, non_blocking=True)
         flips = item["flips"].to(self.device, non_blocking=True)
-        return crop_resize_flip(decoded, windows, flips, self.size)
+        return crop_resize_flip(decoded, item["windows"], flips, self.size)
 
 
 # Bytes of float pixels one crop_resize_flip pass may hold: larger batches go in chunks.
 RESIZE_CHUNK_BYTES = 1 << 30
 
 
-def _resize_weights(start, length, size: int, extent: int, device) -> torch.Tensor:
+def _resize_weights(length: torch.Tensor, size: int, extent: int) -> torch.Tensor:
     """[N, size, extent] weights of PyTorch's antialiased bilinear resize (PIL's triangle filter,
-    aten/src/ATen/native/UpSample.h `_upsample_bilinear2d_aa`) of each image's window
-    [start, start + length) to `size` pixels, zero outside the window."""
+    aten/src/ATen/native/UpSample.h `_upsample_bilinear2d_aa`) of each window's first `length`
+    pixels to `size` pixels, zero over the padding beyond them."""
+    device = length.device
     scale = (length.float() / size)[:, None, None]
     support = scale.clamp(min=1.0)
-    center = (
-        start.float()[:, None, None]
-        + (torch.arange(size, device=device)[None, :, None] + 0.5) * scale
-    )
+    center = (torch.arange(size, device=device)[None, :, None] + 0.5) * scale
     x = torch.arange(extent, device=device)[None, None, :]
     weights = (1 - ((x + 0.5 - center) / support).abs()).clamp(min=0)
-    inside = (x >= start[:, None, None]) & (x < (start + length)[:, None, None])
-    weights = weights * inside
+    weights = weights * (x < length[:, None, None])
     return weights / weights.sum(-1, keepdim=True)
+
+
+def padded_windows(images: list[torch.Tensor], windows: list[list[int]]) -> torch.Tensor:
+    """Each image's window (top, left, height, width) cut out (a view), the windows padded with
+    zeros into one uint8 tensor [N, 3, tallest window, widest window] (a nested tensor's
+    `to_padded_tensor`): the padding follows the crops, not the largest image in the batch."""
+    cut = [
+        image[:, top : top + h, left : left + w]
+        for image, (top, left, h, w) in zip(images, windows, strict=True)
+    ]
+    heights = max(h for _, _, h, _ in windows)
+    widths = max(w for _, _, _, w in windows)
+    with warnings.catch_warnings():
+        # Only the notice that the strided nested-tensor API is a prototype (the jagged layout
+        # it recommends has one ragged dimension; images have two).
+        warnings.filterwarnings("ignore", "The PyTorch API of nested tensors", UserWarning)
+        nested = torch.nested.nested_tensor(cut)
+    return nested.to_padded_tensor(0, (len(cut), 3, heights, widths))
 
 
 def crop_resize_flip(
     images: list[torch.Tensor], windows: torch.Tensor, flips: torch.Tensor, size: int
 ) -> torch.Tensor:
     """CHW uint8 images of any sizes → [N, 3, size, size] float32: each image's window (top,
-    left, height, width) resized with antialiased bilinear weights, mirrored where `flips`.
+    left, height, width; a host tensor, so cutting needs no device sync) resized with
+    antialiased bilinear weights, mirrored where `flips`.
 
-    Batched, with no per-image kernels: the images are padded into one tensor (a nested tensor's
-    `to_padded_tensor`), and the resize is two batched matrix products with per-image weight
+    Batched, with no per-image resize kernels: the windows are cut and padded into one tensor
+    (`padded_windows`), and the resize is two batched matrix products with per-window weight
     matrices (a flip reverses the column weights), so a batch costs a handful of launches
     whatever its size, instead of a crop, resize, flip and copy per image."""
     out = []
-    heights = max(image.shape[1] for image in images)
-    widths = max(image.shape[2] for image in images)
-    per_image = 3 * heights * widths * 4
-    step = max(1, RESIZE_CHUNK_BYTES // per_image)
+    cuts = windows.tolist()
+    padded_pixels = max(h for _, _, h, _ in cuts) * max(w for _, _, _, w in cuts)
+    step = max(1, RESIZE_CHUNK_BYTES // (3 * padded_pixels * 4))
     for first in range(0, len(images), step):  # one pass unless the batch is very large
-        chunk = images[first : first + step]
-        with warnings.catch_warnings():
-            # Only the notice that the strided nested-tensor API is a prototype (the jagged
-            # layout it recommends has one ragged dimension; images have two).
-            warnings.filterwarnings("ignore", "The PyTorch API of nested tensors", UserWarning)
-            nested = torch.nested.nested_tensor(chunk)
-        padded = nested.to_padded_tensor(0, (len(chunk), 3, heights, widths))
-        top, left, height, width = windows[first : first + step].unbind(1)
-        rows = _resize_weights(top, height, size, heights, padded.device)
-        columns = _resize_weights(left, width, size, widths, padded.device)
+        padded = padded_windows(images[first : first + step], cuts[first : first + step])
+        lengths = windows[first : first + step, 2:].to(padded.device, non_blocking=True)
+        height, width = lengths.unbind(1)
+        rows = _resize_weights(height, size, padded.shape[2])
+        columns = _resize_weights(width, size, padded.shape[3])
         mirror = flips[first : first + step][:, None, None]
         columns = torch.where(mirror, columns.flip(1), columns)
         out.append(rows[:, None] @ padded.float() @ columns.transpose(1, 2)[:, None])

@@ -50,6 +50,9 @@ class HorovodReplicas:
     with `fp16_allreduce`) after `grad_accum` backward passes."""
 
     def __init__(self, hvd, model, optimizer, fp16_allreduce: bool, grad_accum: int):
+        # Its backward hooks hand each gradient to Horovod's background thread (on a GPU, its
+        # own stream) and return: backward does not wait for other ranks, step() does. A
+        # ComputeClock stopped after backward times this rank's compute alone.
         self.hvd, self.forward = hvd, model
         self.optimizer = hvd.DistributedOptimizer(
             optimizer,
@@ -81,7 +84,7 @@ class DDPReplicas:
     """DistributedDataParallel around the model: each step's last backward pass averages the
     gradients (fp16-compressed with `fp16_allreduce`: DDP's fp16 communication hook)."""
 
-    def __init__(self, model, optimizer, device: torch.device, fp16_allreduce: bool):
+    def __init__(self, model, optimizer, device: torch.device, fp16_allreduce: bool, clock):
         from torch.nn.parallel import DistributedDataParallel
 
         # Each worker keeps its own batch-norm statistics, as under Horovod: DDP's default
@@ -98,10 +101,19 @@ class DDPReplicas:
         self.forward = DistributedDataParallel(
             model, device_ids=[device.index] if device.type == "cuda" else None, **no_buffer_sync
         )
-        if fp16_allreduce:
-            from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+        from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
-            self.forward.register_comm_hook(state=None, hook=default_hooks.fp16_compress_hook)
+        # DDP's backward waits for the last bucket's allreduce before it returns, so `clock`
+        # (a ComputeClock) is cut where each bucket's gradients are ready and handed to the
+        # collective: buckets go out in order, so the last cut is the end of this rank's compute.
+        # The hooks are DDP's own allreduce (the built-in one's Python twin) and fp16 one.
+        send = default_hooks.fp16_compress_hook if fp16_allreduce else default_hooks.allreduce_hook
+
+        def timed(state, bucket):
+            clock.cut()
+            return send(state, bucket)
+
+        self.forward.register_comm_hook(state=None, hook=timed)
         self.optimizer = optimizer
 
     def micro_batch(self, last: bool):
@@ -152,7 +164,7 @@ class Horovod:
     def barrier(self) -> None:
         self.hvd.barrier()
 
-    def data_parallel(self, model, optimizer, *, fp16_allreduce: bool, grad_accum: int):
+    def data_parallel(self, model, optimizer, *, fp16_allreduce: bool, grad_accum: int, clock):
         return HorovodReplicas(self.hvd, model, optimizer, fp16_allreduce, grad_accum)
 
     def fail(self) -> None:
@@ -210,8 +222,8 @@ class TorchDistributed:
     def barrier(self) -> None:
         self.dist.barrier()
 
-    def data_parallel(self, model, optimizer, *, fp16_allreduce: bool, grad_accum: int):
-        return DDPReplicas(model, optimizer, self.device, fp16_allreduce)
+    def data_parallel(self, model, optimizer, *, fp16_allreduce: bool, grad_accum: int, clock):
+        return DDPReplicas(model, optimizer, self.device, fp16_allreduce, clock)
 
     def fail(self) -> None:
         """A failure escaped the training: ask every rank for its flight recorder (Gloo; NCCL's

@@ -26,6 +26,7 @@ from training.errors import TrainingError
 from training.options import parse_args
 from training.throughput import ThroughputMeter
 from training.torch import distributed, torch_loss
+from training.torch.compute_clock import ComputeClock
 from training.torch.torch_models import build_model
 
 FRAMEWORK = "torch"
@@ -86,8 +87,14 @@ class Trainer:
         self.rescale(workers.size)
         groups = torch_loss.param_groups(self.model, args.weight_decay)
         sgd = torch.optim.SGD(groups, lr=self.peak_lr, momentum=args.momentum)
+        # This rank's own forward + backward, for the straggler line (training.epoch_log).
+        self.clock = ComputeClock(self.device, args.timing_warmup_steps)
         self.replicas = workers.data_parallel(
-            self.model, sgd, fp16_allreduce=args.fp16_allreduce, grad_accum=args.grad_accum
+            self.model,
+            sgd,
+            fp16_allreduce=args.fp16_allreduce,
+            grad_accum=args.grad_accum,
+            clock=self.clock,
         )
         self.optimizer = self.replicas.optimizer
         # torch.compile compiles on the first step; the optimizer and the gradient averaging
@@ -126,6 +133,7 @@ class Trainer:
         seen, accum = 0, self.args.grad_accum
         for index in range(accum):
             images, labels = next(batches)
+            self.clock.start()
             with self.replicas.micro_batch(last=index == accum - 1):
                 with self.autocast():
                     logits = self.forward(images)
@@ -133,9 +141,11 @@ class Trainer:
                     loss = loss / accum
                 # Gradients of the micro-batches add up; dividing the loss makes them a mean.
                 self.scaler.scale(loss).backward()
+            self.clock.stop()
             totals += torch.stack([loss.detach(), (logits.argmax(1) == labels).sum()])
             seen += len(labels)
         self.replicas.step(self.scaler)
+        self.clock.end_step()
         return torch.stack((totals[0], totals[1] / seen))
 
     def recipe_line(self, workers: int) -> str:
@@ -302,7 +312,13 @@ def run(args, workers) -> None:
         writer = SummaryWriter(args.log_dir)
     meter = ThroughputMeter(args.batch_size * args.grad_accum * size, args.timing_warmup_steps)
     epochs = EpochLog(
-        args, FRAMEWORK, rank, size, workers.allgather_object, args.batch_size * args.grad_accum
+        args,
+        FRAMEWORK,
+        rank,
+        size,
+        workers.allgather_object,
+        args.batch_size * args.grad_accum,
+        straggler_factor=args.straggler_factor,
     )
     steps = data.steps_per_epoch
     if progress:  # the same fraction of the epoch if the number of workers changed
@@ -342,7 +358,7 @@ def run(args, workers) -> None:
             scores = trainer.evaluate(validation)
             metrics.update(scores)
             line += "".join(f" - {name}: {value:.4f}" for name, value in scores.items())
-        epochs.end_epoch(epoch + 1, metrics, meter)
+        epochs.end_epoch(epoch + 1, metrics, meter, trainer.clock.take_epoch())
         if rank == 0:
             print(f"{line} - lr: {lr:.5g}", flush=True)
             if writer:

@@ -108,6 +108,9 @@ class ElasticRun:
                     )
                 if state.step % a.commit_every == 0:
                     state.commit()
+            # Elastic runs print no straggler line (docs/jobs.md, "Stragglers"): the epoch's
+            # compute times are dropped, so that a GPU's timing events do not pile up.
+            self.trainer.clock.take_epoch()
             mean_loss = float(
                 hvd.allreduce(torch.tensor(state.loss_sum / steps), name="epoch-loss")
             )

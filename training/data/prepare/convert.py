@@ -38,6 +38,9 @@ from training.data.tfrecord import RecordWriter
 from training.errors import TrainingError
 
 IMAGE_SUFFIXES = {".jpeg", ".jpg", ".png"}
+# The smallest --max-size: training.options' smallest --image-size (a cap below the run's
+# --image-size, 224 by default, makes every crop an upscaled one: docs/data.md).
+MIN_MAX_SIZE = 32
 LOG_EVERY_S = 10.0  # progress lines when stdout is not a terminal (job logs, CI)
 
 
@@ -45,7 +48,8 @@ LOG_EVERY_S = 10.0  # progress lines when stdout is not a terminal (job logs, CI
 class Encoding:
     reencode: bool = False
     quality: int = 90
-    resize: int | None = None
+    resize: int | None = None  # the shorter side at most this many pixels
+    max_size: int | None = None  # the longer side at most this many pixels
 
 
 @dataclass(frozen=True)
@@ -197,18 +201,23 @@ def encode_image(path: str, encoding: Encoding) -> tuple[bytes, int, int, str | 
             reason = f"{image.format} file named {Path(path).suffix}"
         elif image.mode not in ("RGB", "L"):
             reason = f"{image.mode} JPEG"
-        shorter = min(image.size)
-        resize = encoding.resize is not None and shorter > encoding.resize
-        if not (reason or resize or encoding.reencode):
+        scale = _scale(image.size, encoding)
+        if not (reason or scale < 1 or encoding.reencode):
             return data, image.height, image.width, None
         rgb = image.convert("RGB")
-    if resize:
-        scale = encoding.resize / shorter
+    if scale < 1:
         size = (max(1, round(rgb.width * scale)), max(1, round(rgb.height * scale)))
         rgb = rgb.resize(size, Image.Resampling.BICUBIC)
     out = io.BytesIO()
     rgb.save(out, "JPEG", quality=encoding.quality)
     return out.getvalue(), rgb.height, rgb.width, reason
+
+
+def _scale(size: tuple[int, int], encoding: Encoding) -> float:
+    """The factor (at most 1) that brings the shorter side within --resize and the longer side
+    within --max-size."""
+    limits = [(min(size), encoding.resize), (max(size), encoding.max_size)]
+    return min([1.0] + [limit / side for side, limit in limits if limit is not None])
 
 
 _progress: multiprocessing.queues.Queue | None = None  # set in the conversion's worker processes
@@ -352,6 +361,7 @@ def convert(
             reencode=encoding.reencode,
             quality=encoding.quality,
             resize=encoding.resize,
+            max_size=encoding.max_size,
             seed=seed,
         ),
     )
@@ -431,6 +441,13 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--quality must be between 1 and 95, got {args.quality}")
     if args.resize is not None and args.resize < 16:
         p.error(f"--resize must be at least 16 pixels, got {args.resize}")
+    if args.max_size is not None and args.max_size < MIN_MAX_SIZE:
+        print(
+            f"error: --max-size must be at least {MIN_MAX_SIZE} pixels, got {args.max_size} "
+            "(leave it out to store the images at their own size)",
+            file=sys.stderr,
+        )
+        return 2
     if args.workers is not None and args.workers < 1:
         p.error(f"--workers must be at least 1, got {args.workers}")
     splits = [s.strip() for s in args.splits.split(",") if s.strip()]
@@ -441,7 +458,7 @@ def main(argv: list[str] | None = None) -> int:
             args.output,
             splits,
             {"train": args.train_shards, "validation": args.validation_shards},
-            Encoding(args.reencode, args.quality, args.resize),
+            Encoding(args.reencode, args.quality, args.resize, args.max_size),
             args.validation_labels,
             args.workers,
             args.skip_bad,
