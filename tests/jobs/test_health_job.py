@@ -46,10 +46,12 @@ def test_a_dry_run_shows_the_gate_and_its_levels(ml_client, outputs_file, capsys
     assert main(["submit", "--outputs", str(path), "--nodes", "2", "--storage", "synthetic",
                  "--name", "g2", "--dry-run"]) == 0  # fmt: skip
     out = capsys.readouterr().out
-    assert out.startswith("# health gate before training: Standard_ND96isr_H100_v5: single-node")
+    header, gate = out.splitlines()[:2]  # the gate line follows the dry run's header
+    assert header.startswith("# azdl --dry-run: ")
+    assert gate.startswith("# health gate before training: Standard_ND96isr_H100_v5: single-node")
     assert "fail below 460; measured 478.87 GB/s at 8 G (Azure/AI-benchmarking-guide)" in out
     assert "GPUDirect RDMA loopback per InfiniBand HCA >= 380 Gb/s (NHC check_ib_bw_gdr)" in out
-    assert "multi-node" not in out.splitlines()[0]  # the fabric is `azdl cluster check`'s
+    assert "multi-node" not in gate  # the fabric is `azdl cluster check`'s
     assert (
         "command: python -m training.health.gate --gpus=8 --nodes=2 --bytes=17179869184 "
         "--out=${{outputs.health}}" in out
