@@ -1,6 +1,6 @@
 """torchrun, as azdl starts it: on this machine (one node, `azdl train`) and on each node of an
 Azure ML job with `distribution: pytorch` (`azdl submit`); the choice of one torchrun per node is
-explained in docs/architecture.md, "torchrun on Azure ML". No Azure calls."""
+explained in docs/torchrun.md, "On the cluster: one torchrun per node". No Azure calls."""
 
 import shlex
 

@@ -35,8 +35,8 @@ import sys
 from rich.console import Console
 from rich.table import Table
 
-from azdl.commands.train import launch_command
 from azdl.envs import REPO_ROOT, training_bin, training_env
+from azdl.local import launch_command
 from training.throughput import parse_throughput_lines
 
 OUT = REPO_ROOT / "benchmarks" / "results"  # charts beside the results files the docs show

@@ -108,3 +108,10 @@ def lookup(props: Any, *path: str | int, default: Any = None) -> Any:
         if isinstance(value, Mapping) and len(value) == 1 and UNKNOWN_KEY in value:
             return UNKNOWN
     return value
+
+
+# The environment variables pulumi-azure-native reads for the cloud it deploys to (auth.go,
+# readAzureEnvironmentFromConfig: ARM_ENVIRONMENT, then AZURE_ENVIRONMENT; ARM_METADATA_HOSTNAME
+# for a custom cloud). The program reads them where the provider does (infra/registry.py, the
+# registry domain), so the kept plans are keyed on them too (azdl/review/render_cache.py).
+PROVIDER_CLOUD_ENV = ("ARM_ENVIRONMENT", "AZURE_ENVIRONMENT", "ARM_METADATA_HOSTNAME")

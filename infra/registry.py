@@ -49,6 +49,7 @@ from dataclasses import dataclass
 import pulumi
 from pulumi_azure_native import resources
 
+from infra.azure_facts import PROVIDER_CLOUD_ENV
 from infra.config import ConfigError, StackConfig
 
 REGISTRY_API_VERSION = "2025-11-01"
@@ -57,6 +58,7 @@ REGISTRY_API_VERSION = "2025-11-01"
 # container registry domain (go-autorest environments.go, ContainerRegistryDNSSuffix). The
 # provider also accepts go-autorest's full names (AzurePublicCloud, ...; auth.go,
 # autorestEnvironment). Azure Germany had no registry domain ("N/A") and is closed.
+ENVIRONMENT_ENV, LEGACY_ENVIRONMENT_ENV, METADATA_HOST_ENV = PROVIDER_CLOUD_ENV
 REGISTRY_DOMAINS = {
     "public": "azurecr.io",
     "usgovernment": "azurecr.us",
@@ -69,7 +71,7 @@ def registry_domain() -> str:
     """The registry domain of the cloud the azure-native provider deploys to, read where the
     provider reads it. Raises ConfigError for a cloud whose domain azdl does not know."""
     provider = pulumi.Config("azure-native")
-    if provider.get("metadataHost") or os.environ.get("ARM_METADATA_HOSTNAME"):
+    if provider.get("metadataHost") or os.environ.get(METADATA_HOST_ENV):
         raise ConfigError(
             "azure-native:metadataHost is set (a custom cloud): azdl derives the registry's "
             f"login server from the cloud's registry domain and knows those of "
@@ -77,8 +79,8 @@ def registry_domain() -> str:
         )
     name = (
         provider.get("environment")
-        or os.environ.get("ARM_ENVIRONMENT")
-        or os.environ.get("AZURE_ENVIRONMENT")
+        or os.environ.get(ENVIRONMENT_ENV)
+        or os.environ.get(LEGACY_ENVIRONMENT_ENV)
         or "public"
     )
     cloud = _FULL_NAMES.get(name.lower(), name.lower())

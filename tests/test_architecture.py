@@ -1,6 +1,7 @@
 """The import rules of the product packages, read from their source with `ast` (nothing is
-imported): no module imports a command but the CLI entry, and no two modules import each other,
-directly or around a loop, counting imports inside functions too."""
+imported): no module imports a command but the CLI entry, nothing outside the CLI (the docs
+hooks and the benchmarks included) imports azdl.commands at all, and no two modules import each
+other, directly or around a loop, counting imports inside functions too."""
 
 import ast
 from pathlib import Path
@@ -154,6 +155,49 @@ def test_the_graph_sees_function_level_and_relative_imports(tmp_path):
     ]
 
 
+# The CLI layer: the entry point and its argparse parser class (azdl.suggest, which reads the
+# commands' shared option names). Everything else is a service, a hook or a benchmark, and
+# commands are the CLI's only: nothing else imports one, not even the shared options.
+CLI_LAYER = ("azdl.cli", "azdl.suggest")
+# Code outside the product packages that runs the service layer: the docs build's hooks and the
+# benchmark scripts (read by path: they are not packages).
+OTHER_CODE = ("docs/hooks", "benchmarks")
+
+
+def command_imports(name: str, tree: ast.AST) -> list[str]:
+    """The azdl.commands modules (or the package) that module `name`'s source imports."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            base = node.module or ""
+            named = [f"{base}.{alias.name}" for alias in node.names]  # `from azdl import commands`
+            targets = [base] if base.startswith("azdl.commands") else named
+        else:
+            continue
+        found += [t for t in targets if t == "azdl.commands" or t.startswith("azdl.commands.")]
+    return sorted(set(found))
+
+
+def test_nothing_outside_the_cli_imports_a_command():
+    sources = dict(product_modules())
+    for folder in OTHER_CODE:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            sources[str(path.relative_to(ROOT))] = path
+    assert any(name.endswith(".py") for name in sources), "no hooks or benchmarks found"
+    offenders = sorted(
+        f"{name} imports {target}"
+        for name, path in sources.items()
+        if name not in CLI_LAYER and not name.startswith("azdl.commands")
+        for target in command_imports(name, ast.parse(path.read_text(), filename=str(path)))
+    )
+    assert not offenders, (
+        "a command module is the CLI's: services, docs hooks and benchmarks import the service "
+        "layer (azdl.local, azdl.review, azdl.jobs, ...) instead:\n" + "\n".join(offenders)
+    )
+
+
 # Package -> the product packages it must never import (docs/architecture.md, "Map of the code"):
 # the Pulumi program and the training code stand alone; the images copy training/ only.
 FORBIDDEN = {"infra": ("azdl", "training", "policies"), "training": ("azdl", "infra", "policies")}
@@ -167,3 +211,17 @@ def test_imports_point_one_way_between_the_packages():
         if target.split(".")[0] in FORBIDDEN.get(name.split(".")[0], ())
     )
     assert not wrong, wrong
+
+
+MAX_MODULE_LINES = 600  # issue 29: a module a reader takes in at one sitting
+
+
+def test_no_product_module_is_over_600_lines():
+    sizes = {
+        str(path.relative_to(ROOT)): len(path.read_text().splitlines())
+        for package in PACKAGES
+        for path in (ROOT / package).rglob("*.py")
+    }
+    assert len(sizes) > 100, "too few modules found: is this the repository root?"
+    over = {name: n for name, n in sizes.items() if n > MAX_MODULE_LINES}
+    assert not over, f"split these modules (over {MAX_MODULE_LINES} lines): {over}"

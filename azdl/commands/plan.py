@@ -10,14 +10,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from azdl.commands.options import add_stacks_argument, positive_int, stacks_of
-from azdl.console import make_console, print_json, print_table
+from azdl.console import make_console, print_json
+from azdl.review.cost_table import print_cost
 from azdl.review.prices import PRICES_ENV
 from training.data.imagenet import IMAGENET_TRAIN_IMAGES
 
 if TYPE_CHECKING:
-    from rich.console import Console
-    from rich.table import Table
-
     from azdl.review import cost
 
 DEFAULT_OUT = Path("out/plan")
@@ -62,53 +60,6 @@ def register(subparsers) -> None:
         "else the shipped one); the stack's region picks the block",
     )
     p.set_defaults(func=run)
-
-
-def _money(value: float | None) -> str:
-    return "unpriced" if value is None else f"{value:,.2f}"
-
-
-def cost_table(est: cost.Estimate) -> Table:
-    from rich import box
-    from rich.table import Table
-
-    table = Table(
-        title=f"Estimated cost of stack {est.stack} (USD, estimate)",
-        title_justify="left",
-        box=box.SIMPLE,
-    )
-    table.add_column("item", overflow="fold")
-    table.add_column("what", overflow="fold")
-    table.add_column("per hour at max", justify="right", overflow="fold")
-    table.add_column("per month idle floor", justify="right", overflow="fold")
-    for line in est.lines:
-        table.add_row(
-            line.item, line.detail, _money(line.max_per_hour), _money(line.idle_per_month)
-        )
-    missing = est.unpriced_lines
-    # With an unpriced item the sums are lower bounds, and say so.
-    bound = "≥ " if missing else ""
-    what = f"incomplete: {missing} item{'s' if missing > 1 else ''} unpriced" if missing else ""
-    table.add_row(
-        "total", what, bound + _money(est.max_per_hour), bound + _money(est.idle_per_month),
-        style="bold",
-    )  # fmt: skip
-    return table
-
-
-def print_cost(console: Console, est: cost.Estimate) -> None:
-    print_table(console, cost_table(est))
-    if est.epoch:
-        e = est.epoch
-        console.print(
-            f"one epoch ({e['images_per_epoch']:,} images at {e['images_per_sec']:,.1f} images/s): "
-            f"{e['hours']:.2f} h on {e['nodes']} x {e['vm_size']} = {_money(e['usd'])} USD",
-            soft_wrap=True,
-        )
-    for item in est.unpriced:
-        console.print(f"[bold red]not priced:[/] {item}", soft_wrap=True)
-    for note in est.notes:
-        console.print(f"note: {note}", soft_wrap=True)
 
 
 def gpu_per_hour(est: cost.Estimate) -> float:

@@ -23,6 +23,7 @@ from azdl.jobs import safeguards
 from azdl.jobs import script as own_script
 from azdl.local import (
     LAUNCHERS,
+    check_launcher,
     check_training_options,
     hang_report,
     launch_command,
@@ -165,6 +166,7 @@ def run(args: argparse.Namespace) -> int:
                 "`-- --data-dir DIR --checkpoint-dir DIR`"
             )
         framework = args.framework or DEFAULT_FRAMEWORK
+        check_launcher(framework, launcher, False)  # before the demo's banner
         run_dir = REPO_ROOT / "runs"  # one MLflow store for runs with their own folders
         if user_args:
             check_training_options(framework, user_args, args.workers)

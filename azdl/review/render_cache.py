@@ -9,8 +9,8 @@ build contexts, the import system's look-ups), plus the file of every module loa
 may read only a module's .pyc). INPUTS_FILE gets their fingerprints: a file of Python's own or of
 an installed package (INSTALLED) by its size and modification time, which every install
 rewrites; any other (the stack file, the program, the build contexts) by the SHA-256 of its
-content; a folder by the SHA-256 of its sorted entries. The interpreter and the PULUMI_*
-environment are part of it too.
+content; a folder by the SHA-256 of its sorted entries. The interpreter, the PULUMI_*
+environment and the provider's cloud variables (ARM_ENVIRONMENT, ...) are part of it too.
 
 An entry (`CACHE_DIR/<stack>-<hash of the stack file's path>.json`) holds the fingerprints and
 the manifest. `lookup` hands the manifest back only when every fingerprint is what it was.
@@ -25,13 +25,16 @@ from pathlib import Path
 from typing import Any
 
 from azdl.envs import REPO_ROOT
+from infra.azure_facts import PROVIDER_CLOUD_ENV
 
 CACHE_DIR = REPO_ROOT / "out" / "cache" / "render"
 FORMAT = "azdl.render-cache/v1"
 CONFIG_ERROR_EXIT = 3  # exit code of the render for an invalid config
-# The environment the Pulumi runtime reads (its settings); the program reads none of its own
+# The environment the Pulumi runtime reads (its settings), and the provider's cloud variables,
+# which the program reads where the provider does; the program reads no other
 # (tests/review/test_render_cache.py holds it to that).
 ENV_PREFIXES = ("PULUMI_",)
+ENV_NAMES = PROVIDER_CLOUD_ENV
 # What the machine is doing, not what it renders from (psutil, which the Pulumi SDK imports,
 # reads /proc/stat): never an input of a plan.
 MACHINE_STATE = ("/proc/", "/sys/", "/dev/")
@@ -75,7 +78,11 @@ def environment() -> dict[str, Any]:
     return {
         "python": sys.version,
         "executable": sys.executable,
-        "env": {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)},
+        "env": {
+            k: v
+            for k, v in sorted(os.environ.items())
+            if k.startswith(ENV_PREFIXES) or k in ENV_NAMES
+        },
     }
 
 

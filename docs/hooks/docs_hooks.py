@@ -146,8 +146,8 @@ def diff_prod_dev_head() -> str:
 def cost_tables() -> str:
     from rich.console import Console
 
-    from azdl.commands.plan import print_cost
     from azdl.review import cost
+    from azdl.review.cost_table import print_cost
 
     blocks = []
     for stack in STACKS:

@@ -46,8 +46,14 @@ DISTRIBUTIONS = {
 STEPS = TRAINING / "install" / "image-steps.sh"
 STEP_CALL = re.compile(r"bash /tmp/azdl-install/image-steps\.sh ([\w-]+)")
 SHARED_STEPS = {
-    "build": ["build-packages", "nccl-topology", "nccl-tests", "perftest", "requirements",
-              "horovod"],
+    "build": [
+        "build-packages",
+        "nccl-topology",
+        "nccl-tests",
+        "perftest",
+        "requirements",
+        "horovod",
+    ],
     "run": ["run-packages"],
 }
 

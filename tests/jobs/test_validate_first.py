@@ -41,6 +41,12 @@ def test_a_bad_placeholder_in_a_script_run_creates_no_run_folder(tmp_path, capsy
     assert not run_dir.exists()
 
 
+def test_a_flavour_the_launcher_cannot_start_is_refused_before_the_demo_starts(capsys):
+    assert main(["train", "--framework", "keras", "--launcher", "torchrun"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("error: the keras flavour runs under Horovod only")
+
+
 def test_a_bad_stack_among_several_stops_plan_before_any_manifest_is_written(tmp_path, capsys):
     out = tmp_path / "plans"
     assert main(["plan", "dev", "nosuch", "--out", str(out)]) == 2

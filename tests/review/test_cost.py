@@ -6,9 +6,9 @@ import json
 import pytest
 from rich.console import Console
 
-from azdl.commands.plan import cost_table
 from azdl.errors import AzdlError
 from azdl.review import cost
+from azdl.review.cost_table import cost_table
 from azdl.review.prices import load_prices, regions
 from infra.catalogue import VM_SIZES
 from tests.review.builders import compute, plan, resource, storage

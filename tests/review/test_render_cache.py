@@ -2,6 +2,7 @@
 (azdl/review/render_cache.py), and a real render's recorded inputs."""
 
 import json
+import re
 import shutil
 import subprocess
 
@@ -9,6 +10,7 @@ import pytest
 
 from azdl.review import plan, render_cache
 from azdl.review.plan import STACKS_DIR, render_stack
+from infra import registry
 
 MANIFEST = {"format": "azdl.plan/v1", "project": "azdl", "stack": "qa", "config": {},
             "resources": [], "outputs": {}}  # fmt: skip
@@ -79,15 +81,29 @@ def test_a_damaged_or_other_format_entry_is_no_plan(tmp_path, inputs_tree):
     assert render_cache.lookup(stack_file, tmp_path / "cache") is None
 
 
-def test_the_program_reads_no_environment_variable_of_its_own():
-    """The kept plans' environment is the Pulumi runtime's (PULUMI_*): a variable the program
-    read would be an input the fingerprints miss."""
-
+def test_the_program_reads_no_environment_variable_but_the_providers_cloud():
+    """The kept plans' environment is the Pulumi runtime's (PULUMI_*) and the provider's cloud
+    variables, which the program reads where pulumi-azure-native does: any other variable the
+    program read would be an input the fingerprints miss."""
     root = render_cache.REPO_ROOT
     sources = [*(root / "infra").rglob("*.py"), root / "azdl" / "review" / "render.py"]
-    reads = [str(p.relative_to(root)) for p in sources
-             if "os.environ" in p.read_text() or "getenv" in p.read_text()]  # fmt: skip
-    assert reads == []
+    reads = {str(p.relative_to(root)): p.read_text() for p in sources
+             if "os.environ" in p.read_text() or "getenv" in p.read_text()}  # fmt: skip
+    assert set(reads) == {"infra/registry.py"}
+    names = set(re.findall(r"os\.environ\.get\((\w+)\)", reads["infra/registry.py"]))
+    assert reads["infra/registry.py"].count("os.environ") == len(names) == 3
+    assert {getattr(registry, n) for n in names} == set(render_cache.ENV_NAMES)
+
+
+def test_a_cloud_variable_is_part_of_a_kept_plans_environment(monkeypatch):
+    monkeypatch.delenv("ARM_ENVIRONMENT", raising=False)
+    before = render_cache.environment()
+    monkeypatch.setenv("ARM_ENVIRONMENT", "usgovernment")
+    assert render_cache.environment() != before
+    monkeypatch.setenv("UNRELATED_VARIABLE", "x")
+    assert render_cache.environment()["env"] == {"ARM_ENVIRONMENT": "usgovernment"} | {
+        k: v for k, v in before["env"].items()
+    }
 
 
 def test_the_recorder_sees_files_read_and_folders_listed_not_files_written(tmp_path):

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from azdl.commands.train import launch_command
 from azdl.envs import REPO_ROOT, training_env
+from azdl.local import launch_command
 
 # Small, fast and learnable: the tiny conv net on 32 px images of 4 classes.
 TINY = ["--model", "tiny", "--image-size", "32", "--num-classes", "4", "--warmup-epochs", "0"]

@@ -7,9 +7,9 @@ import subprocess
 import pytest
 from conftest import TINY
 
-from azdl.commands.train import launch_command
 from azdl.envs import REPO_ROOT, training_env
 from azdl.jobs.safeguards import local_mlflow_uri
+from azdl.local import launch_command
 from training import epoch_log
 
 EPOCHS = 2

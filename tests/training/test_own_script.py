@@ -326,12 +326,12 @@ def test_a_bad_tile_in_a_shard_stops_training_naming_the_shard_and_tile(tmp_path
 
 
 def test_local_script_runs_get_their_folders_as_variables_and_placeholders(tmp_path, monkeypatch):
-    from azdl.commands import train
+    from azdl import local
 
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     data = tmp_path / "tiles"
     data.mkdir()
-    args, env = train.script_run(
+    args, env = local.script_run(
         tmp_path / "t.py", 2, str(data), ["--in={data_dir}/a", "{output_dir}", "{x}"],
         tmp_path / "run",
     )  # fmt: skip
@@ -341,8 +341,8 @@ def test_local_script_runs_get_their_folders_as_variables_and_placeholders(tmp_p
     assert (tmp_path / "run" / "logs").is_dir()
     assert env["OMP_NUM_THREADS"] == env["AZDL_THREADS"] == str(max(1, os.cpu_count() // 2))
     with pytest.raises(AzdlError, match=r"use \{data_dir\}, but this run has no such folder"):
-        train.script_run(tmp_path / "t.py", 2, None, ["{data_dir}"], tmp_path / "run")
-    cmd = train.launch_command("", 2, "mpi", ["--a"], script=tmp_path / "t.py", exports=tuple(env))
+        local.script_run(tmp_path / "t.py", 2, None, ["{data_dir}"], tmp_path / "run")
+    cmd = local.launch_command("", 2, "mpi", ["--a"], script=tmp_path / "t.py", exports=tuple(env))
     assert cmd[-2:] == [str(tmp_path / "t.py"), "--a"]
     assert cmd[cmd.index("AZDL_OUTPUT_DIR") - 1] == "-x"  # mpirun hands it to the workers
 

@@ -19,8 +19,8 @@ import psutil
 import pytest
 from conftest import TINY, launch
 
-from azdl.commands.train import launch_command
 from azdl.envs import REPO_ROOT, training_env
+from azdl.local import launch_command
 from training.flavours import FLAVOURS
 from training.throughput import parse_throughput_lines
 

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 from conftest import TINY, Run, launch, worker_pids, write_tiny_tfrecords
 
-from azdl.commands.train import launch_command
 from azdl.envs import REPO_ROOT, training_env
+from azdl.local import launch_command
 from training.throughput import FIELDS, SCHEMA, parse_throughput_lines
 
 pytestmark = pytest.mark.slow
