@@ -2,9 +2,10 @@
 
     python3 benchmarks/gpu/p3_report.py p3.jsonl --command "bash benchmarks/gpu/run.sh ..."
 
-run.sh calls it after every variant, so the file always holds what has run so far. A line
-`{"label": ..., "failed": why}` is a variant that produced no result: listed as failed. The
-last line of a label counts. Targets: synthetic ≥ 3,000 images/s on one H100 (stretch
+run.sh calls it after every step, so the file always holds what has run so far. A line
+`{"label": ..., "failed": why}` or `{"label": ..., "skipped": why}` (the time budget left too
+little) is a step that produced no result: listed as such. The last line of a label counts.
+Targets: synthetic ≥ 3,000 images/s on one H100 (stretch
 4,000); real data ≥ 0.9× the synthetic rate. Ratios are against the synthetic row of the same
 session. `--smoke`: the CPU rehearsal (run.sh --smoke), labelled as such, with no verdicts.
 """
@@ -20,54 +21,72 @@ RESULTS = Path(__file__).resolve().parents[1] / "results"
 SYNTHETIC_TARGET, SYNTHETIC_STRETCH, REAL_SHARE = 3000, 4000, 0.9
 
 
-def build(all_rows: list[dict], command: str, smoke: bool = False) -> tuple[dict, str]:
+WORKERS = {
+    "one": "one process",
+    "ddp": "DDP, world of 1",
+    # horovod/torch/optimizer.py v0.28.1 registers gradient hooks only with more than 1 worker.
+    "horovod": "Horovod, 1 worker: no hooks, plain PyTorch under hvd.init",
+}
+
+
+def build(
+    all_rows: list[dict], command: str, smoke: bool = False, budget: int | None = None
+) -> tuple[dict, str]:
     latest = {row["label"]: row for row in all_rows}  # a label run again: its last result
-    rows = [r for r in latest.values() if "failed" not in r]
+    rows = [r for r in latest.values() if "images_per_sec" in r]
     failed = [r for r in latest.values() if "failed" in r]
-    if not rows:
-        raise SystemExit("error: no P3 run produced a result; see the run logs")
+    skipped = [r for r in latest.values() if "skipped" in r]
     base = next((r for r in rows if r["label"] == "synthetic"), None)
     for row in rows:
         row["vs_synthetic"] = row["images_per_sec"] / base["images_per_sec"] if base else None
+    first = rows[0] if rows else {}
     report = {
         "benchmark": "p3_gpu_smoke" if smoke else "p3_gpu",
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "device": rows[0]["device"],
+        "device": first.get("device"),
         "host": platform.node(),
-        "torch": rows[0]["torch"],
+        "torch": first.get("torch"),
         "command": command,
+        "budget_s": budget,
         "rows": rows,
         "failed": failed,
+        "skipped": skipped,
     }
-    first = rows[0]
     lines = [
-        f"P3, {first['model']} {first['image_size']} px, batch {first['batch']}, "
-        f"{first['precision']}, one {report['device']}; torch {report['torch']}; "
-        f"{report['date']}.",
+        f"P3, one {report['device']}; torch {report['torch']}; {report['date']}"
+        + (f"; a budget of {budget} s." if budget else "."),
         "",
         f"`{command}`",
         "",
     ]
+    if not rows:
+        lines[0] = f"P3: nothing measured; {report['date']}."
     if smoke:
         lines[0:0] = [
-            "SMOKE RUN on CPU (tiny model, 2 steps, CPU decode): it checks that the kit builds "
-            "Horovod and runs every variant; it measures nothing.",
+            "SMOKE RUN on CPU (tiny model, 2 steps, CPU decode, no sync check): it checks that "
+            "the kit runs every step and builds Horovod; it measures nothing.",
             "",
         ]
     lines += [
-        "| run | Horovod | weights NHWC | compile | images/s | vs synthetic | kernel time |",
-        "| --- | --- | --- | --- | ---: | ---: | ---: |",
+        "| run | workers | model, px, batch | precision | NHWC | compile | no host sync "
+        "checked | images/s | vs synthetic | kernel time |",
+        "| --- | --- | --- | --- | --- | --- | --- | ---: | ---: | ---: |",
     ]
     for r in rows:
         share = "–" if r["kernel_time_share"] is None else f"{r['kernel_time_share']:.0%}"
         ratio = "–" if r["vs_synthetic"] is None else f"{r['vs_synthetic']:.2f}×"
+        layout = "images + weights" if r["weights_channels_last"] else "images"
         lines.append(
-            f"| {r['label']} | {'yes' if r['horovod'] else 'no'} | "
-            f"{'yes' if r['weights_channels_last'] else 'no'} | {'yes' if r['compile'] else 'no'} "
-            f"| {r['images_per_sec']:,.0f} | {ratio} | {share} |"
+            f"| {r['label']} | {WORKERS[r['workers']]} | "
+            f"{r['model']}, {r['image_size']}, {r['batch']} | {r['precision']} | "
+            f"{layout if r['channels_last'] else 'no'} | {'yes' if r['compile'] else 'no'} | "
+            f"{'yes' if r['sync_debug'] else 'no'} | {r['images_per_sec']:,.0f} | {ratio} | "
+            f"{share} |"
         )
     for r in failed:
-        lines.append(f"| {r['label']} | FAILED: {r['failed']} | | | | | |")
+        lines.append(f"| {r['label']} | FAILED: {r['failed']} | | | | | | | | |")
+    for r in skipped:
+        lines.append(f"| {r['label']} | SKIPPED: {r['skipped']} | | | | | | | | |")
     if base and not smoke:
         rate = base["images_per_sec"]
         verdict = (
@@ -96,9 +115,10 @@ def main(argv=None) -> int:
     p.add_argument("--command", required=True, help="the command that ran the benchmark")
     p.add_argument("--results", type=Path, default=RESULTS, help="where p3_gpu.* go")
     p.add_argument("--smoke", action="store_true", help="a CPU rehearsal: no verdicts")
+    p.add_argument("--budget", type=int, help="the run's time budget, seconds")
     args = p.parse_args(argv)
     rows = [json.loads(line) for line in args.jsonl.read_text().splitlines() if line.strip()]
-    report, md = build(rows, args.command, args.smoke)
+    report, md = build(rows, args.command, args.smoke, args.budget)
     args.results.mkdir(parents=True, exist_ok=True)
     (args.results / "p3_gpu.json").write_text(json.dumps(report, indent=2) + "\n")
     (args.results / "p3_gpu.md").write_text(md)

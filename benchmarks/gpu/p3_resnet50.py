@@ -8,10 +8,22 @@ Runs the flavour's own parts (training.torch.train: Data, Trainer.step; training
 for --warmup steps, then times --steps steps (a device sync at each end of the timed window),
 then profiles --profile-steps more with torch.profiler: the share of that wall time in which a
 GPU kernel was running (the union of the kernels' intervals, so overlapping streams are not
-counted twice). Prints one JSON line. With Horovod (the default) the step is the flavour's:
-`hvd.DistributedOptimizer` on one worker. `--no-horovod` uses the plain optimizer instead,
-which allows `--weights-channels-last` (Horovod 0.28.1 refuses channels-last weights,
-horovod/horovod#3491): the pair of runs shows what that limit costs.
+counted twice). Prints one JSON line.
+
+--workers: `one` (default) the plain optimizer in one process; `ddp` torch.distributed with a
+world of one (NCCL on a GPU, Gloo on the CPU) and DistributedDataParallel, as under torchrun;
+`horovod` `hvd.DistributedOptimizer` on one worker, which registers no gradient hooks then
+(horovod/torch/optimizer.py v0.28.1 registers them only `if ... size() > 1`): that row is plain
+PyTorch under hvd.init. `--weights-channels-last` needs a run without Horovod (Horovod 0.28.1
+refuses channels-last weights, horovod/horovod#3491).
+
+--sync-debug (a GPU only): the timed steps run under torch.cuda.set_sync_debug_mode("error"),
+so a step that makes the host wait for the device (a .item(), a host tensor built from device
+values, a blocking copy) fails the run, naming the call.
+
+At the end the data stream and the workers are closed in order, and a daemon thread still
+alive 5 s later fails the run: one left inside torch while the interpreter exits once aborted a run
+("terminate called without an active exception", exit 134).
 """
 
 import argparse
@@ -35,6 +47,9 @@ class OneProcess:
 
     def data_parallel(self, model, optimizer, **_):
         return PlainReplicas(model, optimizer)
+
+    def close(self) -> None:
+        """Nothing was started."""
 
 
 class PlainReplicas:
@@ -67,17 +82,22 @@ def parse(argv=None) -> argparse.Namespace:
     p.add_argument("--batch-size", type=int, default=256)
     p.add_argument("--precision", choices=("fp32", "bf16", "fp16"), default="bf16")
     p.add_argument("--no-channels-last", dest="channels_last", action="store_false")
-    p.add_argument("--weights-channels-last", action="store_true", help="needs --no-horovod")
+    p.add_argument(
+        "--weights-channels-last", action="store_true", help="not with --workers horovod"
+    )
     p.add_argument("--compile", action="store_true", help="torch.compile the model")
-    p.add_argument("--no-horovod", dest="horovod", action="store_false")
+    p.add_argument("--workers", choices=("one", "ddp", "horovod"), default="one")
+    p.add_argument("--sync-debug", action="store_true", help="fail on a host sync in a step")
     p.add_argument("--warmup", type=int, default=20, help="untimed steps first")
     p.add_argument("--steps", type=int, default=50, help="timed steps")
     p.add_argument("--profile-steps", type=int, default=10, help="0: no kernel-time share")
     p.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     p.add_argument("--label", default="", help="a name for this run in the results")
     args = p.parse_args(argv)
-    if args.weights_channels_last and args.horovod:
-        p.error("--weights-channels-last needs --no-horovod (horovod/horovod#3491)")
+    if args.weights_channels_last and args.workers == "horovod":
+        p.error("--weights-channels-last needs --workers one or ddp (horovod/horovod#3491)")
+    if args.sync_debug and args.device != "cuda":
+        p.error("--sync-debug needs --device cuda (torch.cuda.set_sync_debug_mode)")
     if args.data == "real" and not args.data_dir:
         p.error("--data real needs --data-dir")
     if args.device == "cpu" and args.decode == "gpu" and args.data == "real":
@@ -157,23 +177,70 @@ def kernel_share(profiler, wall_us: float) -> float:
     return min(1.0, _covered(training) / wall_us)
 
 
+def connect(kind: str, device):
+    """The benchmark's workers: see the module docstring's --workers."""
+    if kind == "horovod":
+        from training.torch.distributed import Horovod
+
+        return Horovod()
+    if kind == "ddp":
+        import os
+        import socket
+
+        from training.torch.distributed import TorchDistributed
+
+        with socket.socket() as s:  # a free port for the store of a world of one
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        # torchrun's env:// variables for one worker (torch/distributed/run.py).
+        os.environ.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", LOCAL_WORLD_SIZE="1",
+                          MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))  # fmt: skip
+        return TorchDistributed()
+    return OneProcess(device)
+
+
+def threads_left(grace_s: float = 5.0) -> list[str]:
+    """Daemon threads still alive `grace_s` after everything was closed: the interpreter does
+    not join them at exit, so one may still run inside torch while the process tears down.
+    (Closed queues' feeder threads end within the grace; non-daemon threads, such as
+    torch.compile's ThreadPoolExecutor workers, are joined by the interpreter before it exits.)"""
+    import threading
+
+    deadline = time.monotonic() + grace_s
+    for thread in threading.enumerate():
+        if thread.daemon:
+            thread.join(max(0.0, deadline - time.monotonic()))
+    return [t.name for t in threading.enumerate() if t.daemon and t.is_alive()]
+
+
 def run(args) -> dict:
     import torch
 
-    from training.torch.train import Data, Trainer
+    from training.torch.train import Data
 
     device = torch.device(args.device)
     if device.type == "cuda":
         torch.cuda.set_device(0)
         torch.backends.cudnn.benchmark = True  # as training.torch.train.worker_device sets it
     targs = training_args(args)
-    if args.horovod:
-        from training.torch.distributed import Horovod
-
-        workers = Horovod()
-    else:
-        workers = OneProcess(device)
+    workers = connect(args.workers, device)
     data = Data(targs, 0, 1, 1, device)
+    try:
+        row = measure(args, targs, workers, data, device)
+    finally:  # in order: the data stream's thread and loader workers, then the workers
+        data.close()
+        workers.close()
+    left = threads_left()
+    if left:
+        raise SystemExit(f"error: daemon threads still running at the end: {', '.join(left)}")
+    return row
+
+
+def measure(args, targs, workers, data, device) -> dict:
+    import torch
+
+    from training.torch.train import Trainer
+
     trainer = Trainer(targs, workers)
     if args.weights_channels_last:
         trainer.model.to(memory_format=torch.channels_last)
@@ -186,9 +253,13 @@ def run(args) -> dict:
     for _ in range(args.warmup):
         trainer.step(data.train)
     sync()
+    if args.sync_debug:  # from here on a host sync inside a step raises
+        torch.cuda.set_sync_debug_mode("error")
     start = time.perf_counter()
     for _ in range(args.steps):
         trainer.step(data.train)
+    if args.sync_debug:
+        torch.cuda.set_sync_debug_mode("default")
     sync()
     seconds = time.perf_counter() - start
     share = None
@@ -215,7 +286,8 @@ def run(args) -> dict:
         "channels_last": args.channels_last,
         "weights_channels_last": args.weights_channels_last,
         "compile": args.compile,
-        "horovod": args.horovod,
+        "workers": args.workers,
+        "sync_debug": args.sync_debug,
         "timed_steps": args.steps,
         "images_per_sec": images / seconds,
         "kernel_time_share": share,

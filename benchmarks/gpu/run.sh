@@ -1,34 +1,37 @@
 #!/usr/bin/env bash
-# P3 (ResNet50 training throughput of the PyTorch flavour on one GPU, with Horovod) in calls
-# that each fit one device-tool command (600 s). Here first: `bash benchmarks/gpu/prep.sh`.
-# Then on the GPU machine, three calls, one after the other while it stays warm:
+# P3 (ResNet50 training throughput of the PyTorch flavour on one GPU) as ONE command that fits
+# one GPU lease: at most KIT_BUDGET_S seconds (default 540, 9 minutes) on the GPU machine.
+# docs/gpu.md gives the procedure. First, on a machine with network: bash benchmarks/gpu/prep.sh
+# (.gpu-carry/). Then, on the GPU machine, in the repository with .gpu-carry/ beside it:
 #
-#   run(command="bash benchmarks/gpu/run.sh build", carry=[".gpu-carry"], timeout_s=600)
-#   run(command="bash benchmarks/gpu/run.sh bench synthetic", carry=[".gpu-carry"], timeout_s=600)
-#   run(command="bash benchmarks/gpu/run.sh bench real", carry=[".gpu-carry"], timeout_s=600)
+#   bash benchmarks/gpu/run.sh
 #
-# build  installs the carried wheels and builds Horovod 0.28.1 once, into .gpu-build/ (kept
-#        between calls while the machine is held; a fresh machine needs `build` again):
-#        training/install/build_horovod.sh with the project's C++17 patch (applied by patch-ng,
-#        carried: the image may lack `patch`), CMake from the machine's PyPI `cmake` package
-#        (4.x: CMAKE_POLICY_VERSION_MINIMUM=3.5 for Horovod's Gloo), PyTorch + Gloo, NCCL from
-#        the machine's nvidia-nccl-cu13 wheel (the NCCL torch itself loads), kernels for sm_90
-#        (H100, H200); no TensorFlow, MXNet or MPI. It stops unless `horovodrun --check-build`
-#        shows PyTorch, Gloo (and NCCL on a GPU) and `import horovod.torch` works.
-# bench  runs one group of P3 variants (benchmarks/gpu/p3_resnet50.py; each under its own
-#        time limit), every one with Horovod unless the variant is about running without it,
-#        and rewrites the results file through p3_report.py after each: a variant that fails
-#        is listed as failed, the ones before it stay. Exits non-zero if any failed.
-#        synthetic: synthetic data; channels-last weights (no Horovod: horovod/horovod#3491);
-#        torch.compile (no Horovod). real: the carried TFRecords, GPU (nvJPEG) and CPU decode.
-#        Results: benchmarks/results/p3_gpu.{md,json}, copied with the logs to $OUT.
+# It runs, in this order, each only if the time left covers what it needs (else it is listed
+# as skipped), and rewrites the results file through p3_report.py after each one, so a lease
+# cut short still leaves every figure measured so far:
+#   1. what needs no build (benchmarks/gpu/p3_resnet50.py, one process each): eager fp32;
+#      channels-last fp32; bf16 + channels-last ("synthetic", the P3 row); torch.compile; real
+#      data from the carried TFRecords with GPU (nvJPEG) and CPU decode; DDP in one process
+#      (torch.distributed, a world of one: NCCL on a GPU, Gloo on the CPU). The synthetic rows
+#      run under torch.cuda.set_sync_debug_mode("error") (--sync-debug): a host sync inside a
+#      step fails the row.
+#   2. last, only if time is left: Horovod 0.28.1 built from the carried source
+#      (training/install/build_horovod.sh with the project's C++17 patch, CMake from the
+#      machine's PyPI `cmake`, PyTorch + Gloo + NCCL from the nvidia-nccl-cu13 wheel, sm_90, no
+#      TensorFlow, MXNet or MPI), then its row. With one worker Horovod registers no gradient
+#      hooks, so that row measures plain PyTorch under hvd.init, and is labelled so.
+# Results: benchmarks/results/p3_gpu.{md,json}, copied with the logs to $OUT (or /tmp/p3-out).
+# Exits non-zero if any step failed or was skipped.
 #
-# bash benchmarks/gpu/run.sh --smoke [DIR]  runs all of it on a CPU machine, as CI does
-# (tests/training/test_gpu_bench.py): a fresh virtual environment with the newest `cmake` from
-# PyPI and the pinned CPU torch in place of the GPU image, prep.sh's carry with wheels for that
-# Python, the same build without NCCL or CUDA, then every variant for 2 steps on CPU (tiny
-# model, 32 px; the GPU-decode variant decodes on CPU). Its report goes to DIR, never to
-# benchmarks/results: it checks the kit and measures nothing.
+# bash benchmarks/gpu/run.sh --smoke [DIR] [measure | horovod]  runs the same steps on a CPU
+# machine, as CI does (tests/training/test_gpu_bench.py): a fresh virtual environment with the
+# newest `cmake` from PyPI and the pinned CPU torch in place of the GPU image, prep.sh's carry
+# with wheels for that Python, every variant for 2 steps on CPU (tiny model, 32 px; the
+# GPU-decode variant decodes on CPU; no sync check: it needs CUDA), then the Horovod build
+# without NCCL or CUDA and its row. Its report goes to DIR, never to benchmarks/results: it
+# checks the kit and measures nothing. `measure` or `horovod` runs that part alone, in the
+# environment and carry a full smoke run left in DIR. `measure LABEL...` (on a GPU too) runs
+# those variants alone, a rerun of what failed; the report then holds these rows.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 repo=$PWD
@@ -36,15 +39,23 @@ log() { echo "==> $(date -u +%H:%M:%S) $*"; }
 die() { echo "error: $*" >&2; exit 1; }
 
 mode=gpu
-if [[ ${1:-} == --smoke ]]; then  # --smoke [DIR] [build | bench GROUP]: all stages by default
+stage=all
+if [[ ${1:-} == --smoke ]]; then
     mode=smoke
     shift
     dir=/tmp/p3-smoke
-    if [[ $# -gt 0 && $1 != build && $1 != bench ]]; then dir=$1; shift; fi
+    if [[ $# -gt 0 && $1 != measure && $1 != horovod ]]; then dir=$1; shift; fi
     smoke=$(mkdir -p "$dir" && cd "$dir" && pwd)
-    [[ $# -gt 0 ]] || set -- smoke
 fi
-stage=${1:-}
+if [[ $# -gt 0 ]]; then stage=$1; shift; fi
+only=" $* "  # measure LABEL...: those variants alone (a rerun of what failed)
+[[ $stage == measure || $# -eq 0 ]] || die "only 'measure' takes labels"
+# The CPU smoke's build takes longer than a GPU machine's: it gets an hour by default.
+budget=${KIT_BUDGET_S:-$([[ $mode == gpu ]] && echo 540 || echo 3600)}
+[[ $budget =~ ^[0-9]+$ ]] || die "KIT_BUDGET_S=$budget; allowed: whole seconds"
+
+[[ $stage =~ ^(all|measure|horovod)$ ]] ||
+    die "usage: run.sh [measure [LABEL...] | horovod] | run.sh --smoke [DIR] [measure [LABEL...] | horovod]"
 if [[ $mode == gpu ]]; then
     carry=$repo/.gpu-carry
     kit=$repo/.gpu-build
@@ -60,6 +71,10 @@ else
 fi
 site=$kit/site
 mkdir -p "$out"
+failed=0
+picked=0
+
+left() { echo $((budget - SECONDS)); }
 
 machine() {
     { if [[ $mode == gpu ]]; then
@@ -73,6 +88,15 @@ machine() {
 
 # What the carried wheels hold, and the kit's own Horovod, go into $site (PYTHONPATH).
 use_site() { export PYTHONPATH=$site:$repo${PYTHONPATH:+:$PYTHONPATH}; }
+
+carried_wheels() {
+    [[ -d $carry/wheels ]] || die "$carry/wheels is missing: run benchmarks/gpu/prep.sh on a machine with network and bring $carry here"
+    rm -rf "$kit" && mkdir -p "$site" "$kit/wheel"
+    log "carried wheels -> $site"
+    "$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+        --target "$site" "$carry"/wheels/*.whl
+    use_site
+}
 
 # NCCL from the nvidia-nccl-cu13 wheel: its headers and library, wherever the wheel puts them.
 nccl_dirs() {
@@ -101,6 +125,40 @@ print(next(line.split()[-1] for line in open('/proc/self/maps') if 'libcuda.so' 
     export LD_LIBRARY_PATH=$kit/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 }
 
+# What Horovod's CMake needs of the CUDA toolkit (Horovod 0.28.1 CMakeLists.txt): nvcc at
+# $HOROVOD_CUDA_HOME/bin/nvcc, and, as CMAKE_CUDA_RUNTIME_LIBRARY defaults to "Static" there,
+# the static CUDA runtime libcudart_static.a. The toolkit is where CUDA_HOME says, else where
+# the nvcc on PATH is.
+cuda_toolkit() {
+    local home=${CUDA_HOME:-}
+    if [[ -z $home ]]; then
+        local nvcc
+        nvcc=$(command -v nvcc) || die "no nvcc on PATH and no CUDA_HOME: Horovod's CUDA kernels need the CUDA compiler"
+        home=$(dirname "$(dirname "$(readlink -f "$nvcc")")")
+    fi
+    [[ -x $home/bin/nvcc ]] || die "no $home/bin/nvcc (CUDA_HOME=$home): Horovod's CMake looks there"
+    local static
+    static=$(find -L "$home" -name libcudart_static.a -print -quit 2>/dev/null)
+    [[ -n $static ]] || die "no libcudart_static.a under $home: Horovod 0.28.1 links the static CUDA runtime (CMAKE_CUDA_RUNTIME_LIBRARY=Static)"
+    echo "CUDA toolkit $home: $("$home/bin/nvcc" --version | tail -1); static runtime $static"
+    cuda_home=$home
+}
+
+# Horovod's torch/CMakeLists.txt runs `python -c "from distutils.sysconfig import
+# get_python_inc"` in a plain interpreter. Python 3.12's standard library has no distutils
+# (PEP 632); setuptools supplies it through the distutils-precedence.pth file it installs in
+# site-packages (its _distutils_hack, SETUPTOOLS_USE_DISTUTILS=local by default). A .pth file
+# works only from a site-packages folder, not from a PYTHONPATH entry such as $site.
+distutils_check() {
+    "$python" -c "
+import distutils, sys
+from distutils.sysconfig import get_python_inc
+if '_distutils' not in distutils.__file__:
+    sys.exit(f'distutils comes from {distutils.__file__}, not setuptools')
+print('distutils from', distutils.__file__, '-> Python headers', get_python_inc())
+" || die "$python cannot import distutils from setuptools, which Horovod's build needs on Python 3.12 (install setuptools into its site-packages)"
+}
+
 gpu_libraries() {
     [[ $mode == gpu ]] || return 0
     local dirs
@@ -110,27 +168,96 @@ gpu_libraries() {
     cuda_driver_path
 }
 
-build() {
-    machine
-    [[ -f $carry/horovod-0.28.1.tar.gz ]] || die "$carry/horovod-0.28.1.tar.gz is missing: run benchmarks/gpu/prep.sh here and carry $carry"
-    rm -rf "$kit" && mkdir -p "$site" "$kit/wheel"
-    log "carried wheels -> $site"
-    "$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
-        --target "$site" "$carry"/wheels/*.whl
-    use_site
+# One line of the results' JSON lines: a measured row, or why a step has none.
+record() { echo "$1" >> "$kit/p3.jsonl"; }
+not_measured() {  # label kind why
+    record "{\"label\": \"$1\", \"$2\": \"$3\"}"
+    failed=1
+}
+
+report() {
+    local command="bash benchmarks/gpu/run.sh" extra=()
+    if [[ $mode == smoke ]]; then
+        command="bash benchmarks/gpu/run.sh --smoke"
+        extra=(--smoke)
+    fi
+    "$python" benchmarks/gpu/p3_report.py "$kit/p3.jsonl" --command "$command" \
+        --budget "$budget" --results "$results" "${extra[@]}"
+    cp "$results/p3_gpu.md" "$results/p3_gpu.json" "$out/"
+}
+
+# One variant: label, seconds it needs, then p3_resnet50.py's arguments. Run only if the time
+# left covers what it needs, under a time limit of the time left or three times the need,
+# whichever is less (a hung variant leaves time to the next); the report rewritten after.
+# The needs are estimates from the step counts, not GPU readings: a GPU run will show.
+variant() {
+    local label=$1 need=$2 limit
+    shift 2
+    [[ $only == "  " || $only == *" $label "* ]] || return 0
+    picked=$((picked + 1))
+    limit=$(left)
+    if ((limit < need)); then
+        log "$label skipped: ${limit}s left of ${budget}s, it needs ${need}s"
+        not_measured "$label" skipped "${limit} s left of the ${budget} s budget; it needs ${need} s"
+    else
+        limit=$((limit < 3 * need ? limit : 3 * need))
+        local argv=(--label "$label" "$@")
+        if [[ $mode == smoke ]]; then
+            # The GPU's arguments less the sync check (it needs CUDA), then the CPU's, which win.
+            local word gpu_argv=("${argv[@]}")
+            argv=()
+            for word in "${gpu_argv[@]}"; do [[ $word == --sync-debug ]] || argv+=("$word"); done
+            argv+=(--device cpu --model tiny --image-size 32 --batch-size 4 --warmup 1
+                   --steps 2 --profile-steps 0 --decode cpu --data-workers 1)
+        fi
+        log "p3_resnet50.py ${argv[*]} (at most ${limit}s)"
+        if timeout "$limit" "$python" benchmarks/gpu/p3_resnet50.py ${argv[@]+"${argv[@]}"} \
+            < /dev/null > "$out/$label.log" 2>&1 &&
+            grep '^{' "$out/$label.log" | tail -1 > "$out/row.json" && [[ -s $out/row.json ]]; then
+            record "$(cat "$out/row.json")"
+        else
+            local status=$?
+            tail -20 "$out/$label.log"
+            not_measured "$label" failed "exit $status; log: $label.log"
+        fi
+        rm -f "$out/row.json"
+    fi
+    report
+}
+
+measure() {
+    local data=$carry/data cores
+    cores=$(nproc)
+    [[ -d $data ]] || log "no $data: the real-data rows will fail (run prep.sh and carry $carry)"
+    variant eager-fp32 45 --precision fp32 --no-channels-last --sync-debug
+    variant channels-last-fp32 45 --precision fp32 --sync-debug
+    variant synthetic 45 --precision bf16 --sync-debug
+    variant synthetic-compile 150 --compile --warmup 30 --sync-debug
+    variant real-gpu-decode 60 --data real --data-dir "$data" --decode gpu
+    variant real-cpu-decode 60 --data real --data-dir "$data" --decode cpu \
+        --data-workers $((cores - 1))
+    variant ddp-1-process 45 --workers ddp --sync-debug
+    ((picked > 0)) || die "no variant is named${only% }; the variants: eager-fp32 channels-last-fp32 synthetic synthetic-compile real-gpu-decode real-cpu-decode ddp-1-process"
+}
+
+# The Horovod build: what it needs of the machine checked first, each with its own error.
+build_horovod() {
+    [[ -f $carry/horovod-0.28.1.tar.gz ]] || die "$carry/horovod-0.28.1.tar.gz is missing: run benchmarks/gpu/prep.sh and carry $carry"
+    distutils_check
     cmake=$("$python" -c "import cmake, os; print(os.path.join(cmake.CMAKE_BIN_DIR, 'cmake'))") ||
         die "$python has no PyPI cmake package"
     local flags=(HOROVOD_WITH_PYTORCH=1 HOROVOD_WITH_GLOO=1 HOROVOD_WITHOUT_TENSORFLOW=1
                  HOROVOD_WITHOUT_MXNET=1 HOROVOD_WITHOUT_MPI=1)
     if [[ $mode == gpu ]]; then
-        gpu_libraries
+        cuda_toolkit
         # The wheel ships only libnccl.so.2; CMake's find_library looks for libnccl.so.
         mkdir -p "$kit/nccl-lib" && ln -sfn "$nccl_lib/libnccl.so.2" "$kit/nccl-lib/libnccl.so"
         flags+=(HOROVOD_GPU_OPERATIONS=NCCL HOROVOD_NCCL_LINK=SHARED
                 HOROVOD_NCCL_INCLUDE=$nccl_include HOROVOD_NCCL_LIB=$kit/nccl-lib
-                HOROVOD_BUILD_CUDA_CC_LIST=90 HOROVOD_CUDA_HOME=${CUDA_HOME:-/usr/local/cuda})
+                HOROVOD_BUILD_CUDA_CC_LIST=90 HOROVOD_CUDA_HOME=$cuda_home)
     fi
     log "building Horovod with $("$cmake" --version | head -1) (log: $out/build.log)"
+    rm -rf "$kit/wheel" && mkdir -p "$kit/wheel"
     # Newer GCCs (13+) no longer pull <cstdint> in through other headers, and the Gloo copy in
     # Horovod 0.28.1 relies on that (pytorch/gloo#387, #448): include it everywhere.
     if ! env "${flags[@]}" CXXFLAGS="${CXXFLAGS:-} -include cstdint" HOROVOD_CMAKE="$cmake" \
@@ -138,119 +265,84 @@ build() {
         HOROVOD_WHEEL_DIR="$kit/wheel" PYTHON="$python" \
         bash training/install/build_horovod.sh > "$out/build.log" 2>&1; then
         tail -40 "$out/build.log"
-        die "Horovod did not build (the lines above; all of it in $out/build.log): nothing was measured"
+        echo "error: Horovod did not build (the lines above; all of it in $out/build.log)" >&2
+        return 1
     fi
     "$python" -m pip install -q --no-index --no-deps --no-compile --target "$site" "$kit"/wheel/horovod-*.whl
     "$python" "$site/bin/horovodrun" --check-build | tee "$out/check-build.txt"
     local features=(PyTorch Gloo)
     [[ $mode == gpu ]] && features+=(NCCL)
     for feature in "${features[@]}"; do
-        grep -qE "\[X\] $feature" "$out/check-build.txt" ||
-            die "Horovod was built without $feature (see $out/check-build.txt)"
+        grep -qE "\[X\] $feature" "$out/check-build.txt" || {
+            echo "error: Horovod was built without $feature (see $out/check-build.txt)" >&2
+            return 1
+        }
     done
-    "$python" -c "import horovod.torch as hvd; hvd.init(); print('horovod.torch', hvd.size(), 'worker')" ||
-        die "Horovod built, but horovod.torch does not load"
-    cp "$out/check-build.txt" "$kit/horovod.ok"
-    rm -f "$kit/p3.jsonl"
-    log "Horovod built and installed in $site"
-}
-
-variants() {
-    local cores
-    cores=$(nproc)
-    case $1 in
-        synthetic) printf '%s\n' \
-            "--data synthetic --label synthetic" \
-            "--data synthetic --label synthetic-weights-channels-last --no-horovod --weights-channels-last" \
-            "--data synthetic --label synthetic-compile --no-horovod --compile --warmup 30" ;;
-        real) printf '%s\n' \
-            "--data real --data-dir $carry/data --decode gpu --label real-gpu-decode" \
-            "--data real --data-dir $carry/data --decode cpu --data-workers $((cores - 1)) --label real-cpu-decode" ;;
-        *) die "unknown group '$1'; allowed: synthetic, real" ;;
-    esac
-}
-
-bench() {
-    local group=$1 failed=0 limit=150 smoke_args=() runs argv label
-    runs=$(variants "$group")
-    [[ -f $kit/horovod.ok ]] ||
-        die "Horovod is not built on this machine ($kit/horovod.ok is missing): run 'bash benchmarks/gpu/run.sh build' first; nothing was measured"
-    use_site
     "$python" -c "
 import horovod, sys
 sys.exit(0 if horovod.__file__.startswith('$site/') else f'horovod from {horovod.__file__}, not the kit build')
-" || die "Horovod does not load from the kit's build in $site"
-    gpu_libraries
-    machine
-    if [[ $mode == smoke ]]; then
-        limit=600
-        smoke_args=(--device cpu --model tiny --image-size 32 --batch-size 4 --warmup 1
-                    --steps 2 --profile-steps 0 --decode cpu --data-workers 1)
+" || { echo "error: Horovod does not load from the kit's build in $site" >&2; return 1; }
+    log "Horovod built and installed in $site"
+}
+
+horovod() {
+    local label=horovod-1-worker-no-hooks need=${HOROVOD_NEED_S:-360}
+    if (($(left) < need)); then
+        log "Horovod skipped: $(left)s left of ${budget}s, its build and row need ${need}s"
+        not_measured "$label" skipped "$(left) s left of the ${budget} s budget; the build and row need ${need} s"
+        report
+        return
     fi
-    while read -r argv; do
-        # shellcheck disable=SC2086  # argv is a list of words on purpose
-        set -- $argv "${smoke_args[@]}"
-        label=${argv##*--label }; label=${label%% *}
-        log "p3_resnet50.py $*"
-        if timeout "$limit" "$python" benchmarks/gpu/p3_resnet50.py "$@" < /dev/null > "$out/$label.log" 2>&1 &&
-            grep '^{' "$out/$label.log" | tail -1 > "$out/row.json" && [[ -s $out/row.json ]]; then
-            cat "$out/row.json" >> "$kit/p3.jsonl"
-        else
-            local status=$?
-            tail -20 "$out/$label.log"
-            echo "{\"label\": \"$label\", \"failed\": \"exit $status; log: $label.log\"}" >> "$kit/p3.jsonl"
-            failed=1
-        fi
-        if grep -q images_per_sec "$kit/p3.jsonl"; then report; fi
-    done <<< "$runs"
-    rm -f "$out/row.json"
-    return $failed
-}
-
-report() {
-    local command="bash benchmarks/gpu/run.sh build; bash benchmarks/gpu/run.sh bench synthetic; bash benchmarks/gpu/run.sh bench real"
-    local extra=()
-    if [[ $mode == smoke ]]; then
-        command="bash benchmarks/gpu/run.sh --smoke"
-        extra=(--smoke)
+    if ! build_horovod; then
+        not_measured "$label" failed "Horovod did not build; log: build.log"
+        report
+        return
     fi
-    "$python" benchmarks/gpu/p3_report.py "$kit/p3.jsonl" --command "$command" \
-        --results "$results" "${extra[@]}"
-    cp "$results/p3_gpu.md" "$results/p3_gpu.json" "$out/"
+    # One worker: no gradient hooks (horovod/torch/optimizer.py v0.28.1), so this is plain
+    # PyTorch with hvd.init and Horovod's background thread running.
+    variant horovod-1-worker-no-hooks 60 --workers horovod --sync-debug
 }
 
-smoke_environment() {
-    local pins=()
-    log "fresh virtual environment with the newest cmake from PyPI: $smoke/venv"
-    rm -rf "$smoke/venv"
-    # The training environment's interpreter, whose CPU torch build pip finds (docs/gpu.md).
-    local base=${SMOKE_BASE_PYTHON:-}
-    [[ -n $base ]] || base=$(.venv-train/bin/python -c "import sys; print(sys._base_executable)")
-    "$base" -m venv "$smoke/venv"
-    # What the GPU image has and this machine's CPU build stands in for, at the training pins.
-    for name in torch numpy pillow psutil PyYAML cloudpickle packaging; do
-        pins+=("$(grep -E "^$name==" training/requirements.txt | cut -d' ' -f1)")
-    done
-    "$python" -m pip install -q --upgrade "cmake>=4" "${pins[@]}" setuptools==84.2.1 wheel==0.48.0
-    local major
-    major=$("$python" -c "import cmake; print(cmake.__version__.split('.')[0])")
-    (( major >= 4 )) || die "the smoke run is meant to build with CMake 4 or newer, got $major"
-    log "carry for CPython $("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
-    GPU_CARRY=$carry GPU_PYTHON_VERSION=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])') \
-        PYTHON=${PREP_PYTHON:-$repo/.venv-train/bin/python} bash benchmarks/gpu/prep.sh 32 16
-}
-
-case $stage in
-    build) build ;;
-    bench) bench "${2:?bench needs a group: synthetic or real}" ;;
+case $mode in
     smoke)
-        smoke_environment
-        build
-        bench synthetic
-        bench real
-        cat "$results/p3_gpu.md"
-        log "smoke run passed" ;;
-    *) die "usage: run.sh build | run.sh bench synthetic|real | run.sh --smoke [DIR] [build | bench GROUP]" ;;
+        if [[ $stage == all ]]; then
+            log "fresh virtual environment with the newest cmake from PyPI: $smoke/venv"
+            rm -rf "$smoke/venv"
+            # The training environment's interpreter, whose CPU torch build pip finds.
+            base=${SMOKE_BASE_PYTHON:-}
+            [[ -n $base ]] || base=$(.venv-train/bin/python -c "import sys; print(sys._base_executable)")
+            "$base" -m venv "$smoke/venv"
+            # What the GPU image has and this machine's CPU build stands in for.
+            pins=()
+            for name in torch numpy pillow psutil PyYAML cloudpickle packaging; do
+                pins+=("$(grep -E "^$name==" training/requirements.txt | cut -d' ' -f1)")
+            done
+            "$python" -m pip install -q --upgrade "cmake>=4" "${pins[@]}" setuptools==84.2.1 wheel==0.48.0
+            major=$("$python" -c "import cmake; print(cmake.__version__.split('.')[0])")
+            ((major >= 4)) || die "the smoke run is meant to build with CMake 4 or newer, got $major"
+            version=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+            log "carry for CPython $version"
+            GPU_CARRY=$carry GPU_PYTHON_VERSION=$version \
+                PYTHON=${PREP_PYTHON:-$repo/.venv-train/bin/python} bash benchmarks/gpu/prep.sh 32 16
+        fi ;;
 esac
-[[ $stage == bench ]] && cat "$results/p3_gpu.md"
-exit 0
+# The budget counts from here in a smoke run (its environment stands in for the GPU image).
+[[ $mode == gpu ]] || SECONDS=0
+[[ -x $python || $mode == gpu ]] || die "no $python: run 'run.sh --smoke $smoke' in full first"
+log "budget ${budget}s, stage $stage"
+machine
+if [[ $stage == horovod ]]; then
+    use_site
+    rm -f "$kit/p3.jsonl"
+else
+    carried_wheels
+fi
+gpu_libraries
+[[ $stage == horovod ]] || measure
+[[ $stage == measure ]] || horovod
+cat "$results/p3_gpu.md"
+if ((failed)); then
+    echo "error: a step failed or was skipped (above, and in $results/p3_gpu.md)" >&2
+    exit 1
+fi
+log "$([[ $mode == smoke ]] && echo "smoke run passed" || echo "done") in ${SECONDS}s of ${budget}s"

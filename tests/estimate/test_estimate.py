@@ -285,7 +285,8 @@ def gpu_kit_results(tmp_path, device="NVIDIA H100 80GB HBM3"):
 
     row = {"label": "synthetic", "data": "synthetic", "model": "resnet50", "images_per_sec": 3200.0,
            "device": device, "torch": "2.11.0", "image_size": 224, "batch": 256,
-           "precision": "bf16", "horovod": True, "compile": False,
+           "precision": "bf16", "workers": "one", "sync_debug": True, "channels_last": True,
+           "compile": False,
            "weights_channels_last": False, "kernel_time_share": 0.9}  # fmt: skip
     (tmp_path / "p3.jsonl").write_text(json.dumps(row))
     p3_report.main([str(tmp_path / "p3.jsonl"), "--command", "cmd", "--results", str(tmp_path)])

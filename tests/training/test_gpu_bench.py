@@ -1,8 +1,9 @@
 """The GPU benchmark's scripts (benchmarks/gpu/), as far as a machine without a GPU can check
-them: the whole kit through `run.sh --smoke` (a fresh environment with CMake 4 from PyPI, the
-Horovod build through training/install/build_horovod.sh, every P3 variant on CPU) in a copy of
-the repository without .git; a failed build stops it with nothing measured; P3's CPU mode on
-real TFRecords, its options, the runs run.sh asks for, the report."""
+them: the whole one-command kit through `run.sh --smoke` (a fresh environment with CMake 4 from
+PyPI, every P3 variant on CPU, then the Horovod build through training/install/build_horovod.sh
+and its row) in a copy of the repository without .git; a failed variant or Horovod build is
+listed and the rows before it stay; a budget too small skips what it cannot cover; P3's CPU
+mode on real TFRecords, its options, the runs run.sh asks for, the report."""
 
 import filecmp
 import json
@@ -25,11 +26,19 @@ sys.path.insert(0, str(GPU))
 import p3_report  # noqa: E402
 import p3_resnet50  # noqa: E402
 
-WITH_HOROVOD = ("synthetic", "real-gpu-decode", "real-cpu-decode")
-WITHOUT_HOROVOD = ("synthetic-weights-channels-last", "synthetic-compile")
+NO_BUILD = (
+    "eager-fp32",
+    "channels-last-fp32",
+    "synthetic",
+    "synthetic-compile",
+    "real-gpu-decode",
+    "real-cpu-decode",
+    "ddp-1-process",
+)
+HOROVOD_ROW = "horovod-1-worker-no-hooks"
 
 
-def _kit(repo: Path, *argv, timeout: int) -> subprocess.CompletedProcess:
+def _kit(repo: Path, *argv, timeout: int, budget: int | None = None) -> subprocess.CompletedProcess:
     python = str(training_bin("python"))
     base = subprocess.run(
         [python, "-c", "import sys; print(sys._base_executable)"],
@@ -40,6 +49,8 @@ def _kit(repo: Path, *argv, timeout: int) -> subprocess.CompletedProcess:
     # prep.sh converts with the training environment's TensorFlow; the smoke environment is
     # made from the same interpreter, whose CPU torch build pip can install.
     env = training_env({"PREP_PYTHON": python, "SMOKE_BASE_PYTHON": base})
+    if budget is not None:
+        env["KIT_BUDGET_S"] = str(budget)
     return subprocess.run(
         ["bash", "benchmarks/gpu/run.sh", *map(str, argv)],
         cwd=repo,
@@ -69,22 +80,33 @@ def smoke(tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_the_kit_builds_horovod_with_cmake_4_and_runs_every_variant_on_cpu(smoke):
+def test_one_command_runs_every_variant_then_builds_horovod_with_cmake_4(smoke):
     repo, out, proc = smoke
     assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-5000:]
     assert "smoke run passed" in proc.stdout
+    # What needs no build first, the Horovod build last.
+    order = [m.group(1) for m in re.finditer(r"p3_resnet50\.py --label (\S+)", proc.stdout)]
+    assert order == [*NO_BUILD, HOROVOD_ROW]
+    assert proc.stdout.index("--label ddp-1-process") < proc.stdout.index("building Horovod")
     assert re.search(r"building Horovod with cmake version 4\.", proc.stdout)
+    assert re.search(r"distutils from \S+/setuptools/_distutils/__init__\.py", proc.stdout)
     check = (out / "out" / "check-build.txt").read_text()
     assert "[X] PyTorch" in check and "[X] Gloo" in check
     report = json.loads((out / "results" / "p3_gpu.json").read_text())
-    assert report["benchmark"] == "p3_gpu_smoke" and report["failed"] == []
+    assert report["benchmark"] == "p3_gpu_smoke" and report["failed"] == report["skipped"] == []
     rows = {row["label"]: row for row in report["rows"]}
-    assert set(rows) == {*WITH_HOROVOD, *WITHOUT_HOROVOD}
-    for label, row in rows.items():
-        assert row["horovod"] == (label in WITH_HOROVOD), row
+    assert list(rows) == [*NO_BUILD, HOROVOD_ROW]
+    workers = {label: row["workers"] for label, row in rows.items()}
+    assert workers == {**dict.fromkeys(NO_BUILD, "one"), "ddp-1-process": "ddp",
+                       HOROVOD_ROW: "horovod"}  # fmt: skip
+    for row in rows.values():
         assert row["timed_steps"] == 2 and row["device"] == "cpu" and row["images_per_sec"] > 0
+        assert row["sync_debug"] is False  # the sync check needs CUDA: the smoke drops it
     assert rows["real-cpu-decode"]["data"] == rows["real-gpu-decode"]["data"] == "real"
-    assert (out / "results" / "p3_gpu.md").read_text().startswith("SMOKE RUN on CPU")
+    assert rows["synthetic-compile"]["compile"] and not rows["eager-fp32"]["channels_last"]
+    md = (out / "results" / "p3_gpu.md").read_text()
+    assert md.startswith("SMOKE RUN on CPU")
+    assert "Horovod, 1 worker: no hooks, plain PyTorch under hvd.init" in md
     # The smoke run's report stays in its own folder: the repository's results are untouched.
     results = Path(REPO_ROOT) / "benchmarks" / "results"
     for name in ("p3_gpu.md", "p3_gpu.json"):
@@ -94,20 +116,34 @@ def test_the_kit_builds_horovod_with_cmake_4_and_runs_every_variant_on_cpu(smoke
 
 
 @pytest.mark.slow
+def test_a_budget_too_small_skips_each_step_and_says_so(smoke):
+    repo, out, _ = smoke
+    run = _kit(repo, "--smoke", out, "measure", timeout=120, budget=30)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "p3_resnet50.py --label" not in run.stdout  # nothing started
+    report = json.loads((out / "results" / "p3_gpu.json").read_text())
+    assert report["rows"] == [] and report["budget_s"] == 30
+    assert [r["label"] for r in report["skipped"]] == list(NO_BUILD)
+    assert "it needs 45 s" in report["skipped"][0]["skipped"]
+    assert "| eager-fp32 | SKIPPED: " in (out / "results" / "p3_gpu.md").read_text()
+
+
+@pytest.mark.slow
 def test_a_variant_that_fails_is_reported_as_failed_and_the_others_stay(smoke):
     repo, out, _ = smoke
     shutil.rmtree(out / "carry" / "data")  # the real-data variants have nothing to read
-    bench = _kit(repo, "--smoke", out, "bench", "real", timeout=600)
+    labels = ("synthetic", "real-gpu-decode", "real-cpu-decode")
+    bench = _kit(repo, "--smoke", out, "measure", *labels, timeout=600)
     assert bench.returncode == 1, bench.stdout + bench.stderr
     report = json.loads((out / "results" / "p3_gpu.json").read_text())
     assert {r["label"] for r in report["failed"]} == {"real-gpu-decode", "real-cpu-decode"}
-    assert {r["label"] for r in report["rows"]} == set(WITHOUT_HOROVOD) | {"synthetic"}
+    assert [r["label"] for r in report["rows"]] == ["synthetic"]
     md = (out / "results" / "p3_gpu.md").read_text()
     assert "| real-gpu-decode | FAILED: exit " in md
 
 
 @pytest.mark.slow
-def test_a_failed_horovod_build_stops_the_kit_with_nothing_measured(smoke):
+def test_a_failed_horovod_build_is_listed_and_stops_nothing_before_it(smoke):
     """The fault CMake 4 brings, planted: build_horovod.sh without CMAKE_POLICY_VERSION_MINIMUM."""
     repo, out, _ = smoke
     script = repo / "training" / "install" / "build_horovod.sh"
@@ -115,23 +151,23 @@ def test_a_failed_horovod_build_stops_the_kit_with_nothing_measured(smoke):
     planted = re.sub(r"^export CMAKE_POLICY_VERSION_MINIMUM=.*$", "", text, flags=re.M)
     assert planted != text
     script.write_text(planted)
-    shutil.rmtree(out / "results")
     try:
-        build = _kit(repo, "--smoke", out, "build", timeout=1800)
+        build = _kit(repo, "--smoke", out, "horovod", timeout=1800)
         assert build.returncode == 1
-        assert "Horovod did not build" in build.stderr and "nothing was measured" in build.stderr
+        assert "Horovod did not build" in build.stderr
         # CMake 4's own words about the Gloo copy's cmake_minimum_required(VERSION 2.8.12).
         log = (out / "out" / "build.log").read_text()
         assert "Compatibility with CMake < 3.5 has been removed" in log
-        bench = _kit(repo, "--smoke", out, "bench", "synthetic", timeout=300)
-        assert bench.returncode == 1 and "Horovod is not built" in bench.stderr
-        assert not (out / "results").exists() and not (out / "kit" / "p3.jsonl").exists()
+        report = json.loads((out / "results" / "p3_gpu.json").read_text())
+        assert report["failed"] == [
+            {"label": HOROVOD_ROW, "failed": "Horovod did not build; log: build.log"}
+        ]
     finally:
         script.write_text(text)
 
 
 @pytest.mark.slow
-def test_p3_runs_the_flavour_with_horovod_on_tfrecords_in_cpu_mode(tmp_path):
+def test_p3_runs_the_flavour_with_horovod_on_tfrecords_in_cpu_mode_and_leaves_no_thread(tmp_path):
     data = write_tiny_tfrecords(tmp_path / "data", per_shard=8)
     argv = [
         "--device",
@@ -156,6 +192,8 @@ def test_p3_runs_the_flavour_with_horovod_on_tfrecords_in_cpu_mode(tmp_path):
         "2",
         "--steps",
         "3",
+        "--workers",
+        "horovod",
     ]
     result = subprocess.run(
         [sys.executable, str(GPU / "p3_resnet50.py"), *argv],
@@ -167,25 +205,38 @@ def test_p3_runs_the_flavour_with_horovod_on_tfrecords_in_cpu_mode(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     row = json.loads(result.stdout.strip().splitlines()[-1])
-    assert row["horovod"] and row["data"] == "real" and row["data_workers"] == 1
+    assert row["workers"] == "horovod" and row["data"] == "real" and row["data_workers"] == 1
     assert row["images_per_sec"] > 0 and row["timed_steps"] == 3 and row["device"] == "cpu"
 
 
-def test_every_run_in_run_sh_is_a_valid_p3_command_line():
+def _run_sh_variants() -> list[tuple[str, int, list[str]]]:
+    """run.sh's `variant LABEL NEED ARGS...` lines, in order, as it passes them."""
     script = (GPU / "run.sh").read_text()
-    body = re.search(r"^variants\(\) \{\n(.*?)^\}", script, re.M | re.S).group(1)
-    lines = re.findall(r'^\s*"(--data .*?)"', body, re.M)
-    assert len(lines) == 5
-    labels = set()
-    for line in lines:
-        line = line.replace("$carry", ".gpu-carry").replace("$((cores - 1))", "15")
-        args = p3_resnet50.parse(shlex.split(line))
-        labels.add(args.label)
+    calls = re.findall(r"^\s+variant (\S+) (\S+) (.*?)(?<!\\)$", script.replace("\\\n", " "), re.M)
+    # The machine's values for run.sh's variables: the carried data, 16 cores.
+    words = {'"$data"': ".gpu-carry/data", "$((cores - 1))": "15"}
+    for name, value in words.items():
+        calls = [(label, need, rest.replace(name, value)) for label, need, rest in calls]
+    return [(label, need, shlex.split(rest)) for label, need, rest in calls]
+
+
+def test_every_run_in_run_sh_is_a_valid_p3_command_line():
+    variants = _run_sh_variants()
+    assert [label for label, _, _ in variants] == [*NO_BUILD, HOROVOD_ROW]
+    for label, need, argv in variants:
+        args = p3_resnet50.parse(["--label", label, *argv])
         assert (args.model, args.image_size, args.batch_size) == ("resnet50", 224, 256)
-        assert args.precision == "bf16" and args.channels_last
-        # Only the variants about running without Horovod run without it.
-        assert args.horovod != (args.weights_channels_last or args.compile), line
-    assert {"synthetic", "real-gpu-decode", "real-cpu-decode"} <= labels
+        assert int(need) > 0
+        # The synthetic rows prove no host sync per step; the real-data rows' loader thread
+        # decodes and copies on its own stream, which the check (process-wide) would flag.
+        assert args.sync_debug == (args.data == "synthetic"), label
+    by_label = {label: p3_resnet50.parse(argv) for label, _, argv in variants}
+    assert by_label["eager-fp32"].precision == "fp32" and not by_label["eager-fp32"].channels_last
+    assert by_label["synthetic"].precision == "bf16" and by_label["synthetic"].channels_last
+    assert by_label["synthetic-compile"].compile
+    assert by_label["ddp-1-process"].workers == "ddp"
+    assert by_label[HOROVOD_ROW].workers == "horovod"
+    script = (GPU / "run.sh").read_text()
     assert "bash training/install/build_horovod.sh" in script
     assert "HOROVOD_GPU_OPERATIONS=NCCL" in script and "HOROVOD_WITH_PYTORCH=1" in script
     assert subprocess.run(["bash", "-n", str(GPU / "run.sh")]).returncode == 0
@@ -195,7 +246,8 @@ def test_every_run_in_run_sh_is_a_valid_p3_command_line():
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--weights-channels-last"], "needs --no-horovod"),
+        (["--weights-channels-last", "--workers", "horovod"], "needs --workers one or ddp"),
+        (["--sync-debug", "--device", "cpu"], "--sync-debug needs --device cuda"),
         (["--data", "real"], "--data real needs --data-dir"),
         (["--data", "real", "--data-dir", "x", "--device", "cpu"], "--decode gpu needs"),
     ],
@@ -245,7 +297,9 @@ def test_p3_report_compares_with_the_synthetic_run_of_the_same_session(tmp_path)
         "image_size": 224,
         "batch": 256,
         "precision": "bf16",
-        "horovod": True,
+        "workers": "one",
+        "sync_debug": True,
+        "channels_last": True,
         "compile": False,
         "weights_channels_last": False,
         "kernel_time_share": 0.9,
@@ -257,7 +311,10 @@ def test_p3_report_compares_with_the_synthetic_run_of_the_same_session(tmp_path)
     (tmp_path / "p3.jsonl").write_text("\n".join(map(json.dumps, rows)))
     p3_report.main([str(tmp_path / "p3.jsonl"), "--command", "cmd", "--results", str(tmp_path)])
     md = (tmp_path / "p3_gpu.md").read_text()
-    assert "| synthetic | yes | no | no | 3,200 | 1.00× | 90% |" in md
+    assert (
+        "| synthetic | one process | resnet50, 224, 256 | bf16 | images | no | yes | 3,200 | "
+        "1.00× | 90% |" in md
+    )
     assert "3,200, met." in md and "0.88×, NOT met." in md
     assert json.loads((tmp_path / "p3_gpu.json").read_text())["command"] == "cmd"
 
@@ -271,6 +328,26 @@ def test_p3_report_compares_with_the_synthetic_run_of_the_same_session(tmp_path)
     assert "0.94×, met." in md and "0.88×" not in md
     report = json.loads((tmp_path / "p3_gpu.json").read_text())
     assert [r["label"] for r in report["failed"]] == ["real-cpu-decode"]
+
+    # A step the budget could not cover is listed as skipped; the Horovod row says what it is.
+    skipped = {"label": "horovod-1-worker-no-hooks", "skipped": "20 s left of the 540 s budget"}
+    hvd_row = {**rows[0], "label": "again", "workers": "horovod"}
+    (tmp_path / "p3.jsonl").write_text("\n".join(map(json.dumps, [*rows, hvd_row, skipped])))
+    p3_report.main(
+        [
+            str(tmp_path / "p3.jsonl"),
+            "--command",
+            "c",
+            "--results",
+            str(tmp_path),
+            "--budget",
+            "540",
+        ]
+    )
+    md = (tmp_path / "p3_gpu.md").read_text()
+    assert "| horovod-1-worker-no-hooks | SKIPPED: 20 s left of the 540 s budget |" in md
+    assert "| again | Horovod, 1 worker: no hooks, plain PyTorch under hvd.init |" in md
+    assert "a budget of 540 s." in md
 
     # The CPU rehearsal says so and gives no verdict.
     p3_report.main(

@@ -177,6 +177,29 @@ def test_worker_processes_and_prefetching_yield_the_simple_paths_batches(prepare
     assert torch.equal(torch.cat(val), torch.cat([y for _, y in simple.validation_batches()]))
 
 
+def test_closing_the_prefetched_stream_stops_and_joins_its_thread():
+    """A stream abandoned mid-pass (the benchmark's and the training loop's end) leaves no
+    thread behind: one still inside torch at interpreter exit aborted a run (exit 134)."""
+    import threading
+    import time
+
+    def endless():
+        while True:
+            yield torch.zeros(2)
+
+    def slow_finish(item):
+        time.sleep(0.05)  # the thread is busy in `finish` when the stream is closed
+        return item
+
+    before = set(threading.enumerate())
+    stream = loader.prefetched(endless(), slow_finish, torch.device("cpu"), depth=2)
+    assert torch.equal(next(stream), torch.zeros(2))
+    started = [t for t in threading.enumerate() if t not in before]
+    assert [t.name for t in started] == ["batch-prefetch"]
+    stream.close()
+    assert not started[0].is_alive()
+
+
 def test_random_resized_crop_follows_the_recipe():
     rng = np.random.default_rng(0)
     h, w = np.full(4000, 375), np.full(4000, 500)

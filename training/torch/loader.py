@@ -17,6 +17,7 @@ from training.torch.device_finish import Finisher
 from training.torch.record_batches import RecordBatches, Split, index_split
 
 _END = object()
+JOIN_S = 60.0  # how long closing waits for the prefetch thread to stop
 
 
 def prefetched(items, finish, device: torch.device, depth: int):
@@ -70,7 +71,14 @@ def prefetched(items, finish, device: torch.device, depth: int):
                     tensor.record_stream(current)
             yield batch
     finally:
+        # Closed (or collected): the thread stops and is joined here, before the process can
+        # exit with it still inside torch, which once aborted a run at exit ("terminate called
+        # without an active exception", exit 134). It polls `stop` at least every 0.1 s
+        # between batches, so it ends within one batch's finish.
         stop.set()
+        thread.join(JOIN_S)
+        if thread.is_alive():
+            raise TrainingError(f"the batch-prefetch thread did not stop within {JOIN_S:.0f} s")
 
 
 def worker_context():

@@ -265,6 +265,11 @@ class Data:
             self._train = self._records.train_batches(self._first)
         return self._train
 
+    def close(self) -> None:
+        """Stops the training stream's prefetch thread and loader workers (TFRecords)."""
+        if self._records is not None and self._train is not None:
+            self._train.close()
+
     def validation(self) -> Iterator[Batch] | None:
         """A fresh pass over this worker's validation batches, or None: no validation."""
         if self._records is not None:
@@ -368,6 +373,7 @@ def run(args, workers) -> None:
             if args.checkpoint_dir:
                 checkpoint = trainer.save(Path(args.checkpoint_dir), epoch + 1, global_step)
 
+    data.close()
     if args.dump_weights:
         trainer.dump_weights(args.dump_weights)
     epochs.close(worker.report(args, FRAMEWORK, meter, data.source, size, rank, checkpoint))
