@@ -15,15 +15,7 @@ from azure.core.exceptions import HttpResponseError
 from azdl.errors import AzdlError
 from azdl.propagation import code_upload_refusals, while_propagating
 from tests.azure.blob_endpoint import BlobEndpoint
-
-
-class Clock:
-    def __init__(self):
-        self.now, self.sleeps = 0.0, []
-
-    def sleep(self, seconds):
-        self.sleeps.append(seconds)
-        self.now += seconds
+from tests.azure.fake_clock import Clock
 
 
 def retried(call, clock, say=lambda _line: None):

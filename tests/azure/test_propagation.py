@@ -14,6 +14,7 @@ from azure.storage.blob import ContainerClient
 from azdl.errors import AzdlError
 from azdl.propagation import PROPAGATION_SECONDS, while_propagating
 from azdl.staging import check_access
+from tests.azure.fake_clock import Clock
 
 
 class _Refusing(http.server.BaseHTTPRequestHandler):
@@ -55,17 +56,6 @@ def container():
 def retry(container, clock, say=lambda _line: None):
     return while_propagating(container.get_container_properties, "reading data",
                              say=say, sleep=clock.sleep, clock=lambda: clock.now)  # fmt: skip
-
-
-class Clock:
-    """Time that passes only when azdl sleeps."""
-
-    def __init__(self):
-        self.now, self.sleeps = 0.0, []
-
-    def sleep(self, seconds):
-        self.sleeps.append(seconds)
-        self.now += seconds
 
 
 def test_a_403_while_roles_propagate_is_retried_with_a_note(container):
