@@ -3,7 +3,7 @@
 
 # The set-ups run side by side (make -j): the operator's install and Azurite's are mostly one
 # core of unpacking and byte-compiling, beside the training one's downloads; its Horovod build
-# comes last. A cold `make setup` (fresh clone, 2 cores, 2026-11-26): 906 s in turn, 780 s so.
+# comes last. A cold `make setup` (fresh clone, 2 cores, 2026-11-26): 906 s in turn, 780 s side by side.
 demo:  ## local 2-worker Horovod training on synthetic data
 	$(MAKE) --no-print-directory -j2 setup-operator setup-training
 	.venv/bin/azdl train --workers 2
