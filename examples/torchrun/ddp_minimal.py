@@ -17,6 +17,7 @@ import os
 
 import torch
 import torch.distributed as dist
+import torch.distributed.nn  # before init_process_group: see below
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
@@ -40,6 +41,11 @@ def main(argv=None) -> None:
         device, backend = torch.device("cuda", local_rank), "nccl"
     else:
         device, backend = torch.device("cpu"), "gloo"
+    # torch.distributed.nn binds the default group into its functions' defaults when first
+    # imported, and DDP's constructor imports it: imported after this line, it would keep the
+    # group (and Gloo's threads) alive past destroy_process_group(), and the interpreter's exit
+    # could abort ("terminate called without an active exception"). Imported above, it binds
+    # nothing. docs/torchrun.md, "Ending cleanly".
     dist.init_process_group(backend)
     rank, world = dist.get_rank(), dist.get_world_size()
 
