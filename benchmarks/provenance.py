@@ -11,6 +11,7 @@ it never passes quietly.
 """
 
 import ast
+import json
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -165,3 +166,16 @@ def freshness(record: dict, root: Path = ROOT) -> Freshness:
     later = git(root, "log", "--format=%h", f"{commit}..HEAD", "--", *paths).split()
     by = f" by {_some(later[::-1])}" if later else " (the measured commit is not an ancestor)"
     return Freshness("stale", f"stale since `{_short(commit)}`: {_some(changed)} changed{by}")
+
+
+def table(results_dir: Path, root: Path = ROOT) -> str:
+    """Every results file in `results_dir`, the commit it measured and whether its code is
+    still HEAD's (the docs' Benchmarks page; the targets table judges only the target figures)."""
+    lines = ["| results file | measured | code |", "| --- | --- | --- |"]
+    for path in sorted(results_dir.glob("*.json")):
+        record = json.loads(path.read_text())
+        fresh = freshness(record, root)
+        code = fresh.text if fresh.current else f"**{fresh.text}**"
+        date = str(record.get("date", "?"))[:10]
+        lines.append(f"| `{path.with_suffix('.md').name}` | {date} | {code} |")
+    return "\n".join(lines) + "\n"

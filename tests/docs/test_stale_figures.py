@@ -83,6 +83,21 @@ def test_a_change_to_an_imported_module_makes_the_figure_stale_and_others_do_not
     )
 
 
+def test_the_list_of_results_files_marks_each_one(repo, tmp_path):
+    """The docs' list of every results file (benchmark-code): current, stale, no commit."""
+    results = tmp_path / "results"
+    results.mkdir()
+    record = provenance.measured(["benchmarks/bench.py"], repo) | {"date": "2026-11-29 08:00"}
+    (results / "a.json").write_text(json.dumps(record))
+    (results / "old.json").write_text(json.dumps({"date": "2026-11-24 21:20 UTC"}))
+    assert provenance.table(results, repo).splitlines()[2:] == [
+        f"| `a.md` | 2026-11-29 | `{record['commit'][:7]}` |",
+        "| `old.md` | 2026-11-24 | **stale: commit unknown** |",
+    ]
+    commit(repo, {"benchmarks/bench.py": "from training import b\n"}, "bench")
+    assert "| `a.md` | 2026-11-29 | **stale since `" in provenance.table(results, repo)
+
+
 def test_a_run_on_uncommitted_changes_is_stale_and_says_which(repo):
     (repo / "training" / "a.py").write_text("def f():\n    return 3\n")
     (repo / "notes.txt").write_text("untracked\n")
