@@ -76,7 +76,7 @@ def imports(path: Path, root: Path = ROOT) -> set[Path]:
 def closure(files: list[Path], root: Path = ROOT) -> set[Path]:
     """`files` and every repository module they import, directly or not."""
     seen: set[Path] = set()
-    todo = [f for f in files if f.suffix == ".py"]
+    todo = [f for f in files if f.suffix == ".py" and f.is_file()]  # not one deleted uncommitted
     while todo:
         path = todo.pop()
         if path not in seen:
@@ -104,11 +104,12 @@ def measured(paths: list[str], root: Path = ROOT) -> dict:
     declared ones, then every other module their Python files import). Raises GitError when git
     cannot say which commit this is: a figure that does not know its commit is not written."""
     commit = git(root, "rev-parse", "--verify", "HEAD").strip()
-    declared = git(root, "ls-files", "--cached", "--others", "--exclude-standard", "--", *paths)
+    declared = git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--",
+                   *paths)  # fmt: skip
     missing = [p for p in paths if not git(root, "ls-files", "-co", "--exclude-standard", "--", p)]
     if missing:
         raise GitError(f"no file matches the measured path(s) {', '.join(missing)}")
-    files = declared.splitlines()
+    files = [f for f in declared.split("\0") if f]
     modules = {str(f.relative_to(root)) for f in closure([root / f for f in files], root)}
     all_paths = [*paths, *sorted(modules - set(files) - set(RECORDERS))]
     dirty = _changed_files(root)
