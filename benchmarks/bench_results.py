@@ -111,6 +111,7 @@ class Run:
             "seconds": round(time.time() - self.started, 1),
             "machine": machine(),
             "load_average": {"before": self.load_before, "after": os.getloadavg()},
+            "niceness": os.nice(0),  # `nice -n 5` leaves the CPU to others first
             "command": self.command,
             **self.source,
             "measures": self.measures,
@@ -151,7 +152,9 @@ def markdown(record: dict) -> str:
         f"Measured {record['date']} in {record['seconds']:.0f} s on {box['cores']} cores "
         f"({box['usable_cores']} usable), {box['cpu']}, GPU: {box['gpu']}, {box['system']}, "
         f"Python {box['python']}; load average {load['before'][0]:.1f} before, "
-        f"{load['after'][0]:.1f} after (1-minute).  ",
+        f"{load['after'][0]:.1f} after (1-minute)"
+        + (f", niceness {record['niceness']}" if record.get("niceness") else "")
+        + ".  ",
         f"{_code(record)}  ",
         f"Command: `{record['command']}`",
         "",
