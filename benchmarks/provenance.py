@@ -52,11 +52,19 @@ def _module_file(name: str, near: Path, root: Path) -> list[Path]:
     return files
 
 
+def _statements(nodes: list[ast.stmt]):
+    """Every statement, nested ones too (an import is a statement: expressions hold none)."""
+    for node in nodes:
+        yield node
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            yield from _statements(getattr(node, field, []))
+
+
 def imports(path: Path, root: Path = ROOT) -> set[Path]:
     """The repository files that the module at `path` imports (anywhere in its source)."""
     found = set()
     package = path.parent.relative_to(root).parts if path.is_relative_to(root) else ()
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+    for node in _statements(ast.parse(path.read_text(), filename=str(path)).body):
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
