@@ -32,6 +32,9 @@ from azdl.local import local_env  # noqa: E402
 from training.teardown import TEARDOWN_ABORT  # noqa: E402
 
 CENSUS_DIR = Path(__file__).resolve().parent / "teardown_census"
+# The code whose teardown is measured: the built-in flavour's process group and the example.
+MEASURES = ["benchmarks/teardown_stress.py", "benchmarks/teardown_census", "training/teardown.py",
+            "training/torch/distributed.py", "examples/torchrun/ddp_minimal.py"]  # fmt: skip
 CENSUS = re.compile(r"^azdl-census: rank (\d+): (\S+)$", re.M)
 KINDS = {
     "built-in flavour": ["-m", "training.torch.train", "--model", "tiny", "--image-size", "32",
@@ -127,7 +130,7 @@ def main() -> int:
     a = p.parse_args()
     from bench_results import Run
 
-    run, rows = Run(), []
+    run, rows = Run(MEASURES), []
     if a.before:
         before = worktree(a.before)
         try:
