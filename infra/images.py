@@ -94,7 +94,9 @@ class TrainingImages(pulumi.ComponentResource):
     ):
         super().__init__("azdl:infra:TrainingImages", name, None, opts)
         self.images, self.environments = {}, {}
-        login_server = args.registry.login_server
+        # Azure's registry confirms the name first (infra/registry.py): builds, image refs and
+        # environments wait for it.
+        login_server = args.registry.confirmed_login_server
         built_frameworks = [f for f in FRAMEWORKS if f not in args.prebuilt]
         refused = (
             pulumi.ErrorHook("azdl-acr-tasks-refused", explain_refused_tasks)
@@ -210,7 +212,11 @@ class TrainingImages(pulumi.ComponentResource):
                 force_update_tag=upload.relative_path,
                 run_request=containerregistry.TaskRunRequestArgs(
                     type="TaskRunRequest",
-                    task_id=task.id,
+                    # the task, once the registry's login server is confirmed: no build
+                    # starts for a registry the stack misnamed
+                    task_id=pulumi.Output.all(task.id, registry.confirmed_login_server).apply(
+                        lambda ids: ids[0]
+                    ),
                     override_task_step_properties=(
                         containerregistry.OverrideTaskStepPropertiesArgs(
                             context_path=upload.relative_path
