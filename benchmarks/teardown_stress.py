@@ -73,23 +73,25 @@ def one_run(tree: Path, kind: str, timeout: int) -> dict:
     }
 
 
-def stress(tree: Path, runs: int, load: int, label: str, timeout: int = 300) -> list[list]:
+def stress(tree: Path, runs: int, load: int, label: str, timeout: int = 300,
+           after_each=None) -> list[list]:  # fmt: skip
     """`runs` runs in `tree`, alternating the kinds, with `load` busy processes beside them; a
-    table row per kind: label, kind, runs, exit 0, aborts, threads left, census missing."""
+    table row per kind: label, kind, runs, exit 0, aborts, threads left, census missing.
+    `after_each(rows)`: called with the rows so far after every run."""
     stop = multiprocessing.Event()
     burners = [multiprocessing.Process(target=burn, args=(stop,), daemon=True)
                for _ in range(load)]  # fmt: skip
     for b in burners:
         b.start()
     try:
-        return _measure(tree, runs, label, timeout)
+        return _measure(tree, runs, label, timeout, after_each or (lambda rows: None))
     finally:
         stop.set()
         for b in burners:
             b.join()
 
 
-def _measure(tree: Path, runs: int, label: str, timeout: int) -> list[list]:
+def _measure(tree: Path, runs: int, label: str, timeout: int, after_each) -> list[list]:
     tally = {kind: {"runs": 0, "exit 0": 0, "aborts": 0, "threads left": 0, "unreported": 0}
              for kind in KINDS}  # fmt: skip
     kinds = list(KINDS)
@@ -105,6 +107,7 @@ def _measure(tree: Path, runs: int, label: str, timeout: int) -> list[list]:
         marks = "ABORT at exit " if result["aborted"] else ""
         marks += "threads left" if result["threads_left"] else ""
         print(f"[{label}] run {i + 1}/{runs} {kind}: exit {result['code']} {marks}", flush=True)
+        after_each([[label, kind, *t.values()] for kind, t in tally.items()])
     return [[label, kind, *t.values()] for kind, t in tally.items()]
 
 
@@ -130,7 +133,16 @@ def main() -> int:
     a = p.parse_args()
     from bench_results import Run
 
-    run, rows = Run(MEASURES), []
+    run, done = Run(MEASURES), []
+    title = (f"Teardown under load: two-worker torchrun runs on this machine with {a.load} busy "
+             f"processes beside them")  # fmt: skip
+    headers = ["tree", "script", "runs", "exit 0", "aborts at exit", "threads left at exit",
+               "census missing"]  # fmt: skip
+
+    def write(rows: list[list]) -> Path:
+        """The results so far: a run stopped early still leaves its counts."""
+        return run.write(a.name, title, headers, done + rows, data={"load": a.load})
+
     if a.before:
         before = worktree(a.before)
         try:
@@ -138,16 +150,12 @@ def main() -> int:
                 ["git", "-C", str(before), "rev-parse", "--short", "HEAD"],
                 capture_output=True, text=True, check=True,
             ).stdout.strip()  # fmt: skip
-            rows += stress(before, a.before_runs, a.load, f"before ({rev})", a.timeout)
+            done += stress(before, a.before_runs, a.load, f"before ({rev})", a.timeout, write)
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(before)],
                            check=True)  # fmt: skip
-    rows += stress(ROOT, a.runs, a.load, "this checkout", a.timeout)
-    title = (f"Teardown under load: two-worker torchrun runs on this machine with {a.load} busy "
-             f"processes beside them")  # fmt: skip
-    headers = ["tree", "script", "runs", "exit 0", "aborts at exit", "threads left at exit",
-               "census missing"]  # fmt: skip
-    md = run.write(a.name, title, headers, rows, data={"load": a.load})
+    rows = stress(ROOT, a.runs, a.load, "this checkout", a.timeout, write)
+    md = write(rows)
     print(md.read_text())
     clean = all(r[4] == 0 and r[5] == 0 and r[6] == 0 and r[3] == r[2] for r in rows
                 if r[0] == "this checkout")  # fmt: skip
