@@ -74,6 +74,13 @@ TARGETS = [
         {"torch images/s per core": "1 core"},
     ),
     Target(
+        "teardown_stress",
+        "Finished two-worker torchrun runs under CPU load that exit 0, no thread left",
+        1.00,
+        "",
+        {"runs that ended cleanly": "share of runs"},
+    ),
+    Target(
         "p5_staging",
         "P5: `data stage` vs one stream",
         3.0,
