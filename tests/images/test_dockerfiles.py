@@ -248,7 +248,7 @@ def test_horovod_builds_and_checks_with_the_cuda_driver_stub_then_drops_it(frame
     and `horovodrun --check-build` (as in Horovod's own GPU Dockerfile), and off again after."""
     assert any(f"image-steps.sh horovod {framework}" in r for r in instructions(framework, "RUN"))
     steps = commands(step("horovod").split("esac\n", 1)[1])  # after picking the flags
-    assert steps.pop(0).startswith("/opt/venv/bin/pip install --no-cache-dir \"cmake==")
+    assert steps.pop(0).startswith('/opt/venv/bin/pip install --no-cache-dir "cmake==')
     first, last = steps[0].split(), steps[-1]
     assert first[0] == "ldconfig" and first[1].startswith("/usr/local/cuda/"), steps[0]
     assert first[1].rstrip("/").endswith("/stubs"), steps[0]
