@@ -129,7 +129,7 @@ def test_pointers_to_doc_sections_lead_somewhere():
 
 HISTORY = [
     r"\bissue \d+", r"(?<!SSH )sessions?\b(?! (?:host|token))", r"\bseeds' ",
-    r"while this was built", r"\blent\b", r"device tool", r"reference implementation",
+    r"while this was built", r"\blent\b", r"device tool", r"\blease\b", r"reference implementation",
     r"available to this project",
     r"this project's (?:development|test|CI)",
 ]  # fmt: skip
