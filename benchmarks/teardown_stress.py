@@ -17,7 +17,6 @@ is what makes the race possible.
 import argparse
 import multiprocessing
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -36,7 +35,6 @@ CENSUS_DIR = Path(__file__).resolve().parent / "teardown_census"
 MEASURES = ["benchmarks/teardown_stress.py", "benchmarks/teardown_census", "training/teardown.py",
             "training/torch/distributed.py", "examples/torchrun/ddp_minimal.py"]  # fmt: skip
 CLEAN = "runs that ended cleanly"  # the figure the targets table judges (benchmarks/targets.py)
-CENSUS = re.compile(r"^azdl-census: rank (\d+): (\S+)$", re.M)
 KINDS = {
     "built-in flavour": ["-m", "training.torch.train", "--model", "tiny", "--image-size", "32",
                          "--num-classes", "4", "--warmup-epochs", "0", "--epochs", "1",
@@ -55,22 +53,24 @@ def one_run(tree: Path, kind: str, timeout: int) -> dict:
     """One two-worker torchrun run of `kind` in `tree`: exit code, abort, threads left."""
     python = str(training_bin("python"))
     cmd = [*local_torchrun(python, 2, 0), python, *KINDS[kind]]
-    env = local_env("torchrun", 2) | {
-        "PYTHONPATH": f"{tree}{os.pathsep}{CENSUS_DIR}",
-        "AZDL_TEARDOWN_PY": str(ROOT / "training" / "teardown.py"),
-    }
-    try:
-        proc = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True,
-                              timeout=timeout)  # fmt: skip
-        code, out = proc.returncode, proc.stdout + proc.stderr
-    except subprocess.TimeoutExpired as exc:
-        code, out = "timeout", (exc.stdout or b"").decode() + (exc.stderr or b"").decode()
-    census = {int(rank): names for rank, names in CENSUS.findall(out)}
+    with tempfile.TemporaryDirectory(prefix="census-") as census_dir:
+        env = local_env("torchrun", 2) | {
+            "PYTHONPATH": f"{tree}{os.pathsep}{CENSUS_DIR}",
+            "AZDL_TEARDOWN_PY": str(ROOT / "training" / "teardown.py"),
+            "AZDL_CENSUS_DIR": census_dir,
+        }
+        try:
+            proc = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True,
+                                  timeout=timeout)  # fmt: skip
+            code, out = proc.returncode, proc.stdout + proc.stderr
+        except subprocess.TimeoutExpired as exc:
+            code, out = "timeout", (exc.stdout or b"").decode() + (exc.stderr or b"").decode()
+        census = [p.read_text() for p in sorted(Path(census_dir).glob("rank-*"))]
     return {
         "code": code,
         "aborted": TEARDOWN_ABORT in out,
         "reported": len(census) == 2,
-        "threads_left": any(names != "-" for names in census.values()),
+        "threads_left": any(names != "-" for names in census),
     }
 
 
