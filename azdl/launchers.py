@@ -1,8 +1,18 @@
-"""torchrun, as azdl starts it: on this machine (one node, `azdl train`) and on each node of an
-Azure ML job with `distribution: pytorch` (`azdl submit`); the choice of one torchrun per node is
-explained in docs/torchrun.md, "On the cluster: one torchrun per node". No Azure calls."""
+"""How workers start, one vocabulary for `azdl train`, `submit` and `bench` and
+training/flavours.py: Horovod's launcher (horovodrun or mpirun locally, Azure ML's MPI on the
+cluster) or torchrun. And torchrun as azdl starts it: on this machine (one node, `azdl train`)
+and on each node of an Azure ML job with `distribution: pytorch` (`azdl submit`); the choice of
+one torchrun per node is explained in docs/torchrun.md, "On the cluster: one torchrun per node".
+No Azure calls."""
 
 import shlex
+
+LAUNCHERS = ("horovod", "torchrun")
+DEFAULT_LAUNCHER = "horovod"
+# Horovod's transport on this machine: `horovodrun --gloo` (the default), or plain `mpirun`, as
+# Azure ML starts the processes of an MPI job.
+TRANSPORTS = ("gloo", "mpi")
+DEFAULT_TRANSPORT = "gloo"
 
 # The rendezvous shares its TCP store server with the workers by default, and that store
 # outlives a restart: the restarted workers then read the previous round's Gloo addresses and

@@ -31,9 +31,9 @@ FIRST_STEP_TIMEOUT_S = 1800
 # after the set times; under `horovodrun --gloo` with the same settings nothing was printed and
 # the job hung until killed.
 GLOO_HAS_NO_STALL_INSPECTOR = (
-    "--stall-timeout needs the MPI launcher: Horovod's stall inspector does not fire under "
-    "`horovodrun --gloo` (a stalled Gloo job prints nothing and hangs); use --launcher mpi, "
-    "or leave --launcher out (it then picks mpi)"
+    "--stall-timeout needs Horovod's MPI transport: its stall inspector does not fire under "
+    "`horovodrun --gloo` (a stalled Gloo job prints nothing and hangs); use --transport mpi, "
+    "or leave --transport out (it then picks mpi)"
 )
 # NCCL's own log of its communicators' set-up, read by training.guard for the init deadline and
 # the InfiniBand check (NCCL reads these once per process; the guard drops INFO lines once it has

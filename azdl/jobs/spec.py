@@ -17,9 +17,9 @@ from azdl.jobs.azureml import (
     output_folder,
     processes_per_node,
 )
-from azdl.jobs.request import LAUNCHERS, STORAGE_MODES, JobPart, JobRequest
+from azdl.jobs.request import STORAGE_MODES, JobPart, JobRequest
 from azdl.jobs.stack_outputs import StackOutputs
-from azdl.launchers import TORCHRUN_ENV, node_torchrun
+from azdl.launchers import LAUNCHERS, TORCHRUN_ENV, node_torchrun
 from training import flight_recorder
 from training.flavours import FRAMEWORKS
 

@@ -114,6 +114,8 @@ def test_a_users_script_keeps_its_own_collective_timeout(ml_client, outputs_file
          "the keras flavour runs under Horovod only"),
         (["--max-restarts", "1"], "--max-restarts is torchrun's"),
         (["--launcher", "slurm"], "argument --launcher: invalid choice: 'slurm'"),
+        (["--launcher", "mpi"], "'mpi' is no launcher any more: say --launcher horovod "
+                                "(Azure ML's MPI; the default)"),
     ],
 )  # fmt: skip
 def test_what_torchrun_cannot_do_is_refused_before_anything_is_submitted(
@@ -132,4 +134,4 @@ def test_horovod_stays_the_default(outputs):
     job = build_job(outputs(), JobRequest("torch", 1, "mount", "r"))
     assert isinstance(job.distribution, MpiDistribution)
     assert job.distribution.process_count_per_instance == 8
-    assert "torchrun" not in job.command and job.tags["azdl.launcher"] == "mpi"
+    assert "torchrun" not in job.command and job.tags["azdl.launcher"] == "horovod"

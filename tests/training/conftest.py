@@ -34,8 +34,8 @@ class Run:
         return [float(x) for x in re.findall(rf"\b{name}: ([0-9.e+-]+)", self.output)]
 
 
-def launch(framework, workers, args, launcher="gloo", timeout=240) -> Run:
-    cmd = launch_command(framework, workers, launcher, [str(a) for a in args])
+def launch(framework, workers, args, launcher="horovod", timeout=240, transport="gloo") -> Run:
+    cmd = launch_command(framework, workers, launcher, [str(a) for a in args], transport=transport)
     env = training_env({"TF_CPP_MIN_LOG_LEVEL": "1"})
     proc = subprocess.run(
         cmd,

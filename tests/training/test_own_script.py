@@ -119,7 +119,7 @@ def test_a_users_horovod_script_runs_unchanged_on_two_workers(tmp_path, name, so
 @pytest.mark.slow
 def test_a_failing_worker_fails_the_run_with_its_message(tmp_path):
     (tmp_path / "user.py").write_text(TORCH_USER_SCRIPT)
-    run = azdl("train", "--script", "user.py", "--launcher", "mpi", "--",
+    run = azdl("train", "--script", "user.py", "--transport", "mpi", "--",
                "--model-out", ".", "--fail-on-rank", "1", cwd=tmp_path)  # fmt: skip
     assert run.returncode != 0
     assert "rank 1 fails on purpose" in run.stdout
@@ -259,7 +259,7 @@ def test_segmentation_learns_above_chance_on_two_workers_in_sync_and_resumes(lan
     assert len((run_dir / "logs" / "metrics.jsonl").read_text().splitlines()) == 2
 
     # Resume, under plain mpirun this time: the third epoch only, from the second's checkpoint.
-    run = azdl("train", "--script", script, "--workers", 2, "--launcher", "mpi",
+    run = azdl("train", "--script", script, "--workers", 2, "--transport", "mpi",
                "--data", landcover, "--run-dir", run_dir, "--", "--epochs", 3, *common,
                cwd=tmp_path)  # fmt: skip
     assert run.returncode == 0, run.stdout
@@ -342,7 +342,9 @@ def test_local_script_runs_get_their_folders_as_variables_and_placeholders(tmp_p
     assert env["OMP_NUM_THREADS"] == env["AZDL_THREADS"] == str(max(1, os.cpu_count() // 2))
     with pytest.raises(AzdlError, match=r"use \{data_dir\}, but this run has no such folder"):
         local.script_run(tmp_path / "t.py", 2, None, ["{data_dir}"], tmp_path / "run")
-    cmd = local.launch_command("", 2, "mpi", ["--a"], script=tmp_path / "t.py", exports=tuple(env))
+    cmd = local.launch_command(
+        "", 2, "horovod", ["--a"], script=tmp_path / "t.py", exports=tuple(env), transport="mpi"
+    )
     assert cmd[-2:] == [str(tmp_path / "t.py"), "--a"]
     assert cmd[cmd.index("AZDL_OUTPUT_DIR") - 1] == "-x"  # mpirun hands it to the workers
 

@@ -37,7 +37,7 @@ def both(tmp_path_factory):
     root = tmp_path_factory.mktemp("launchers")
     runs = {
         launcher: launch("torch", 2, [*SAME, "--dump-weights", root / launcher], launcher)
-        for launcher in ("gloo", "torchrun")
+        for launcher in ("horovod", "torchrun")
     }
     for launcher, run in runs.items():
         assert run.returncode == 0, f"{launcher}:\n{run.output}"
@@ -46,11 +46,11 @@ def both(tmp_path_factory):
 
 def test_the_same_seed_gives_the_same_losses_under_both_launchers(both):
     root, runs = both
-    horovod, torchrun = runs["gloo"].losses(), runs["torchrun"].losses()
+    horovod, torchrun = runs["horovod"].losses(), runs["torchrun"].losses()
     assert len(horovod) == len(torchrun) == 3, runs["torchrun"].output
     assert horovod[-1] < 0.7 * horovod[0]  # it learned, so agreement below means something
     np.testing.assert_allclose(torchrun, horovod, rtol=1e-4)
-    for name, value in _weights(root / "gloo").items():
+    for name, value in _weights(root / "horovod").items():
         np.testing.assert_allclose(_weights(root / "torchrun")[name], value, rtol=1e-4, atol=2e-5)
 
 
