@@ -257,6 +257,17 @@ def framework_of(args: argparse.Namespace, script: OwnScript | None) -> str:
     return found
 
 
+def launcher_of(args: argparse.Namespace, script: OwnScript | None) -> str:
+    """--launcher, else horovod; for a script, the one its source asks for (a --launcher it
+    contradicts is refused), said in one line when azdl chose it."""
+    if script is None:
+        return args.launcher or DEFAULT_LAUNCHER
+    launcher, how = own_script.launcher_for(script.path, args.launcher, DEFAULT_LAUNCHER)
+    if how is not None:
+        print(f"azdl: {how}", file=sys.stderr)
+    return launcher
+
+
 def progress_timeout_of(args: argparse.Namespace, script: OwnScript | None) -> int | None:
     """--progress-timeout, else the cluster default for the built-in scripts (they beat) and
     none for a user's script (it may not)."""
@@ -282,7 +293,7 @@ def run(args: argparse.Namespace) -> int:
         raise AzdlError("--json reports a submitted job; --dry-run and --export print its YAML")
     script = own_script_of(args)
     framework = framework_of(args, script)
-    launcher = args.launcher or DEFAULT_LAUNCHER
+    launcher = launcher_of(args, script)
     # The job's machinery (the outputs' model, then azure-ai-ml) once the options are good.
     from azdl.jobs import export, health
     from azdl.jobs.spec import build_job, time_limit, warnings

@@ -137,10 +137,11 @@ def demo_args(framework: str, workers: int, run_dir: Path | None = None) -> list
     ]  # fmt: skip
 
 
-def launcher_of(args: argparse.Namespace) -> tuple[str, str]:
-    """(launcher, Horovod's transport): --launcher, else horovod; --transport, else mpi with
-    --stall-timeout (Horovod's stall inspector needs it), else gloo."""
-    launcher = args.launcher or DEFAULT_LAUNCHER
+def launcher_of(args: argparse.Namespace, chosen: str | None = None) -> tuple[str, str]:
+    """(launcher, Horovod's transport): `chosen` (for a script: `own_script.launcher_for`),
+    else --launcher, else horovod; --transport, else mpi with --stall-timeout (Horovod's stall
+    inspector needs it), else gloo."""
+    launcher = chosen or args.launcher or DEFAULT_LAUNCHER
     if launcher == "torchrun":
         if args.transport is not None:
             raise AzdlError(
@@ -172,8 +173,8 @@ def run_launcher(
 
 def run(args: argparse.Namespace) -> int:
     user_args = list(script_args(args))
-    launcher, transport = launcher_of(args)
     if args.script is None:
+        launcher, transport = launcher_of(args)
         if args.data is not None or args.run_dir is not None:
             raise AzdlError(
                 "--data and --run-dir go with --script; built-in scripts take "
@@ -205,6 +206,10 @@ def run(args: argparse.Namespace) -> int:
         return subprocess.call(
             [str(training_bin("python")), str(script), "--help"], env=local_env()
         )
+    chosen, how = own_script.launcher_for(script, args.launcher, DEFAULT_LAUNCHER)
+    if how is not None:
+        print(f"azdl: {how}", file=sys.stderr, flush=True)
+    launcher, transport = launcher_of(args, chosen)
     launch_command(  # its checks, before any folder is made
         "", args.workers, launcher, [], script=script, max_restarts=args.max_restarts,
         transport=transport,

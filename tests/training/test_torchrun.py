@@ -177,12 +177,16 @@ def test_a_killed_worker_is_restarted_and_the_run_resumes_from_its_checkpoint(tm
 
 def test_a_plain_ddp_script_runs_unchanged_under_azdl_train(tmp_path):
     """examples/torchrun/ddp_minimal.py, written as PyTorch's DDP tutorial writes it (env://),
-    on 2 local workers; its folders come from azdl."""
+    on 2 local workers under the default launcher (issue 35, trap A): azdl reads the script and
+    starts it under torchrun, saying so; its folders come from azdl."""
     script = REPO_ROOT / "examples" / "torchrun" / "ddp_minimal.py"
-    run = azdl("train", "--launcher", "torchrun", "--workers", 2, "--script", script,
+    run = azdl("train", "--workers", 2, "--script", script,
                "--run-dir", tmp_path / "run", "--", "--epochs", 2,
                "--checkpoint", "{checkpoint_dir}/model.pt", timeout=240)  # fmt: skip
     assert run.returncode == 0, run.stdout
+    assert "azdl: launcher torchrun: ddp_minimal.py calls init_process_group (env://)" in (
+        run.stdout
+    )
     assert re.search(r"rank 0 of 2: epoch 2 loss [0-9.]+", run.stdout), run.stdout
     assert (tmp_path / "run" / "checkpoints" / "model.pt").is_file()
 
