@@ -7,6 +7,7 @@ from pathlib import Path
 
 from azdl.jobs import safeguards
 from azdl.jobs.azureml import NFS_MOUNT_POINT
+from azdl.runtime import module_command
 
 # synthetic: no data input; mount: the data container read-only mounted (blob);
 # nfs: the stack's NFS share; copy: blob mount, then each node copies its shards to local disk.
@@ -88,5 +89,5 @@ def copy_step(request: JobRequest) -> list[str]:
     the node's shards by global rank, the others wait), under MPI or torchrun alike."""
     if request.storage != "copy":
         return []
-    copy = ["python", "-m", "training.data.copy_shards", "--source", "${{inputs.data}}"]
+    copy = [*module_command("training.data.copy_shards"), "--source", "${{inputs.data}}"]
     return [shlex.join([*copy, "--dest", request.local_dir])]

@@ -9,6 +9,7 @@ training stack only its stdlib modules.
 from pathlib import Path
 
 from azdl.errors import AzdlError
+from azdl.runtime import module_command
 from training import flight_recorder
 
 # Horovod's stall inspector (horovod/common/stall_inspector.cc, 0.28.1): rank 0 lists the ranks
@@ -72,7 +73,7 @@ def guard_command(
 ) -> list[str]:
     """The prefix that runs a rank's command under training.guard (then `--` and the command).
     `nccl_debug`: the user's level, when the job set NCCL_DEBUG=INFO for the guard."""
-    cmd = [python, "-m", "training.guard", "--ranks-dir", ranks_dir]
+    cmd = [*module_command("training.guard", python), "--ranks-dir", ranks_dir]
     if check_infiniband:
         cmd += ["--check-infiniband", "--nodes", str(nodes)]
         cmd += ["--hcas", str(hcas)] if hcas else []

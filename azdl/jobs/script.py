@@ -159,3 +159,24 @@ def launcher_for(script: Path, asked: str | None, default: str) -> tuple[str, st
             f"leave --launcher out (it then follows the script) or say --launcher {found}"
         )
     return asked, None
+
+
+def shadowed_imports(script: Path, runtime: Path) -> list[str]:
+    """The modules of azdl's runtime package (`runtime`: its folder, `training`) the script
+    imports but will not get: `python FILE` puts the script's folder first on sys.path, and a
+    regular `training` package there (with __init__.py) is found instead of azdl's, so a module
+    it lacks fails to import. azdl's own steps are not affected (azdl.runtime)."""
+    own = Path(script).parent / runtime.name
+    tree = _source(script)
+    if tree is None or not (own / "__init__.py").is_file():
+        return []
+    wanted = {m.split(".")[1] for m in _imports(tree) if m.startswith(f"{runtime.name}.")}
+    wanted |= {
+        alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module == runtime.name and not node.level
+        for alias in node.names
+    }
+    theirs = {p.stem for p in own.iterdir() if p.suffix == ".py" or (p / "__init__.py").is_file()}
+    ours = {p.stem for p in runtime.iterdir() if p.suffix == ".py" or (p / "__init__.py").is_file()}
+    return sorted(f"{runtime.name}.{m}" for m in wanted & ours - theirs)

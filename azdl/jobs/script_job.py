@@ -2,12 +2,14 @@
 its requirements installed once per node, its folders handed over as `azdl.jobs.script` says."""
 
 import shlex
+from pathlib import Path
 
 from azdl.errors import AzdlError
 from azdl.jobs import code_folder
 from azdl.jobs import script as own_script
 from azdl.jobs.request import JobPart, JobRequest, OwnScript, copy_step, data_folder
 from azdl.jobs.stack_outputs import StackOutputs
+from azdl.runtime import module_command
 
 
 def check(outputs: StackOutputs, request: JobRequest) -> None:
@@ -51,6 +53,22 @@ def check(outputs: StackOutputs, request: JobRequest) -> None:
     own_script.substitute(request.training_args, script_folders(request))
 
 
+def warnings(request: JobRequest) -> list[str]:
+    """What is allowed but most likely fails: the script imports a module of azdl's runtime
+    package that a `training` package of its own, beside it, shadows."""
+    import training
+
+    script = request.script.path
+    missing = own_script.shadowed_imports(script, Path(training.__file__).parent)
+    if not missing:
+        return []
+    return [
+        f"{script.name} imports {', '.join(missing)} from azdl's runtime, but its folder has a "
+        "training/ package of its own, which it finds first and which has no such module: the "
+        "job would stop at that import; rename your package (azdl's own steps are not affected)"
+    ]
+
+
 def script_folders(request: JobRequest) -> dict[str, str | None]:
     """A script job's folders, as placeholders Azure ML fills in before the command runs."""
     return {
@@ -73,7 +91,7 @@ def install_step(script: OwnScript) -> list[str]:
     when there is one), failing the job if it fails."""
     if script.requirements is None:
         return []
-    pip = ["python", "-m", "pip", "install", "--no-cache-dir", "--disable-pip-version-check"]
+    pip = [*module_command("pip"), "install", "--no-cache-dir", "--disable-pip-version-check"]
     if script.wheels is not None:
         pip += ["--no-index", "--find-links", script.relative(script.wheels)]
     pip += ["-r", script.relative(script.requirements)]

@@ -20,6 +20,7 @@ from azdl.jobs.azureml import (
 from azdl.jobs.request import STORAGE_MODES, JobPart, JobRequest
 from azdl.jobs.stack_outputs import StackOutputs
 from azdl.launchers import LAUNCHERS, TORCHRUN_ENV, node_torchrun
+from azdl.runtime import module_command
 from training import flight_recorder
 from training.flavours import FRAMEWORKS
 
@@ -81,6 +82,8 @@ def warnings(request: JobRequest) -> list[str]:
         )
     # --requirements without --wheels on a restricted stack is refused, not warned about
     # (azdl.jobs.script_job: pip on the nodes cannot reach a package index there).
+    if request.script is not None:
+        found += script_job.warnings(request)
     return found
 
 
@@ -113,7 +116,7 @@ def workers_command(request: JobRequest, part: JobPart, per_node: int) -> str:
         worker = shlex.join(["bash", "-c", " && ".join([*part.before_training, f"exec {worker}"])])
     prefix = f"{DUMPS}/{flight_recorder.DUMP_FILE_PREFIX}"
     report = shlex.join([
-        "python", "-m", "training.flight_recorder", prefix,
+        *module_command("training.flight_recorder"), prefix,
         f"--world-size={request.nodes * per_node}", "--ranks-dir=${{outputs.logs}}/ranks",
         f"--wait={DUMP_WAIT_S}",
     ])  # fmt: skip

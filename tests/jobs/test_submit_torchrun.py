@@ -4,10 +4,12 @@ per node (process_count_per_instance 1), read back by azure-ai-ml's own loader; 
 and its copy step, whose ranks training.data.copy_shards reads as the node's."""
 
 import re
+import shlex
 
 import pytest
 import yaml
 from azure.ai.ml import MpiDistribution, PyTorchDistribution, load_job
+from job_commands import runs
 
 from azdl.cli import main
 from azdl.jobs.request import JobRequest
@@ -41,7 +43,7 @@ def test_export_loads_as_a_pytorch_distribution_job_with_one_torchrun_per_node(
     )
     worker = job.command.split(" --no-python ", 1)[1]
     assert worker.startswith(
-        "python -m training.guard --ranks-dir '${{outputs.logs}}/ranks' --check-infiniband "
+        f"{runs('training.guard')} --ranks-dir '${{{{outputs.logs}}}}/ranks' --check-infiniband "
         "--nodes 2 --hcas 8 --nccl-debug WARN --init-deadline 600 --progress-timeout 900 "
         "--first-step-timeout 1800 -- python -m training.torch.train --epochs 3 "
     )  # the guard as under MPI: init deadline and step watchdog too
@@ -66,7 +68,7 @@ def test_torchrun_jobs_get_pytorchs_watchdog_and_flight_recorder_in_the_logs_fol
         "mkdir -p '${{outputs.logs}}/flight-recorder' && { torchrun " in job.command
     )
     assert job.command.endswith(
-        "|| { code=$?; python -m training.flight_recorder "
+        f"|| {{ code=$?; {runs('training.flight_recorder')} "
         "'${{outputs.logs}}/flight-recorder/rank_' --world-size=8 "
         "'--ranks-dir=${{outputs.logs}}/ranks' --wait=60; exit $code; }; }"
     )
@@ -75,7 +77,7 @@ def test_torchrun_jobs_get_pytorchs_watchdog_and_flight_recorder_in_the_logs_fol
 def test_the_health_gate_runs_once_per_node_before_torchrun(ml_client, outputs_file, tmp_path):
     _, job = export(outputs_file, tmp_path, "--nodes", "2")  # multi-node IB: gate on
     gate, rest = job.command.split(" && ", 1)
-    assert gate.startswith("python -m training.health.gate --gpus=8 --nodes=2 ")
+    assert gate.startswith(f"{runs('training.health.gate')} --gpus=8 --nodes=2 ")
     assert rest.startswith("export TORCH_FR_DUMP_TEMP_FILE=")
 
 
@@ -83,10 +85,11 @@ def test_each_worker_copies_before_it_trains_as_under_mpi(outputs):
     """torchrun numbers the nodes itself (its c10d rendezvous sorts them by address), so the
     copy runs in each worker, where RANK and LOCAL_RANK are torchrun's, as under MPI."""
     job = build_job(outputs(), JobRequest("torch", 2, "copy", "r", launcher="torchrun"))
-    worker = job.command.split(" --no-python ", 1)[1]
-    assert worker.startswith(
-        "bash -c 'python -m training.data.copy_shards --source '\"'\"'${{inputs.data}}'\"'\"' "
-        "--dest /tmp/azdl-data && exec python -m training.guard "
+    worker = shlex.split(job.command.split(" --no-python ", 1)[1].split(" || ")[0])
+    assert worker[:2] == ["bash", "-c"]
+    assert worker[2].startswith(
+        f"{runs('training.data.copy_shards')} --source '${{{{inputs.data}}}}' "
+        f"--dest /tmp/azdl-data && exec {runs('training.guard')} "
     )
 
 
