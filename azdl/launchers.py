@@ -7,6 +7,8 @@ No Azure calls."""
 
 import shlex
 
+from azdl.runtime import module_command
+
 LAUNCHERS = ("horovod", "torchrun")
 DEFAULT_LAUNCHER = "horovod"
 # Horovod's transport on this machine: `horovodrun --gloo` (the default), or plain `mpirun`, as
@@ -21,6 +23,13 @@ DEFAULT_TRANSPORT = "gloo"
 # (torch/distributed/elastic/rendezvous/dynamic_rendezvous.py, torch 2.13.0: `use_agent_store`
 # and the "opt-out option of TCPStore sharing" in next_rendezvous).
 TORCHRUN_ENV = {"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}
+
+
+def labelled(python: str = "python") -> list[str]:
+    """The prefix of a torchrun worker's command that keeps each line it writes whole and
+    labels it with the worker's global rank, as horovodrun does (`[1]<stdout>:`; why not
+    torchrun's own --tee labels: training/rank_output.py)."""
+    return [*module_command("training.rank_output", python), "--"]
 
 
 def local_torchrun(python: str, workers: int, max_restarts: int) -> list[str]:

@@ -12,7 +12,14 @@ from azdl.envs import REPO_ROOT, training_bin, training_env
 from azdl.errors import AzdlError
 from azdl.jobs import safeguards
 from azdl.jobs import script as own_script
-from azdl.launchers import DEFAULT_TRANSPORT, LAUNCHERS, TORCHRUN_ENV, TRANSPORTS, local_torchrun
+from azdl.launchers import (
+    DEFAULT_TRANSPORT,
+    LAUNCHERS,
+    TORCHRUN_ENV,
+    TRANSPORTS,
+    labelled,
+    local_torchrun,
+)
 from training import flight_recorder
 from training.flavours import FLAVOURS, FRAMEWORKS, entry_module, runs_under
 
@@ -104,7 +111,8 @@ def launch_command(
         )
     worker = [*(guard or []), *worker]
     if launcher == "torchrun":
-        return [*local_torchrun(str(training_bin("python")), workers, max_restarts), *worker]
+        python = str(training_bin("python"))
+        return [*local_torchrun(python, workers, max_restarts), *labelled(python), *worker]
     if transport not in TRANSPORTS:
         raise AzdlError(f"unknown transport {transport!r}; allowed: {', '.join(TRANSPORTS)}")
     if transport == "gloo":

@@ -19,7 +19,7 @@ from azdl.jobs.azureml import (
 )
 from azdl.jobs.request import STORAGE_MODES, JobPart, JobRequest
 from azdl.jobs.stack_outputs import StackOutputs
-from azdl.launchers import LAUNCHERS, TORCHRUN_ENV, node_torchrun
+from azdl.launchers import LAUNCHERS, TORCHRUN_ENV, labelled, node_torchrun
 from azdl.runtime import module_command
 from training import flight_recorder
 from training.flavours import FRAMEWORKS
@@ -114,6 +114,7 @@ def workers_command(request: JobRequest, part: JobPart, per_node: int) -> str:
         return " && ".join([*part.before_training, worker])
     if part.before_training:  # run by each worker, which torchrun starts without a shell
         worker = shlex.join(["bash", "-c", " && ".join([*part.before_training, f"exec {worker}"])])
+    worker = f"{shlex.join(labelled())} {worker}"  # each line whole, labelled with its rank
     prefix = f"{DUMPS}/{flight_recorder.DUMP_FILE_PREFIX}"
     report = shlex.join([
         *module_command("training.flight_recorder"), prefix,

@@ -43,6 +43,7 @@ def test_export_loads_as_a_pytorch_distribution_job_with_one_torchrun_per_node(
     )
     worker = job.command.split(" --no-python ", 1)[1]
     assert worker.startswith(
+        f"{runs('training.rank_output')} -- "  # each line labelled with its rank
         f"{runs('training.guard')} --ranks-dir '${{{{outputs.logs}}}}/ranks' --check-infiniband "
         "--nodes 2 --hcas 8 --nccl-debug WARN --init-deadline 600 --progress-timeout 900 "
         "--first-step-timeout 1800 -- python -m training.torch.train --epochs 3 "
@@ -86,8 +87,9 @@ def test_each_worker_copies_before_it_trains_as_under_mpi(outputs):
     copy runs in each worker, where RANK and LOCAL_RANK are torchrun's, as under MPI."""
     job = build_job(outputs(), JobRequest("torch", 2, "copy", "r", launcher="torchrun"))
     worker = shlex.split(job.command.split(" --no-python ", 1)[1].split(" || ")[0])
-    assert worker[:2] == ["bash", "-c"]
-    assert worker[2].startswith(
+    labels = len(shlex.split(runs("training.rank_output"))) + 1  # and its `--`
+    assert worker[labels : labels + 2] == ["bash", "-c"]  # the labeller's command: all of it
+    assert worker[labels + 2].startswith(
         f"{runs('training.data.copy_shards')} --source '${{{{inputs.data}}}}' "
         f"--dest /tmp/azdl-data && exec {runs('training.guard')} "
     )
@@ -103,9 +105,7 @@ def test_a_users_script_keeps_its_own_collective_timeout(ml_client, outputs_file
     job = load_job(tmp_path / "j.yml")
     assert "AZDL_COLLECTIVE_TIMEOUT_S" not in job.environment_variables
     assert job.environment_variables["TORCH_NCCL_DUMP_ON_TIMEOUT"] == "1"  # PyTorch reads these
-    assert (
-        job.command.split(" --no-python ", 1)[1].split(" -- ", 1)[1].startswith("python train.py")
-    )
+    assert job.command.split(" --no-python ", 1)[1].split(" -- ")[2].startswith("python train.py")
     assert main([*base, "--stall-timeout", "120"]) == 2
     assert "your script sets its own (init_process_group" in capsys.readouterr().err
 

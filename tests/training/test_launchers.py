@@ -9,6 +9,7 @@ from conftest import TINY, launch
 from azdl import local
 from azdl.commands import train
 from azdl.errors import AzdlError
+from azdl.launchers import labelled
 from training import options
 from training.flavours import FRAMEWORKS
 from training.throughput import parse_throughput_lines
@@ -83,11 +84,12 @@ def test_torchrun_command_starts_the_workers_on_one_node_with_its_own_rendezvous
     assert cmd[cmd.index("--nproc-per-node") + 1] == "2"
     assert cmd[cmd.index("--max-restarts") + 1] == "3"
     worker = cmd[cmd.index("--no-python") + 1 :]
-    assert worker[0].endswith("python") and worker[1:] == [
-        "-m", "training.torch.train", "--epochs", "1",
-    ]  # fmt: skip
+    label = labelled(worker[0])  # each line whole, labelled with its rank (tested below)
+    assert worker[0].endswith("python") and worker[: len(label)] == label
+    assert worker[len(label) + 1 :] == ["-m", "training.torch.train", "--epochs", "1"]
     guarded = local.launch_command("torch", 2, "torchrun", [], guard=["python", "-m", "g", "--"])
-    assert guarded[guarded.index("--no-python") + 1 :][:4] == ["python", "-m", "g", "--"]
+    after = guarded.index("--no-python") + 1 + len(label)
+    assert guarded[after : after + 4] == ["python", "-m", "g", "--"]
 
 
 @pytest.mark.parametrize(
