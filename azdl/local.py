@@ -20,6 +20,7 @@ from azdl.launchers import (
     labelled,
     local_torchrun,
 )
+from azdl.paths import folder_or_nothing
 from training import flight_recorder
 from training.flavours import FLAVOURS, FRAMEWORKS, entry_module, runs_under
 
@@ -141,7 +142,7 @@ def script_run(
     (created), the data folder if given, each worker's share of the cores."""
     folders: dict[str, str | None] = {"data_dir": None}
     if data is not None:
-        data_dir = Path(data).expanduser().resolve()
+        data_dir = folder_or_nothing(Path(data).expanduser().resolve(), "--data", "the data folder")
         if not data_dir.is_dir():
             raise AzdlError(f"--data {data}: no such folder")
         folders["data_dir"] = str(data_dir)

@@ -35,6 +35,7 @@ from azdl.local import (
     stall_guard,
     start,
 )
+from azdl.paths import folder_or_nothing
 from training.flavours import DEFAULT_FRAMEWORK, FRAMEWORKS
 
 # The demo: ResNet50 small enough for 2 CPU workers to run 20 steps in about a minute.
@@ -215,7 +216,10 @@ def run(args: argparse.Namespace) -> int:
         transport=transport,
     )  # fmt: skip
     run_dir = args.run_dir or Path("runs", f"{script.stem}-{time.strftime('%Y%m%d-%H%M%S')}")
-    run_dir = run_dir.expanduser().resolve()
+    run_dir = folder_or_nothing(
+        run_dir.expanduser().resolve(), "--run-dir",
+        "the run's folder (made if missing) for its checkpoints/, logs/ and outputs/",
+    )  # fmt: skip
     user_args, extra = script_run(script, args.workers, args.data, user_args, run_dir)
     guard, stall_env = stall_guard(args.stall_timeout, launcher, run_dir, args.progress_timeout)
     extra |= stall_env | mlflow_environment(run_dir)

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 from azdl.errors import AzdlError
+from azdl.paths import existing_file
 
 # placeholder name -> environment variable; the folders a script is told about
 FOLDERS = {
@@ -47,9 +48,8 @@ def folder_environment(values: dict[str, str | None]) -> dict[str, str]:
 
 def check_script(script: Path) -> Path:
     """The script's absolute path, or a clear error if it is not a readable Python file."""
+    existing_file(Path(script).expanduser(), "--script", "the Python file to run (*.py)")
     path = Path(script).expanduser().resolve()
-    if not path.is_file():
-        raise AzdlError(f"--script {script}: no such file")
     if path.suffix != ".py":
         raise AzdlError(
             f"--script {script}: expected a Python file (*.py); it runs as `python FILE`"

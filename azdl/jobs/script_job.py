@@ -9,6 +9,7 @@ from azdl.jobs import code_folder
 from azdl.jobs import script as own_script
 from azdl.jobs.request import JobPart, JobRequest, OwnScript, copy_step, data_folder
 from azdl.jobs.stack_outputs import StackOutputs
+from azdl.paths import existing_file, folder_or_nothing
 from azdl.runtime import module_command
 
 
@@ -17,6 +18,7 @@ def check(outputs: StackOutputs, request: JobRequest) -> None:
     left out by its ignore file); the folder is within Azure ML's limits; every placeholder in
     the arguments has a folder in this job."""
     script = request.script
+    folder_or_nothing(script.code_dir, "--code", "the folder to upload as the job's code")
     if not script.code_dir.is_dir():
         raise AzdlError(f"--code {script.code_dir}: no such folder")
     for what, path in (("--script", script.path), ("--requirements", script.requirements),
@@ -31,8 +33,8 @@ def check(outputs: StackOutputs, request: JobRequest) -> None:
         f"left out of the upload by {folder.ignore_file}" if folder.ignore_file else "not uploaded"
     )
     for what, path in (("--script", script.path), ("--requirements", script.requirements)):
-        if path is not None and not path.is_file():
-            raise AzdlError(f"{what} {path}: no such file")
+        if path is not None:
+            existing_file(path, what, f"a file ({what} FILE)")
         if path is not None and not folder.has(path):
             raise AzdlError(f"{what} {path} is {ignored}; the job could not run it")
     if script.requirements is not None and script.wheels is None and outputs.internet_denied:
@@ -46,6 +48,7 @@ def check(outputs: StackOutputs, request: JobRequest) -> None:
     if script.wheels is not None:
         if script.requirements is None:
             raise AzdlError("--wheels needs --requirements: the file that says what to install")
+        folder_or_nothing(script.wheels, "--wheels", "a folder of *.whl files")
         if not script.wheels.is_dir() or not any(script.wheels.glob("*.whl")):
             raise AzdlError(f"--wheels {script.wheels}: no such folder, or no *.whl files in it")
         if not folder.has_folder(script.wheels):
