@@ -155,7 +155,7 @@ def test_a_killed_worker_is_restarted_and_the_run_resumes_from_its_checkpoint(tm
     deadline = time.monotonic() + 240
     for line in proc.stdout:
         seen.append(line)
-        if killed is None and re.match(r"epoch 2/\d+ - loss", line):
+        if killed is None and re.match(r"\[0\]<stdout>:epoch 2/\d+ - loss", line):  # rank 0's
             (killed,) = worker_pids("training.torch.train", str(ckpt), "RANK=1")
             os.kill(killed, signal.SIGKILL)
         if time.monotonic() > deadline:
