@@ -36,6 +36,10 @@ STREAMS = {1: "stdout", 2: "stderr"}
 LINE = re.compile(rb"[^\n\r]*[\n\r]")
 # The signals torchrun (and a terminal) send the worker's process group, COMMAND included.
 STOPS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+# After COMMAND has ended, how long its output may still take to arrive: a process it started
+# that outlives it (and holds its stdout) must not keep the worker from ending, as it would not
+# without this labeller.
+DRAIN_S = 5
 
 
 def complete_lines(buffer: bytes) -> tuple[list[bytes], bytes]:
@@ -72,14 +76,17 @@ def run(command: list[str], rank: str) -> int:
     env = os.environ | {"PYTHONUNBUFFERED": os.environ.get("PYTHONUNBUFFERED") or "1"}
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     copies = [
-        threading.Thread(target=copy, args=(pipe.fileno(), fd, f"[{rank}]<{name}>:".encode()))
+        threading.Thread(
+            target=copy, args=(pipe.fileno(), fd, f"[{rank}]<{name}>:".encode()), daemon=True
+        )
         for pipe, (fd, name) in zip((proc.stdout, proc.stderr), STREAMS.items(), strict=True)
     ]
     for thread in copies:
         thread.start()
+    code = proc.wait()
     for thread in copies:
-        thread.join()
-    return proc.wait()
+        thread.join(timeout=DRAIN_S)
+    return code
 
 
 def main(argv: list[str] | None = None) -> int:

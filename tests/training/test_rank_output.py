@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -120,3 +121,16 @@ def test_a_two_worker_torchrun_run_labels_every_workers_line_whole(tmp_path):
     )
     assert [line for line in workers if not whole.fullmatch(line)] == [], run.stdout[-3000:]
     assert len(workers) == 2 * 2001
+
+
+def test_a_process_the_command_leaves_behind_does_not_keep_the_worker_from_ending():
+    """It holds the worker's stdout open; without the labeller torchrun would not wait for it."""
+    code = (
+        "import subprocess, sys; print('started', flush=True); "
+        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'])"
+    )
+    started = time.monotonic()
+    proc = labelled("0", [sys.executable, "-c", code], stdout=subprocess.PIPE)
+    assert proc.stdout.readline() == b"[0]<stdout>:started\n"
+    assert proc.wait(timeout=20) == 0
+    assert time.monotonic() - started < 15
