@@ -95,6 +95,17 @@ def test_bash_offers_the_frameworks(tmp_path, capsys, command):
     )
 
 
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+@pytest.mark.parametrize("command", ["train", "submit", "bench"])
+def test_bash_offers_the_launchers(tmp_path, capsys, command):
+    """One vocabulary everywhere (issue 33), and Horovod's transport where it is chosen."""
+    words = ["azdl", command, "--launcher", ""]
+    assert bash_completes(tmp_path, capsys, words) == ["horovod", "torchrun"]
+    if command != "submit":
+        words = ["azdl", command, "--transport", ""]
+        assert bash_completes(tmp_path, capsys, words) == ["gloo", "mpi"]
+
+
 def test_shtab_is_pinned_and_the_readme_says_how_to_enable_completion():
     pins = (ROOT / "requirements.txt").read_text()
     assert f"shtab=={version('shtab')}\n" in pins

@@ -1,9 +1,10 @@
 """A plain torch.distributed script, as PyTorch's DDP tutorial teaches it: the process group
 from torchrun's environment (env://), DistributedDataParallel, a DistributedSampler. Nothing in
-it knows azdl; it runs unchanged under either of:
+it knows azdl; it runs unchanged under any of these (azdl reads the script and starts it under
+torchrun):
 
-    azdl train --launcher torchrun --script examples/torchrun/ddp_minimal.py -- --epochs 3
-    azdl submit --stack dev --launcher torchrun --storage synthetic \\
+    azdl train --script examples/torchrun/ddp_minimal.py -- --epochs 3
+    azdl submit --stack dev --storage synthetic \\
         --script examples/torchrun/ddp_minimal.py -- --epochs 3
     torchrun --standalone --nproc-per-node 2 examples/torchrun/ddp_minimal.py --epochs 3
 

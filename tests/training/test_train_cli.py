@@ -170,8 +170,9 @@ def test_torchruns_traceback_after_a_failed_worker_becomes_one_line():
 
 
 def test_a_workers_own_traceback_before_torchruns_stays():
-    """A user's script under torchrun prints its traceback unprefixed; only torchrun's, the
-    last one, is replaced."""
+    """A worker's own traceback before torchrun's (labelled with its rank under azdl's
+    torchrun, unlabelled where nothing labels it) stays; only torchrun's, the last one, is
+    replaced."""
     own = "Traceback (most recent call last):\n  File \"train.py\", line 3\nKeyError: 'x'\n"
     out, code = relay(own + TORCHRUN_TRACEBACK)
     assert code == 2 and out.startswith(own) and "ChildFailedError" not in out
