@@ -14,7 +14,7 @@ labels what it reads back from each worker's log file): its tailer reads a file 
 which at the file's end returns the part of a line written so far, and labels that part as a
 line. Unbuffered Python (PYTHONUNBUFFERED=1, as both images run it) writes print()'s text and
 its newline in separate writes, so lines come out cut and merged with another rank's: 2 of 6,000
-lines in one of three runs here ("[1]:rank 1 l[0]:rank 0 line 1112 …"). Horovod's labeller reads
+lines in two of three runs here ("[1]:rank 1 l[0]:rank 0 line 1112 …"). Horovod's labeller reads
 each worker's pipe and writes whole lines only (horovod/runner/common/util/safe_shell_exec.py,
 prefix_connection, 0.28.1); so does this, and COMMAND runs unbuffered (PYTHONUNBUFFERED=1 unless
 set) so that its lines come as it writes them.
