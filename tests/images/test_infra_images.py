@@ -21,9 +21,9 @@ import pytest
 
 import infra.build_context as build_context
 import infra.images as images
-import infra.mocks as mocks
 from infra.config import ConfigError, load_config, read_stack_file
 from infra.dockerignore import context_files, is_ignored, read_patterns
+from tests.support import mock_engine as mocks
 
 ROOT = Path(__file__).resolve().parents[2]
 DEV_STACK = ROOT / "stacks" / "Pulumi.dev.yaml"

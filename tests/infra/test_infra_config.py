@@ -7,7 +7,7 @@ import pulumi
 import pytest
 
 from infra.config import ConfigError, load_config, load_stack_file
-from infra.mocks import AzureMocks, render
+from tests.support.mock_engine import AzureMocks, render
 
 VALID = {
     "azdl:environment": "dev",

@@ -18,9 +18,10 @@ from pathlib import Path
 import pytest
 
 import infra.build_context as build_context
-from infra import images, mocks
+from infra import images
 from infra.config import read_stack_file
-from tests.infra.test_redeploy import Subscription, SubscriptionMocks
+from tests.support import mock_engine as mocks
+from tests.support.subscription import Subscription, SubscriptionMocks
 
 ROOT = Path(__file__).resolve().parents[2]
 DEV = ROOT / "stacks" / "Pulumi.dev.yaml"
