@@ -11,7 +11,6 @@ import functools
 from pathlib import Path
 
 from infra.config import read_stack_file
-from tests.shipped import STACK_FILES
 from tests.support.mock_engine import SUBSCRIPTION_ID, Rendering, render, render_stack_file
 
 STACKS = Path(__file__).resolve().parents[2] / "stacks"
@@ -69,12 +68,6 @@ def landing_zone_config() -> dict:
 def rendered(stack_file: Path) -> Rendering:
     """A shipped stack file, deployed."""
     return render_stack_file(stack_file)
-
-
-def shipped(name: str) -> Rendering:
-    """`rendered` of the shipped stack `name` (dev, prod)."""
-    (path,) = [p for p in STACK_FILES if p.name == f"Pulumi.{name}.yaml"]
-    return rendered(path)
 
 
 @functools.cache
