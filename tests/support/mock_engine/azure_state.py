@@ -121,9 +121,10 @@ SUCCEEDED = "Succeeded"
 class SourceStore:
     """Stands in for the storage ACR Tasks hands out upload URLs on (Azure Blob Storage's Put
     Blob answers 201 Created): keeps every body PUT to it, by path. One per process, started
-    the first time an update needs it."""
+    the first time an update needs it (by the first of the threads that ask at once)."""
 
     _instance: "SourceStore | None" = None
+    _starting = threading.Lock()  # the mocks answer invokes on several threads at once
 
     def __init__(self) -> None:
         self.received: dict[str, bytes] = {}
@@ -145,8 +146,9 @@ class SourceStore:
 
     @classmethod
     def shared(cls) -> "SourceStore":
-        if cls._instance is None:
-            cls._instance = cls()
+        with cls._starting:
+            if cls._instance is None:
+                cls._instance = cls()
         return cls._instance
 
 
