@@ -1,8 +1,20 @@
-"""torchrun, as azdl starts it: on this machine (one node, `azdl train`) and on each node of an
-Azure ML job with `distribution: pytorch` (`azdl submit`); the choice of one torchrun per node is
-explained in docs/torchrun.md, "On the cluster: one torchrun per node". No Azure calls."""
+"""How workers start, one vocabulary for `azdl train`, `submit` and `bench` and
+training/flavours.py: Horovod's launcher (horovodrun or mpirun locally, Azure ML's MPI on the
+cluster) or torchrun. And torchrun as azdl starts it: on this machine (one node, `azdl train`)
+and on each node of an Azure ML job with `distribution: pytorch` (`azdl submit`); the choice of
+one torchrun per node is explained in docs/torchrun.md, "On the cluster: one torchrun per node".
+No Azure calls."""
 
 import shlex
+
+from azdl.runtime import module_command
+
+LAUNCHERS = ("horovod", "torchrun")
+DEFAULT_LAUNCHER = "horovod"
+# Horovod's transport on this machine: `horovodrun --gloo` (the default), or plain `mpirun`, as
+# Azure ML starts the processes of an MPI job.
+TRANSPORTS = ("gloo", "mpi")
+DEFAULT_TRANSPORT = "gloo"
 
 # The rendezvous shares its TCP store server with the workers by default, and that store
 # outlives a restart: the restarted workers then read the previous round's Gloo addresses and
@@ -11,6 +23,13 @@ import shlex
 # (torch/distributed/elastic/rendezvous/dynamic_rendezvous.py, torch 2.13.0: `use_agent_store`
 # and the "opt-out option of TCPStore sharing" in next_rendezvous).
 TORCHRUN_ENV = {"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}
+
+
+def labelled(python: str = "python") -> list[str]:
+    """The prefix of a torchrun worker's command that keeps each line it writes whole and
+    labels it with the worker's global rank, as horovodrun does (`[1]<stdout>:`; why not
+    torchrun's own --tee labels: training/rank_output.py)."""
+    return [*module_command("training.rank_output", python), "--"]
 
 
 def local_torchrun(python: str, workers: int, max_restarts: int) -> list[str]:

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 import infra.build_context as build_context
-from infra import images
+from infra import build_outcome, images
 from infra.config import read_stack_file
 from tests.support import mock_engine as mocks
 from tests.support.subscription import Subscription, SubscriptionMocks
@@ -86,7 +86,7 @@ def test_a_stack_lives_through_up_a_failed_build_and_the_up_that_builds_it_again
     # 3. the tensorflow image changes, and its build fails in ACR
     dockerfile = tree / "images" / "tensorflow" / "Dockerfile"
     dockerfile.write_text(dockerfile.read_text() + "\n# a change\n")
-    with pytest.raises(RuntimeError) as failure:
+    with pytest.raises(build_outcome.BuildFailed) as failure:
         up(subscription, run_status=failing("tensorflow", status))
     message = str(failure.value)
     failed_run = subscription.state[(TASK_RUN, "tensorflow-build")]
@@ -99,7 +99,7 @@ def test_a_stack_lives_through_up_a_failed_build_and_the_up_that_builds_it_again
     assert named == upload.urn
 
     # 3b. a plain `up` does not build it again: the run's request is what failed
-    with pytest.raises(RuntimeError, match=f"ended {status}"):
+    with pytest.raises(build_outcome.BuildFailed, match=f"ended {status}"):
         up(subscription)
 
     # 4. the command the message names: a new upload, and the task runs again
