@@ -31,6 +31,8 @@ from azdl.local import local_env  # noqa: E402
 from training.teardown import TEARDOWN_ABORT  # noqa: E402
 
 CENSUS_DIR = Path(__file__).resolve().parent / "teardown_census"
+# Where a run that did not end cleanly leaves its whole output (what its line names).
+FAILED_RUNS = ROOT / "out" / "teardown_stress"
 # The code whose teardown is measured: the built-in flavour's process group and the example.
 MEASURES = ["benchmarks/teardown_stress.py", "benchmarks/teardown_census", "training/teardown.py",
             "training/torch/distributed.py", "examples/torchrun/ddp_minimal.py"]  # fmt: skip
@@ -68,6 +70,7 @@ def one_run(tree: Path, kind: str, timeout: int) -> dict:
         census = [p.read_text() for p in sorted(Path(census_dir).glob("rank-*"))]
     return {
         "code": code,
+        "output": out,
         "aborted": TEARDOWN_ABORT in out,
         "reported": len(census) == 2,
         "threads_left": any(names != "-" for names in census),
@@ -106,7 +109,13 @@ def _measure(tree: Path, runs: int, label: str, timeout: int, after_each) -> lis
         t["threads left"] += result["threads_left"]
         t["unreported"] += not result["reported"]
         marks = "ABORT at exit " if result["aborted"] else ""
-        marks += "threads left" if result["threads_left"] else ""
+        marks += "threads left " if result["threads_left"] else ""
+        marks += "census missing " if not result["reported"] else ""
+        if marks or result["code"] != 0:
+            FAILED_RUNS.mkdir(parents=True, exist_ok=True)
+            log = FAILED_RUNS / f"{label.split()[0]}-run-{i + 1}.log"
+            log.write_text(result["output"])
+            marks += f"(output: {log.relative_to(ROOT)})"
         print(f"[{label}] run {i + 1}/{runs} {kind}: exit {result['code']} {marks}", flush=True)
         after_each([[label, kind, *t.values()] for kind, t in tally.items()])
     return [[label, kind, *t.values()] for kind, t in tally.items()]
