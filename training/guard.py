@@ -25,7 +25,7 @@ import threading
 import time
 from pathlib import Path
 
-from training import heartbeat
+from training import exits, heartbeat
 from training.nccl_check import NcclCheck
 
 IB_CHECK_FAILED = 3
@@ -94,6 +94,8 @@ class Watch:
         self.init_started: float | None = None  # an NCCL communicator's Init START, not complete
         self.inits_complete = 0
         self.complete_at: float | None = None
+        self.signs = exits.Signs()  # the first sign of why the command ended (training.exits)
+        self.stopped_at: float | None = None  # when its launcher signalled the guard (wall time)
         self.lock = threading.Lock()
 
     @property
@@ -109,6 +111,7 @@ class Watch:
     def line(self, text: str) -> bool:
         """Looks at one line; returns whether it goes on to the output."""
         with self.lock:
+            self.signs.feed(text, time.time())
             if match := _MISSING_RANK.match(text):
                 self.stalled[int(match.group(1))] = match.group(3)
                 if match.group(2):
@@ -200,6 +203,90 @@ class Watch:
             verdict = self.check.finish()
             say(f"InfiniBand not verified on rank {self.rank}: the command ended first "
                 f"({verdict.message})")  # fmt: skip
+
+
+def exit_record(watch: Watch, returncode: int, code: int, error_file: dict | None,
+                now: float) -> exits.Record:  # fmt: skip
+    """What ended the command (training.exits), from the guard's own stops, the signs in its
+    output, torchrun's error file of the rank and how it exited."""
+    sig = exits.signal_name(-returncode) if returncode < 0 else None
+    first = watch.signs.first
+    if first is None and error_file is not None:
+        first = (exits.kind_of(error_file["line"]) or exits.USER, error_file["line"],
+                 error_file["time"])  # fmt: skip
+    stopped = watch.stopped_at
+    if code == 0:
+        kind, line, at = exits.FINISHED, "", now
+    elif watch.stop == IB_CHECK_FAILED:
+        kind, line, at = exits.INFINIBAND_STOP, watch.failed_check.message, now
+    elif watch.stop == HUNG:
+        kind, line, at = exits.HANG, watch.hang, now
+    elif first is not None and (stopped is None or first[2] <= stopped):
+        kind, line, at = first
+    elif stopped is not None:
+        kind, line, at = exits.STOPPED, "stopped by its launcher's signal", stopped
+    elif sig is not None:
+        kind, line, at = exits.KILLED, f"ended by {sig}", now
+    else:
+        kind, line, at = exits.USER, f"exited with code {code}: {watch.signs.last}", now
+    return exits.Record(
+        rank=watch.rank, node=watch.host, round=restart_round(), time=round(at, 3), exit=code,
+        signal=sig, kind=kind, line=line,
+    )  # fmt: skip
+
+
+def restart_round() -> int:
+    """torchrun's restart round of this worker (torch/distributed/run.py, "Environment
+    Variables": TORCHELASTIC_RESTART_COUNT); 0 under MPI."""
+    return int(os.environ.get("TORCHELASTIC_RESTART_COUNT") or 0)
+
+
+# torchrun gives each worker a file for its error (torch 2.13,
+# torch/distributed/elastic/multiprocessing/api.py: TORCHELASTIC_ERROR_FILE, `<log_dir>/<run id>/
+# attempt_<n>/<local rank>/error.json`); a worker under `errors.record` writes its exception
+# there (errors/error_handler.py `record_exception`: {"message": {"message": "Type: text",
+# "extraInfo": {"py_callstack": traceback, "timestamp": "<int seconds>"}}}), and the agent
+# prints the earliest one as its "Root Cause (first observed failure)" (errors/__init__.py,
+# `ProcessFailure`, which also takes {"message": "text", "timestamp": N}).
+ERROR_FILE_ENV = "TORCHELASTIC_ERROR_FILE"
+
+
+def read_error_file() -> dict | None:
+    """The exception the command wrote to torchrun's error file: {"line", "time"}, or None."""
+    path = os.environ.get(ERROR_FILE_ENV)
+    if not path or not Path(path).is_file():
+        return None
+    data = json.loads(Path(path).read_text())
+    message = data["message"]
+    if isinstance(message, dict):
+        text, stamp = message["message"], message["extraInfo"]["timestamp"]
+    else:
+        text, stamp = message, data.get("timestamp", 0)
+    return {"line": text.strip().splitlines()[0][: exits.MAX_LINE], "time": float(stamp)}
+
+
+def write_error_file(record: exits.Record) -> None:
+    """The rank's failure in torchrun's error file, when the command wrote none: torchrun's
+    "Root Cause" then shows it, with its time, instead of a hint to decorate the script."""
+    path = os.environ.get(ERROR_FILE_ENV)
+    if not path or Path(path).exists():
+        return
+    message = {"message": record.line, "extraInfo": {
+        "py_callstack": record.line, "timestamp": str(int(record.time))}}  # fmt: skip
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps({"message": message}))
+
+
+def save_record(ranks_dir: Path, record: exits.Record) -> None:
+    """The record printed (the job's logs) and written beside the rank's host record."""
+    print(record.text(), file=sys.stderr, flush=True)
+    if record.rank is None:
+        return
+    ranks_dir.mkdir(parents=True, exist_ok=True)
+    path = ranks_dir / f"exit-{record.rank}-round-{record.round}.json"
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(record.__dict__, sort_keys=True))
+    tmp.replace(path)
 
 
 def descendants(pid: int) -> list[int]:
@@ -325,6 +412,7 @@ def main(argv=None) -> int:
         """mpirun ends a job by signalling its processes: the signal goes on to the command,
         after a stack dump when the command had stopped making steps (a hang another rank's
         guard found first)."""
+        watch.stopped_at = watch.stopped_at or time.time()
         stalled = watch.stalled_for()
         if stalled is not None and stalled >= min(60.0, args.progress_timeout / 2):
             say(f"{watch.where()} stopped by signal {signum} after {stalled:.0f} s without a "
@@ -348,9 +436,12 @@ def main(argv=None) -> int:
     for thread in threads[:2]:
         thread.join()
     watch.summary()
-    if watch.stop is not None:
-        return watch.stop
-    return code if code >= 0 else 128 - code
+    exit_code = watch.stop if watch.stop is not None else (code if code >= 0 else 128 - code)
+    record = exit_record(watch, code, exit_code, read_error_file(), time.time())
+    if exit_code != 0:
+        write_error_file(record)
+    save_record(args.ranks_dir, record)
+    return exit_code
 
 
 if __name__ == "__main__":

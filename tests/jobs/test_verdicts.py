@@ -1,0 +1,158 @@
+"""The verdict of a failed multi-rank job comes from the rank that failed first, as its guard's
+exit record says (training.exits); what other ranks report because it died never decides. The
+lines are the tools' own: Gloo's and PyTorch's from a 2-node torchrun run on this machine
+(torch 2.13 CPU, 2026-11-29), NCCL's and CUDA's from tests/jobs/data/faults (README there)."""
+
+from pathlib import Path
+
+from azdl.jobs.retry import classify
+from training import exits
+
+FAULT_LOGS = Path(__file__).parent / "data" / "faults"
+NON_ZERO = "JobFailed: Submitted script failed with a non-zero exit code"
+# Rank 1 raised; rank 0's next collective failed (torch 2.13 prefixes a rank's traceback).
+RANK1 = [
+    "[rank1]: Traceback (most recent call last):",
+    '[rank1]:   File "/opt/azdl/training/torch/train.py", line 341, in run',
+    "[rank1]:     result = trainer.step(data.train)",
+    "[rank1]: ValueError: planted at step 6",
+]
+RANK0 = [
+    "[rank0]: Traceback (most recent call last):",
+    '[rank0]:   File "/opt/azdl/training/torch/train.py", line 143, in step',
+    "[rank0]: RuntimeError: Got the following error when running the callback: RuntimeError: "
+    "[/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed "
+    "by peer [127.0.0.1]:30875. This is typically caused by a remote worker crashing. Check the "
+    "logs of the remote worker before reporting an error. GLHF! \U0001f3d6\ufe0f",
+]
+
+
+def signs(lines, start=100.0):
+    found = exits.Signs()
+    for offset, line in enumerate(lines):
+        found.feed(line, start + offset)
+    return found.first
+
+
+def record(rank, node, kind, line, at, round_=0, code=1, **extra):
+    return exits.Record(rank=rank, node=node, round=round_, time=at, exit=code, signal=None,
+                        kind=kind, line=line, **extra).text()  # fmt: skip
+
+
+def test_a_ranks_own_exception_and_a_peers_report_are_told_apart():
+    assert signs(RANK1) == (exits.USER, "ValueError: planted at step 6", 103.0)
+    kind, line, _ = signs(RANK0)
+    assert kind == exits.PEER and "Connection closed by peer" in line
+
+
+def test_the_first_failure_decides_and_a_peers_report_never_does():
+    logs = "\n".join([
+        "epoch 2/3 ━━━━━━━━━━━━━━━━━━━━  2/4 0:00:03 loss 1.3958",
+        record(0, "node-a", exits.PEER, signs(RANK0)[1], 1795937111.9),
+        record(1, "node-b", exits.USER, "ValueError: planted at step 6", 1795937109.4),
+    ])  # fmt: skip
+    outcome = classify("Failed", NON_ZERO, logs)
+    assert not outcome.retry
+    assert outcome.reason == (
+        "the script failed: rank 1 on node-b failed first, at 07:25:09 UTC: ValueError: planted "
+        "at step 6; fix the code or its arguments, then submit again"
+    )
+    # Even when the peer's clock says its report came first, it does not decide.
+    early = logs.replace("1795937111.9", "1795937100.0")
+    assert classify("Failed", NON_ZERO, early) == outcome
+
+
+def test_a_record_after_another_processs_unfinished_line_is_still_read():
+    glued = "epoch 2/3 ━━━━ 2/4" + record(1, "node-b", exits.KILLED, "ended by SIGKILL", 5.0)
+    outcome = classify("Failed", NON_ZERO, glued)
+    assert outcome.retry and "rank 1 on node-b failed first" in outcome.reason
+
+
+def test_a_killed_rank_is_a_lost_process_and_its_peers_errors_do_not_matter():
+    logs = "\n".join([
+        record(0, "node-a", exits.PEER, "RuntimeError: ... Connection closed by peer", 12.0),
+        record(1, "node-b", exits.KILLED, "ended by SIGKILL", 10.0, code=137),
+    ])  # fmt: skip
+    outcome = classify("Failed", NON_ZERO, logs)
+    assert outcome.retry and outcome.reason.startswith("a process was lost")
+    assert "rank 1 on node-b failed first" in outcome.reason
+
+
+def test_nccls_words_after_a_peer_died_lose_to_the_peers_own_error():
+    # Rank 9's NCCL log when its InfiniBand peer went away: NCCL's network warning first.
+    lines = (FAULT_LOGS / "nccl_ib_remote_error.log").read_text().splitlines()
+    kind, line, _ = signs(lines, start=200.0)
+    assert kind == exits.NETWORK and "NET/IB" in line
+    logs = "\n".join([
+        record(9, "node-2", kind, line, 200.0),
+        record(4, "node-1", exits.USER, "KeyError: 'labels'", 199.5),
+    ])  # fmt: skip
+    assert not classify("Failed", NON_ZERO, logs).retry
+    # On its own, it is the network's fault, and the node is named.
+    alone = classify("Failed", NON_ZERO, record(9, "node-2", kind, line, 200.0))
+    assert alone.retry and alone.reason.startswith(
+        'an NCCL network or system error (on node-2: docs/jobs.md, "A bad node")'
+    )
+
+
+def test_a_gpu_fault_is_the_nodes_even_in_a_traceback():
+    lines = (FAULT_LOGS / "ecc_uncorrectable.log").read_text().splitlines()
+    kind, line, _ = signs(lines)
+    assert kind == exits.HARDWARE
+    assert line == "torch.AcceleratorError: CUDA error: uncorrectable ECC error encountered"
+    # Xid 79's kernel line after a CUDA error that a bug could raise too: the GPU fault wins.
+    xid = (FAULT_LOGS / "xid79_kernel.log").read_text().splitlines()
+    assert signs(xid)[0] == exits.HARDWARE
+
+
+def test_a_post_mortem_that_found_a_lost_gpu_makes_the_job_a_retry_naming_the_node():
+    found = ["7 GPUs visible, the VM size has 8"]
+    logs = record(3, "node-1", exits.USER, "RuntimeError: CUDA error: unknown error", 50.0,
+                  post_mortem=found)  # fmt: skip
+    outcome = classify("Failed", NON_ZERO, logs)
+    assert outcome.retry
+    assert outcome.reason == (
+        'a GPU fault (on node-1: docs/jobs.md, "A bad node"): the post-mortem on node-1 found '
+        "7 GPUs visible, the VM size has 8"
+    )
+
+
+def test_the_last_restart_round_decides():
+    logs = "\n".join([
+        record(1, "node-b", exits.KILLED, "ended by SIGKILL", 10.0, code=137),
+        record(0, "node-a", exits.USER, "ValueError: bad batch", 30.0, round_=1),
+    ])  # fmt: skip
+    assert not classify("Failed", NON_ZERO, logs).retry
+
+
+def test_only_reports_of_a_lost_peer_mean_a_rank_vanished():
+    # A node lost with its guard: the others only saw it go.
+    logs = record(0, "node-a", exits.PEER, "RuntimeError: ... Connection closed by peer", 12.0)
+    outcome = classify("Failed", NON_ZERO, logs)
+    assert outcome.retry and outcome.reason.startswith("a rank lost its peers, and no rank's own")
+
+
+def test_a_rendezvous_timeout_is_transient_and_named():
+    # torch 2.13's c10d backend when node 0's store was not reached in time.
+    text = (
+        "torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The connection to "
+        "the C10d store has failed. See inner exception for details.\n"
+    )
+    outcome = classify("Failed", NON_ZERO, text)
+    assert outcome.retry
+    assert outcome.reason.startswith(
+        "the nodes' rendezvous did not complete (RendezvousConnectionError)"
+    )
+    closed = "torch.distributed.elastic.rendezvous.api.RendezvousClosedError\n"
+    assert not classify("Failed", NON_ZERO, closed).retry  # closed on purpose: not a timeout
+
+
+def test_the_signs_of_a_teardown_abort_and_an_error_line():
+    assert signs(["terminate called without an active exception"])[0] == exits.TEARDOWN
+    line = "python -m training.torch.train: error: --epochs: expected at least 1"
+    assert signs([line]) == (exits.USER, line, 100.0)
+    # A chained exception: the first one, the cause of the others, is the one kept.
+    chained = [*RANK1, "", "During handling of the above exception, another exception occurred:",
+               "", "Traceback (most recent call last):", '  File "x.py", line 3, in <module>',
+               "OSError: [Errno 28] No space left on device"]  # fmt: skip
+    assert signs(chained)[1] == "ValueError: planted at step 6"
