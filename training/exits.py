@@ -52,6 +52,10 @@ PEER_SIGN = re.compile(
 # completion errors, "NCCL WARN NET/IB: Got completion from peer ..." (src/transport/net_ib/
 # p2p.cc there; "NET/IB : Got completion" before 2.23).
 NETWORK_SIGN = re.compile(r"ncclSystemError|unhandled system error|NCCL WARN NET/IB")
+# Gloo's check that the bytes a peer sent fit the collective this rank called (torch 2.13's
+# gloo/transport/tcp/pair.cc: "... Received data size doesn't match expected size. Is there a
+# distributed collective mismatch in your code?"): the ranks called different collectives.
+MISMATCH_SIGN = re.compile(r"Is there a distributed collective mismatch in your code")
 # libstdc++'s std::terminate handler with no exception in flight (__gnu_cxx::
 # __verbose_terminate_handler), then abort().
 TEARDOWN_SIGN = re.compile(r"terminate called without an active exception")
@@ -64,6 +68,7 @@ SIGNS = (
     # xid-errors, read 2026-11-26), as the driver logs it ("NVRM: Xid (PCI:0000:2b:00): 79,
     # ...", NVIDIA/open-gpu-kernel-modules#1151, 2026-05-18).
     (HARDWARE, XID_79, "a GPU fell off the bus (Xid 79)"),
+    (USER, MISMATCH_SIGN, "the ranks called different collectives"),
     (PEER, PEER_SIGN, "a rank lost its peers"),
     (NETWORK, NETWORK_SIGN, "an NCCL network or system error"),
     (TEARDOWN, TEARDOWN_SIGN, "a rank aborted as its process ended (std::terminate)"),
@@ -72,6 +77,9 @@ _PREFIX = re.compile(r"^\[(?:rank|default)\d+\]:\s?")  # torch's "[rank1]: " on 
 _TRACEBACK = "Traceback (most recent call last):"
 _EXCEPTION = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?::\s(?P<text>.*))?$")
 _ERROR_LINE = re.compile(r"^(?:[^:]*: )?error: \S")  # argparse and training.errors
+# libstdc++'s report of an uncaught C++ exception, after "terminate called after throwing an
+# instance of 'T'" (__gnu_cxx::__verbose_terminate_handler): its message.
+_WHAT = re.compile(r"^\s*what\(\):\s+\S")
 MAX_LINE = 300  # characters of a sign's line kept
 
 
@@ -130,7 +138,7 @@ class Signs:
             self.in_traceback = False
             if _EXCEPTION.match(line):
                 kind = USER
-        elif kind is None and _ERROR_LINE.match(line):
+        elif kind is None and (_ERROR_LINE.match(line) or _WHAT.match(line)):
             kind = USER
         if line.startswith(_TRACEBACK):
             self.in_traceback = True

@@ -12,6 +12,7 @@ it, 4 when it hung (both retryable: azdl.jobs.retry). Design: docs/architecture.
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -25,7 +26,7 @@ import threading
 import time
 from pathlib import Path
 
-from training import exits, heartbeat
+from training import exits, heartbeat, job_stop
 from training.nccl_check import NcclCheck
 
 IB_CHECK_FAILED = 3
@@ -44,6 +45,8 @@ _INIT_START = re.compile(r"NCCL INFO .*- Init START")
 _INIT_COMPLETE = re.compile(r"NCCL INFO .*- Init COMPLETE")
 # How long the command's processes get to write their stacks before they are killed.
 DUMP_GRACE_S = 15
+# Each nvidia-smi query of the post-mortem after a failure (a lost GPU can make it hang).
+POST_MORTEM_TIMEOUT_S = 20
 TICK_S = 1.0
 
 
@@ -289,6 +292,48 @@ def save_record(ranks_dir: Path, record: exits.Record) -> None:
     tmp.replace(path)
 
 
+def per_round_dumps(env: dict[str, str]) -> None:
+    """Under torchrun, the flight recorder's dumps go to this restart round's own folder
+    (training.flight_recorder.round_prefix): every round's rank R would write the same file."""
+    from training import flight_recorder  # it reads host records through this module
+
+    prefix = env.get(flight_recorder.DUMP_PREFIX_ENV)
+    if not prefix or "TORCHELASTIC_RESTART_COUNT" not in env:
+        return
+    env[flight_recorder.DUMP_PREFIX_ENV] = flight_recorder.round_prefix(prefix, restart_round())
+    # PyTorch's dump writer makes no folders.
+    Path(env[flight_recorder.DUMP_PREFIX_ENV]).parent.mkdir(parents=True, exist_ok=True)
+
+
+def post_mortem(gpus: int) -> list[str]:
+    """After a failure: the health gate's nvidia-smi checks of this node (GPU count, ECC, row
+    remaps; training.health), each under POST_MORTEM_TIMEOUT_S. What is wrong (empty: nothing):
+    a GPU lost since the start, a pending row remap, or nvidia-smi itself failing."""
+    from training.health import gate, nvidia_smi
+
+    found = []
+    for command, parse, problems in (
+        (nvidia_smi.COMMAND, nvidia_smi.parse, lambda g: nvidia_smi.problems(g, gpus)),
+        (nvidia_smi.REMAP_COMMAND, nvidia_smi.parse_remaps, nvidia_smi.remap_problems),
+    ):
+        code, text = gate.run_command(list(command), None, POST_MORTEM_TIMEOUT_S)
+        if code != 0:
+            last = text.strip().splitlines()[-1:] or ["no output"]
+            return [*found, f"nvidia-smi failed (exit {code}): {last[0]}"]
+        try:
+            found += problems(parse(text))
+        except ValueError as exc:  # a line that is not a GPU's ("Unable to determine ...")
+            return [*found, str(exc)]
+    return found
+
+
+def stop_the_job(why: str) -> None:
+    """Under a job's torchrun: no node restarts its workers (training.job_stop)."""
+    if folder := os.environ.get(job_stop.STOP_DIR_ENV):
+        job_stop.write(Path(folder), IB_CHECK_FAILED, why)
+    job_stop.close_rendezvous(why)
+
+
 def descendants(pid: int) -> list[int]:
     """`pid` and every process below it (Linux /proc), parents first."""
     children: dict[int, list[int]] = {}
@@ -380,6 +425,9 @@ def parse_args(argv):
     p.add_argument("--first-step-timeout", type=positive_seconds, default=1800.0, metavar="S",
                    help="with --progress-timeout: the allowance for the first step (default "
                    "1800)")  # fmt: skip
+    p.add_argument("--post-mortem-gpus", type=int, metavar="N",
+                   help="after a failure, check this node's N GPUs with nvidia-smi (the health "
+                   "gate's checks) and put what is wrong into the exit record")  # fmt: skip
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- then the rank's command")
     args = p.parse_args(argv)
     if args.command[:1] == ["--"]:
@@ -402,6 +450,7 @@ def main(argv=None) -> int:
     env = {"PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1"} | dict(os.environ)
     if beat_file is not None:
         env[heartbeat.ENV] = str(beat_file)
+    per_round_dumps(env)
     child = subprocess.Popen(
         args.command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1,
         errors="replace", env=env,
@@ -436,8 +485,12 @@ def main(argv=None) -> int:
     for thread in threads[:2]:
         thread.join()
     watch.summary()
+    if watch.stop == IB_CHECK_FAILED:  # every restart would stop the same way
+        stop_the_job(f"{IB_STOP_LINE} {watch.where()}: {watch.failed_check.message}")
     exit_code = watch.stop if watch.stop is not None else (code if code >= 0 else 128 - code)
     record = exit_record(watch, code, exit_code, read_error_file(), time.time())
+    if args.post_mortem_gpus and exit_code != 0 and record.kind != exits.STOPPED:
+        record = dataclasses.replace(record, post_mortem=post_mortem(args.post_mortem_gpus))
     if exit_code != 0:
         write_error_file(record)
     save_record(args.ranks_dir, record)

@@ -76,6 +76,8 @@ USER_CODE = (
 # Azure/MachineLearningNotebooks#1360: the script exited non-zero; said of any failed command,
 # so it decides only when no other sign is there.
 NON_ZERO_EXIT = re.compile(r"Submitted script failed with a non-zero exit code")
+# training.flight_recorder's finding that the ranks called different collectives.
+DESYNC = re.compile(r"azdl: (?:\(restart round \d+\) )?(desync at collective .*)")
 PEER_LOST = "a rank lost its peers, and no rank's own failure was recorded: a lost process or node"
 
 
@@ -106,6 +108,9 @@ def classify(status: str, error: str, logs: str) -> Outcome:
     causes = sorted((r for r in records if r.kind in VERDICTS), key=lambda r: r.time)
     if causes:
         return verdict(causes[0])
+    if desync := DESYNC.search(logs):
+        return Outcome(False, f"the ranks called different collectives (the flight recorder's "
+                       f"{desync.group(1)}); {USER_ADVICE}")  # fmt: skip
     if RENDEZVOUS_FAILED.search(text):
         found = RENDEZVOUS_FAILED.search(text).group(1)
         return Outcome(True, f"the nodes' rendezvous did not complete ({found}): a node started "

@@ -156,3 +156,36 @@ def test_the_signs_of_a_teardown_abort_and_an_error_line():
                "", "Traceback (most recent call last):", '  File "x.py", line 3, in <module>',
                "OSError: [Errno 28] No space left on device"]  # fmt: skip
     assert signs(chained)[1] == "ValueError: planted at step 6"
+
+
+def test_a_desync_is_the_scripts_bug_though_every_rank_only_timed_out():
+    # Both ranks' Gloo timeout (a peer's sign), then the flight recorder's finding.
+    timed_out = (
+        "RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/"
+        "unbound_buffer.cc:78] Timed out waiting 5000ms for recv operation to complete"
+    )
+    assert signs([timed_out])[0] == exits.PEER
+    logs = "\n".join([
+        record(0, "node-a", exits.PEER, timed_out, 10.0),
+        record(1, "node-b", exits.PEER, timed_out, 10.1),
+        "azdl: desync at collective 5 of process group 0: rank 0 on node-a called all_reduce "
+        "(input sizes [[4]], dtypes ['Float']; output sizes [[4]], dtypes ['Float']); rank 1 on "
+        "node-b called broadcast (input sizes [[4]], dtypes ['Float']; output sizes [[4]], "
+        "dtypes ['Float'])",
+    ])  # fmt: skip
+    outcome = classify("Failed", NON_ZERO, logs)
+    assert not outcome.retry
+    assert outcome.reason.startswith("the ranks called different collectives (the flight "
+                                     "recorder's desync at collective 5")  # fmt: skip
+
+
+def test_gloos_own_mismatch_check_is_the_scripts_bug():
+    # torch 2.13's Gloo when a peer's bytes do not fit the collective (an uncaught C++ error).
+    lines = [
+        "terminate called after throwing an instance of 'gloo::EnforceNotMet'",
+        "  what():  [enforce fail at /__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/"
+        "pair.cc:456] op.preamble.length <= op.nbytes. 16 vs 4. Received data size doesn't match "
+        "expected size. Is there a distributed collective mismatch in your code?",
+    ]
+    kind, line, _ = signs(lines)
+    assert kind == exits.USER and line.startswith("what():  [enforce fail")

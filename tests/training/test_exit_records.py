@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from tests.training import stand_ins
 from tests.training.test_hangs import run_guarded
 from training import exits
 
@@ -71,3 +72,30 @@ def test_a_finished_command_has_a_finished_record(tmp_path):
     run, _ = run_guarded(tmp_path, "print('done')")
     assert run.returncode == 0
     assert the_record(run).kind == exits.FINISHED
+
+
+@pytest.mark.parametrize(
+    ("gpus", "remaps", "found"),
+    [
+        ("nvidia_smi_ok.txt", "nvidia_smi_remaps_ok.txt", []),
+        ("nvidia_smi_seven_gpus.txt", "nvidia_smi_remaps_ok.txt",
+         ["7 GPUs visible, the VM size has 8"]),
+        ("nvidia_smi_ok.txt", "nvidia_smi_remap_pending.txt",
+         ["GPU 00000008:00:00.0: a row remap is pending (reset the GPU or reboot the node before "
+          "using it)"]),
+    ],
+)  # fmt: skip
+def test_after_a_failure_the_post_mortem_checks_the_nodes_gpus(tmp_path, monkeypatch, gpus,
+                                                              remaps, found):  # fmt: skip
+    tools = stand_ins.nvidia_smi(tmp_path / "bin", gpus=gpus, remaps=remaps)
+    monkeypatch.setenv("PATH", stand_ins.on_path(tools))
+    run, _ = run_guarded(tmp_path, "raise RuntimeError('CUDA error: unknown error')",
+                         "--post-mortem-gpus", "8")  # fmt: skip
+    assert the_record(run).post_mortem == found
+
+
+def test_a_post_mortem_without_nvidia_smi_says_so(tmp_path):
+    run, _ = run_guarded(tmp_path, "raise SystemExit(1)", "--post-mortem-gpus", "8")
+    assert the_record(run).post_mortem == [
+        "nvidia-smi failed (exit 127): nvidia-smi: not found in this image"
+    ]
