@@ -14,13 +14,14 @@ last collective this rank entered), and `entries` the recent collectives, each w
 
 import argparse
 import json
+import os
 import pickle
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from training import exits
+from training import exits, job_stop
 from training.guard import host_of
 
 # The environment of the torchrun path's safeguards, set by azdl (azdl.jobs.safeguards) and
@@ -201,8 +202,7 @@ def report(prefix: str, world_size: int, ranks_dir: Path | None) -> list[str]:
 
 def cause_on_record(ranks_dir: Path | None) -> exits.Record | None:
     """The first rank's own failure among the exit records the guards wrote (a rank that
-    raised, was killed, or stopped), or None: while none is known, the dumps are worth waiting
-    for."""
+    raised, was killed, or stopped), or None."""
     if ranks_dir is None:
         return None
     records = [exits.Record(**json.loads(p.read_text())) for p in ranks_dir.glob("exit-*.json")]
@@ -212,12 +212,23 @@ def cause_on_record(ranks_dir: Path | None) -> exits.Record | None:
     return min(causes, key=lambda r: r.time) if causes else None
 
 
+def known_cause(ranks_dir: Path | None) -> str | None:
+    """Why the run failed, when that is known without the dumps: a rank's own failure on record,
+    or a node's stop (training.job_stop, in the folder the job names); None while neither is."""
+    if (record := cause_on_record(ranks_dir)) is not None:
+        return f"first failure on record: {record.where()}: {record.line}"
+    folder = os.environ.get(job_stop.STOP_DIR_ENV)
+    if folder and (stop := job_stop.first_stop(Path(folder))) is not None:
+        return f"{stop['node']} stopped the job: {stop['why']}"
+    return None
+
+
 def wait_for_dumps(prefix: str, world_size: int, seconds: float, ranks_dir: Path | None) -> None:
-    """Until every rank's dump exists, a rank's own failure is on record (the dumps would add
-    nothing), or `seconds` have passed: on a job, other nodes' dumps reach the shared logs folder
-    a little later than this node's."""
+    """Until every rank's dump exists, the cause is known without them (`known_cause`), or
+    `seconds` have passed: on a job, other nodes' dumps reach the shared logs folder a little
+    later than this node's."""
     deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and cause_on_record(ranks_dir) is None:
+    while time.monotonic() < deadline and known_cause(ranks_dir) is None:
         prefix_now, _ = latest_round(prefix)
         if all(Path(f"{prefix_now}{rank}").is_file() for rank in range(world_size)):
             return
@@ -232,9 +243,8 @@ def main(argv=None) -> int:
     p.add_argument("--wait", type=float, default=0.0, help="seconds to wait for every dump")
     args = p.parse_args(argv)
     wait_for_dumps(args.prefix, args.world_size, args.wait, args.ranks_dir)
-    if (cause := cause_on_record(args.ranks_dir)) is not None:
-        print(f"azdl: first failure on record: {cause.where()}: {cause.line}", file=sys.stderr,
-              flush=True)  # fmt: skip
+    if (cause := known_cause(args.ranks_dir)) is not None:
+        print(f"azdl: {cause}", file=sys.stderr, flush=True)
     for line in report(args.prefix, args.world_size, args.ranks_dir):
         print(f"azdl: {line}", file=sys.stderr, flush=True)
     return 0

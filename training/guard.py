@@ -382,7 +382,9 @@ def watchdog(watch: Watch, child: subprocess.Popen, done: threading.Event) -> No
     """Checks the deadlines every TICK_S and ends the command when the guard must."""
     while not done.wait(TICK_S):
         watch.tick()
-        if watch.stop == IB_CHECK_FAILED:
+        if watch.stop == IB_CHECK_FAILED:  # every restart would stop the same way: first
+            # the job is told, so that no node restarts when this rank ends
+            stop_the_job(f"{IB_STOP_LINE} {watch.where()}: {watch.failed_check.message}")
             child.terminate()
             return
         if watch.stop == HUNG:
@@ -485,8 +487,6 @@ def main(argv=None) -> int:
     for thread in threads[:2]:
         thread.join()
     watch.summary()
-    if watch.stop == IB_CHECK_FAILED:  # every restart would stop the same way
-        stop_the_job(f"{IB_STOP_LINE} {watch.where()}: {watch.failed_check.message}")
     exit_code = watch.stop if watch.stop is not None else (code if code >= 0 else 128 - code)
     record = exit_record(watch, code, exit_code, read_error_file(), time.time())
     if args.post_mortem_gpus and exit_code != 0 and record.kind != exits.STOPPED:

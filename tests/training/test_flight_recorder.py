@@ -92,3 +92,18 @@ def test_a_dump_that_names_a_class_is_refused(tmp_path):
     (tmp_path / "rank_0").write_bytes(pickle.dumps(Path("/etc")))
     with pytest.raises(pickle.UnpicklingError, match="names pathlib"):
         flight_recorder.report(f"{tmp_path}/rank_", 1, None)
+
+
+def test_the_wait_ends_when_a_node_has_stopped_the_job(dumps, monkeypatch):
+    """A node whose gate failed stopped the job (training.job_stop): no dump is coming."""
+    from training import job_stop
+
+    (dumps / "fr" / "rank_1").unlink()
+    job_stop.write(dumps / "stops", 1, "its health gate failed")
+    monkeypatch.setenv(job_stop.STOP_DIR_ENV, str(dumps / "stops"))
+    started = time.monotonic()
+    flight_recorder.wait_for_dumps(f"{dumps}/fr/rank_", 2, 30, dumps / "ranks")
+    assert time.monotonic() - started < 1
+    assert flight_recorder.known_cause(dumps / "ranks").endswith(
+        "stopped the job: its health gate failed"
+    )
