@@ -150,3 +150,24 @@ def test_horovod_stays_the_default(outputs):
     assert isinstance(job.distribution, MpiDistribution)
     assert job.distribution.process_count_per_instance == 8
     assert "torchrun" not in job.command and job.tags["azdl.launcher"] == "mpi"
+
+
+def test_a_node_without_node_rank_stops_with_one_line(tmp_path):
+    """The node's shell words as the job runs them, with Azure ML's variables but NODE_RANK:
+    bash stops at the words, before anything starts."""
+    import os
+    import subprocess
+
+    from azdl.envs import REPO_ROOT
+    from azdl.launchers import node_torchrun
+
+    env = {k: v for k, v in os.environ.items() if k != "NODE_RANK"} | {
+        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500", "AZDL_STOP_DIR": str(tmp_path),
+        "PYTHONPATH": str(REPO_ROOT),
+    }  # fmt: skip
+    run = subprocess.run(["bash", "-c", node_torchrun(2, 1, 0, "r") + " true"], env=env,
+                         capture_output=True, text=True, check=False)  # fmt: skip
+    assert run.returncode != 0
+    assert run.stderr.strip().endswith(
+        "NODE_RANK: not set: Azure ML sets it on every node of a pytorch job"
+    )

@@ -189,3 +189,33 @@ def test_gloos_own_mismatch_check_is_the_scripts_bug():
     ]
     kind, line, _ = signs(lines)
     assert kind == exits.USER and line.startswith("what():  [enforce fail")
+
+
+# Open MPI 4.1.4's own words when a process failed, as mpirun printed them on this machine.
+MPI_EXIT = """--------------------------------------------------------------------------
+Primary job  terminated normally, but 1 process returned
+a non-zero exit code. Per user-direction, the job has been aborted.
+--------------------------------------------------------------------------
+--------------------------------------------------------------------------
+mpirun detected that one or more processes exited with non-zero status, thus causing
+the job to be terminated. The first process to do so was:
+
+  Process name: [[9310,1],1]
+  Exit code:    3
+--------------------------------------------------------------------------
+"""
+MPI_SIGNAL = """--------------------------------------------------------------------------
+mpirun noticed that process rank 1 with PID 0 on node vm exited on signal 9 (Killed).
+--------------------------------------------------------------------------
+"""
+
+
+def test_without_records_mpiruns_first_process_is_named():
+    outcome = classify("Failed", NON_ZERO, "\n".join(RANK1) + "\n" + MPI_EXIT)
+    assert not outcome.retry
+    assert outcome.reason.startswith(
+        "the script raised a Python exception (mpirun: rank 1 first, exit code 3)"
+    )
+    killed = classify("Failed", NON_ZERO, MPI_SIGNAL)
+    assert killed.retry and killed.reason.startswith("a process was lost")
+    assert killed.reason.endswith("(mpirun: rank 1 on vm first, signal 9)")
