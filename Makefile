@@ -8,7 +8,7 @@ demo:  ## local 2-worker Horovod training on synthetic data
 	$(MAKE) --no-print-directory -j2 setup-operator setup-training
 	.venv/bin/azdl train --workers 2
 
-test: setup  ## every test: unit, Pulumi-under-mocks, multi-process Horovod, Azurite
+test: setup  ## every test: unit, Pulumi-under-mocks, multi-process Horovod and torchrun, Azurite
 	scripts/test.sh
 
 test-fast: setup-operator  ## the operator side's tests in under 2 minutes, saying what it leaves out

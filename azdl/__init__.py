@@ -1,1 +1,1 @@
-"""Operator tooling for distributed Horovod training on Azure: one CLI, `azdl`."""
+"""Operator tooling for distributed training on Azure (Horovod or torchrun): one CLI, `azdl`."""

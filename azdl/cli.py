@@ -56,7 +56,7 @@ def leaf_parsers(parser: argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = suggest.Parser(
         prog="azdl",
-        description="Stand up and run distributed Horovod training on Azure: "
+        description="Stand up and run distributed training on Azure (Horovod or torchrun): "
         "infrastructure plans, data, local and cluster training, benchmarks.",
     )
     parser.add_argument(

@@ -1,11 +1,22 @@
-"""torchrun, as azdl starts it: on this machine (one node, `azdl train`) and on each node of an
-Azure ML job with `distribution: pytorch` (`azdl submit`); the choice of one torchrun per node is
-explained in docs/torchrun.md, "On the cluster: one torchrun per node". No Azure calls."""
+"""How workers start, one vocabulary for `azdl train`, `submit` and `bench` and
+training/flavours.py: Horovod's launcher (horovodrun or mpirun locally, Azure ML's MPI on the
+cluster) or torchrun. And torchrun as azdl starts it: on this machine (one node, `azdl train`)
+and on each node of an Azure ML job with `distribution: pytorch` (`azdl submit`); the choice of
+one torchrun per node is explained in docs/torchrun.md, "On the cluster: one torchrun per node".
+No Azure calls."""
 
 import shlex
 
+from azdl.runtime import module_command
 from training import job_stop
 from training.health import gate
+
+LAUNCHERS = ("horovod", "torchrun")
+DEFAULT_LAUNCHER = "horovod"
+# Horovod's transport on this machine: `horovodrun --gloo` (the default), or plain `mpirun`, as
+# Azure ML starts the processes of an MPI job.
+TRANSPORTS = ("gloo", "mpi")
+DEFAULT_TRANSPORT = "gloo"
 
 # The rendezvous shares its TCP store server with the workers by default, and that store
 # outlives a restart: the restarted workers then read the previous round's Gloo addresses and
@@ -31,6 +42,13 @@ RENDEZVOUS_TIMEOUT_S = int(gate.WORST_CASE_S) + PIP_TIMEOUT_S
 # closes the rendezvous through it after a stop that every restart would repeat).
 NODE_ADDRESS_ENV = "AZDL_NODE_ADDR"
 NODE_RANK_MISSING = "not set: Azure ML sets it on every node of a pytorch job"
+
+
+def labelled(python: str = "python") -> list[str]:
+    """The prefix of a torchrun worker's command that keeps each line it writes whole and
+    labels it with the worker's global rank, as horovodrun does (`[1]<stdout>:`; why not
+    torchrun's own --tee labels: training/rank_output.py)."""
+    return [*module_command("training.rank_output", python), "--"]
 
 
 def local_torchrun(python: str, workers: int, max_restarts: int) -> list[str]:
@@ -63,9 +81,10 @@ def node_torchrun(nodes: int, per_node: int, max_restarts: int, run_id: str) -> 
         f"read_timeout={RENDEZVOUS_TIMEOUT_S},join_timeout={RENDEZVOUS_TIMEOUT_S}"
     )
     return " ".join([
-        f'export {NODE_ADDRESS_ENV}="$(python -m training.node_address)"',
+        f'export {NODE_ADDRESS_ENV}="$({shlex.join(module_command("training.node_address"))})"',
         f'{job_stop.RENDEZVOUS_ENV}="$MASTER_ADDR:$MASTER_PORT" &&',
-        f'python -m training.job_stop run "${{{job_stop.STOP_DIR_ENV}:?}}" --',
+        shlex.join(module_command("training.job_stop")),
+        f'run "${{{job_stop.STOP_DIR_ENV}:?}}" --',
         "torchrun", f"--nnodes={nodes}", f"--nproc-per-node={per_node}",
         "--rdzv-backend=c10d", '--rdzv-endpoint="$MASTER_ADDR:$MASTER_PORT"',
         f"--rdzv-id={shlex.quote(run_id)}", f'--rdzv-conf="{conf}"',

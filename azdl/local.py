@@ -1,6 +1,6 @@
 """The local launcher: N workers on this machine, in the training environment, for a built-in
-training script or a user's own: Horovod's under `horovodrun --gloo` or plain `mpirun` (as Azure
-ML starts MPI jobs), or torch.distributed's under torchrun."""
+training script or a user's own: Horovod's (transport gloo: `horovodrun --gloo`; mpi: plain
+`mpirun`, as Azure ML starts MPI jobs), or torch.distributed's under torchrun."""
 
 import os
 import shutil
@@ -12,7 +12,15 @@ from azdl.envs import REPO_ROOT, training_bin, training_env
 from azdl.errors import AzdlError
 from azdl.jobs import safeguards
 from azdl.jobs import script as own_script
-from azdl.launchers import TORCHRUN_ENV, local_torchrun
+from azdl.launchers import (
+    DEFAULT_TRANSPORT,
+    LAUNCHERS,
+    TORCHRUN_ENV,
+    TRANSPORTS,
+    labelled,
+    local_torchrun,
+)
+from azdl.paths import folder_or_nothing
 from training import flight_recorder
 from training.flavours import FLAVOURS, FRAMEWORKS, entry_module, runs_under
 
@@ -21,11 +29,9 @@ from training.flavours import FLAVOURS, FRAMEWORKS, entry_module, runs_under
 # 2 workers vs 1 at 0.69 with the default and 0.84 with 20 ms (README, Train). GPU clusters
 # keep Horovod's default; a value already in the environment wins.
 LOCAL_CYCLE_TIME_MS = "20"
-# gloo and mpi start Horovod workers (horovodrun --gloo, mpirun); torchrun torch.distributed's.
-LAUNCHERS = ("gloo", "mpi", "torchrun")
 
 
-def local_env(launcher: str = "gloo", workers: int = 1) -> dict[str, str]:
+def local_env(launcher: str = "horovod", workers: int = 1) -> dict[str, str]:
     """Environment for local workers: the training venv (TensorFlow's C++ start-up lines
     quietened, see `azdl.envs`) and the CPU-friendly Horovod cycle time (unless set). Under
     torchrun, each worker's share of the cores as OMP_NUM_THREADS unless set (torchrun would
@@ -65,9 +71,8 @@ def check_launcher(framework: str, launcher: str, script: bool = False) -> None:
     """The launcher exists and, for a built-in script, can start its flavour's workers."""
     if launcher not in LAUNCHERS:
         raise AzdlError(f"unknown launcher {launcher!r}; allowed: {', '.join(LAUNCHERS)}")
-    kind = "torchrun" if launcher == "torchrun" else "horovod"
-    if not script and framework in FRAMEWORKS and not runs_under(framework, kind):
-        can = [f.name for f in FLAVOURS.values() if runs_under(f.name, kind)]
+    if not script and framework in FRAMEWORKS and not runs_under(framework, launcher):
+        can = [f.name for f in FLAVOURS.values() if runs_under(f.name, launcher)]
         raise AzdlError(
             f"the {framework} flavour runs under Horovod only (training/flavours.py); "
             f"--launcher {launcher} runs --framework {' or '.join(can)}, or your own --script"
@@ -83,12 +88,14 @@ def launch_command(
     exports: tuple[str, ...] = (),
     guard: list[str] | None = None,
     max_restarts: int = 0,
+    transport: str = DEFAULT_TRANSPORT,
 ) -> list[str]:
     """The command line that starts `workers` processes of the framework's training script, or
     of `script` (a user's own file) when given. `exports`: more environment variables mpirun
     must hand to the workers (horovodrun --gloo and torchrun hand over the whole environment).
     `guard`: a prefix each worker's command runs under (safeguards.guard_command).
-    `max_restarts`: torchrun restarts every worker this many times after a failure."""
+    `max_restarts`: torchrun restarts every worker this many times after a failure.
+    `transport`: Horovod's, gloo or mpi."""
     if workers < 1:
         raise AzdlError(f"--workers must be at least 1, got {workers}")
     if script is not None:
@@ -105,15 +112,18 @@ def launch_command(
         )
     worker = [*(guard or []), *worker]
     if launcher == "torchrun":
-        return [*local_torchrun(str(training_bin("python")), workers, max_restarts), *worker]
-    if launcher == "gloo":
+        python = str(training_bin("python"))
+        return [*local_torchrun(python, workers, max_restarts), *labelled(python), *worker]
+    if transport not in TRANSPORTS:
+        raise AzdlError(f"unknown transport {transport!r}; allowed: {', '.join(TRANSPORTS)}")
+    if transport == "gloo":
         hosts = f"localhost:{workers}"
         return [
             str(training_bin("horovodrun")), "--gloo", "-np", str(workers), "-H", hosts, *worker,
         ]  # fmt: skip
     mpirun = shutil.which("mpirun")
     if mpirun is None:
-        raise AzdlError("--launcher mpi needs Open MPI's mpirun (make setup-training installs it)")
+        raise AzdlError("--transport mpi needs Open MPI's mpirun (make setup-training installs it)")
     root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
     # More workers than cores is fine for a local try-out; Open MPI refuses it by default.
     oversubscribe = ["--oversubscribe"] if workers > (os.cpu_count() or 1) else []
@@ -132,7 +142,7 @@ def script_run(
     (created), the data folder if given, each worker's share of the cores."""
     folders: dict[str, str | None] = {"data_dir": None}
     if data is not None:
-        data_dir = Path(data).expanduser().resolve()
+        data_dir = folder_or_nothing(Path(data).expanduser().resolve(), "--data", "the data folder")
         if not data_dir.is_dir():
             raise AzdlError(f"--data {data}: no such folder")
         folders["data_dir"] = str(data_dir)
@@ -190,9 +200,15 @@ def mlflow_environment(run_dir: Path) -> dict[str, str]:
     return {"MLFLOW_TRACKING_URI": safeguards.local_mlflow_uri(run_dir)}
 
 
-def start(cmd: list[str], launcher: str, env: dict[str, str], cwd: Path | None = None) -> int:
+def start(
+    cmd: list[str],
+    launcher: str,
+    env: dict[str, str],
+    cwd: Path | None = None,
+    transport: str = DEFAULT_TRANSPORT,
+) -> int:
     """Under horovodrun --gloo and torchrun, the launcher's own traceback after a failed worker
     becomes one line (`azdl.workers`); plain mpirun's output is left as it is."""
-    if launcher in ("gloo", "torchrun"):
+    if launcher == "torchrun" or transport == "gloo":
         return workers.run(cmd, env, cwd)
     return subprocess.call(cmd, env=env, cwd=cwd)

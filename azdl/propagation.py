@@ -30,21 +30,35 @@ def error_code(exc: HttpResponseError) -> str:
 
 
 def code_upload_refusals() -> tuple[type[Exception], ...]:
-    """The exception azure-ai-ml 1.35.2 wraps a refused code upload in:
-    `BlobStorageClient.check_blob_exists` (azure/ai/ml/_artifacts/_blob_storage_helper.py)
+    """The exception azure-ai-ml 1.35.2 raises for a refused code upload. Read in its source
+    (azure/ai/ml): `BlobStorageClient.check_blob_exists` (_artifacts/_blob_storage_helper.py)
     raises a `ValidationException` ("You don't have permission to alter this storage account")
-    `from` the storage 403 `AuthorizationPermissionMismatch`. Imported on use: azure-ai-ml takes
-    seconds to import, and data staging never needs it."""
-    from azure.ai.ml.exceptions import ValidationException
+    `from` the storage 403 `AuthorizationPermissionMismatch`; `CodeOperations.create_or_update`
+    (operations/_code_operations.py), inside `MLClient.jobs.create_or_update`, catches it and
+    `log_and_raise_error` (_exception_helper.py) raises a new `MlException` while handling it:
+    the 403 is then the `__cause__` of its `__context__` (refusal() follows both).
+    `MlException` is the base of both. Imported on use: azure-ai-ml takes seconds to import,
+    and data staging never needs it."""
+    from azure.ai.ml.exceptions import MlException
 
-    return (ValidationException,)
+    return (MlException,)
 
 
 def refusal(exc: BaseException) -> HttpResponseError | None:
-    """The storage or ARM error behind `exc`: itself, or the one it was raised from."""
-    if isinstance(exc, HttpResponseError):
-        return exc
-    return exc.__cause__ if isinstance(exc.__cause__, HttpResponseError) else None
+    """The storage or ARM error behind `exc`: itself, or the nearest one along the chain
+    Python's traceback prints: `__cause__` (`raise ... from`), else `__context__` (raised while
+    handling it) unless `raise ... from None` suppressed it."""
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        if isinstance(link, HttpResponseError):
+            return link
+        seen.add(id(link))
+        if link.__cause__ is not None:
+            link = link.__cause__
+        else:
+            link = None if link.__suppress_context__ else link.__context__
+    return None
 
 
 def may_be_propagating(exc: BaseException) -> bool:

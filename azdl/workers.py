@@ -3,10 +3,13 @@ after a failed worker becomes one line naming the rank and its exit code; other 
 through."""
 
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
 from typing import TextIO
+
+from training.teardown import TEARDOWN_ABORT
 
 # horovodrun --gloo's own ending after a failed worker: `RuntimeError: Horovod detected that one
 # or more processes exited with non-zero status …`, then `Process name: N` and `Exit code: X`
@@ -29,9 +32,20 @@ TORCHRUN_RANK = re.compile(r"^\s*rank\s*:\s*(\d+)")
 TORCHRUN_EXIT = re.compile(r"^\s*exitcode\s*:\s*(-?\d+)")
 
 
-def summarize(lines: list[str]) -> tuple[str, int] | None:
+def teardown_abort(rank: str) -> str:
+    """The line for a worker that aborted with libstdc++'s TEARDOWN_ABORT (training/teardown.py)."""
+    return (
+        f'error: worker rank {rank} aborted (SIGABRT, "{TEARDOWN_ABORT}"), as a torch.distributed '
+        f"process does when its process group outlives the script into the interpreter's exit; "
+        f"import torch.distributed.nn before init_process_group (docs/torchrun.md, "
+        f'"Ending cleanly")\n'
+    )
+
+
+def summarize(lines: list[str], aborted: bool = False) -> tuple[str, int] | None:
     """(one line for the user, the worker's exit code) if `lines` are horovodrun's or
-    torchrun's own traceback about a failed worker, else None."""
+    torchrun's own traceback about a failed worker, else None. `aborted`: a worker printed
+    TEARDOWN_ABORT."""
     if not lines or lines[0].rstrip("\n") != TRACEBACK:
         return None
     if any(TORCHRUN_FAILED.match(line) for line in lines):
@@ -39,6 +53,8 @@ def summarize(lines: list[str]) -> tuple[str, int] | None:
         rank = next((m[1] for line in cause if (m := TORCHRUN_RANK.match(line))), "?")
         code = next((int(m[1]) for line in cause if (m := TORCHRUN_EXIT.match(line))), 1)
         code = code if code > 0 else 128 - code  # a signal: as a shell reports it
+        if aborted and code == 128 + signal.SIGABRT:
+            return teardown_abort(rank), code
         line = f"error: worker rank {rank} failed first (exit code {code}); its messages are above"
         return line + "\n", code
     if not any(HOROVOD_FAILED.match(line) for line in lines):
@@ -54,14 +70,16 @@ def relay(stream: TextIO, out: TextIO) -> int | None:
     line when it is about a failed worker, and the worker's exit code returned, else None.
     Everything before it (a worker's own traceback too) passes through unchanged."""
     held: list[str] = []
+    aborted = False
     for line in stream:
+        aborted = aborted or TEARDOWN_ABORT in line
         if held or line.rstrip("\n") == TRACEBACK:
             held.append(line)
             continue
         out.write(line)
         out.flush()
     last = max((i for i, line in enumerate(held) if line.rstrip("\n") == TRACEBACK), default=0)
-    summary = summarize(held[last:])
+    summary = summarize(held[last:], aborted)
     if summary is None:
         out.writelines(held)
         return None

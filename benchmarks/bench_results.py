@@ -4,7 +4,10 @@
 saying when, where and how it was measured; the docs include it with `--8<--`) and <name>.json
 (the same, machine-readable). Nobody retypes a figure: the docs show exactly these files.
 The load average is recorded before and after the run, so a figure taken on a shared machine
-says so.
+says so. Each run declares the code its figures depend on (`Run(measures)`); the results file
+records those paths with the commit and the tree's uncommitted changes (provenance.py), so the
+targets table can tell a figure whose code has changed since. The figures a target judges are
+kept unrounded, with the number of samples each rests on (`figures`).
 """
 
 import json
@@ -13,7 +16,10 @@ import platform
 import shlex
 import sys
 import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
+
+import provenance
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
@@ -40,10 +46,37 @@ def machine() -> dict:
     }
 
 
-class Run:
-    """Context of one benchmark run: start time and load, the command line."""
+@dataclass(frozen=True)
+class Figure:
+    """A figure a target is judged by: its value unrounded, and how many measurements (rounds,
+    repeats) it rests on."""
 
-    def __init__(self) -> None:
+    value: float
+    samples: int
+
+
+def _source(measures: list[str]) -> dict:
+    try:
+        return provenance.measured(measures)
+    except provenance.GitError as e:
+        sys.exit(f"error: cannot record which code this run measures: {e}")
+
+
+class Run:
+    """Context of one benchmark run: start time and load, the command line, and the code it
+    measures (`measures`: git pathspecs from the repository root, the script's own file among
+    them), recorded at the start."""
+
+    def __init__(self, measures: list[str]) -> None:
+        self.measures = list(measures)
+        self.source = _source(self.measures)
+        if self.source["dirty_measured"]:
+            print(
+                "note: measuring uncommitted changes to "
+                f"{', '.join(self.source['dirty_measured'])}: the targets table shows these "
+                "figures as stale until they are measured on a commit",
+                file=sys.stderr,
+            )
         self.started = time.time()
         self.load_before = os.getloadavg()
         self.command = shlex.join([Path(sys.executable).name, *sys.argv]).replace(
@@ -59,8 +92,17 @@ class Run:
         *,
         notes: list[str] = (),
         data: dict | None = None,
+        figures: dict[str, Figure] | None = None,
     ) -> Path:
-        """Write benchmarks/results/<name>.md and .json; returns the .md path."""
+        """Write benchmarks/results/<name>.md and .json; returns the .md path. Refuses when the
+        measured code changed during the run (a commit, or an edit to a measured file)."""
+        now = _source(self.measures)
+        for key in ("commit", "dirty_measured"):
+            if now[key] != self.source[key]:
+                sys.exit(
+                    f"error: {key} changed during the run ({self.source[key]} → {now[key]}): "
+                    f"the figures measured neither for certain; {name} not written"
+                )
         RESULTS_DIR.mkdir(exist_ok=True)
         record = {
             "name": name,
@@ -69,7 +111,11 @@ class Run:
             "seconds": round(time.time() - self.started, 1),
             "machine": machine(),
             "load_average": {"before": self.load_before, "after": os.getloadavg()},
+            "niceness": os.nice(0),  # `nice -n 5` leaves the CPU to others first
             "command": self.command,
+            **self.source,
+            "measures": self.measures,
+            "figures": {key: asdict(f) for key, f in (figures or {}).items()},
             "headers": headers,
             "rows": rows,
             "notes": list(notes),
@@ -106,11 +152,37 @@ def markdown(record: dict) -> str:
         f"Measured {record['date']} in {record['seconds']:.0f} s on {box['cores']} cores "
         f"({box['usable_cores']} usable), {box['cpu']}, GPU: {box['gpu']}, {box['system']}, "
         f"Python {box['python']}; load average {load['before'][0]:.1f} before, "
-        f"{load['after'][0]:.1f} after (1-minute).  ",
+        f"{load['after'][0]:.1f} after (1-minute)"
+        + (f", niceness {record['niceness']}" if record.get("niceness") else "")
+        + ".  ",
+        f"{_code(record)}  ",
         f"Command: `{record['command']}`",
         "",
     ]
     return "\n".join(lines)
+
+
+def _code(record: dict) -> str:
+    """The line saying which code was measured: commit, uncommitted changes, declared paths."""
+    if not record.get("commit"):
+        return "Commit: not recorded (the file predates it; re-measure)."
+    line = f"Commit `{record['commit'][:12]}`"
+    if record["dirty_measured"]:
+        changed = _listed(record["dirty_measured"])
+        line += f", **with uncommitted changes to measured files**: {changed}"
+    elif record["dirty"]:
+        line += f" (uncommitted changes elsewhere: {_listed(record['dirty_files'])})"
+    else:
+        line += " (clean tree)"
+    declared = ", ".join(f"`{p}`" for p in record["measures"])
+    more = len(record["paths"]) - len(record["measures"])
+    imported = f" and {more} more files they import (listed in the .json)" if more else ""
+    return f"{line}; measures {declared}{imported}."
+
+
+def _listed(files: list[str], shown: int = 5) -> str:
+    names = ", ".join(f"`{f}`" for f in files[:shown])
+    return names + (f" and {len(files) - shown} more" if len(files) > shown else "")
 
 
 if __name__ == "__main__":  # re-render every .md from its .json (after a change to markdown())

@@ -50,6 +50,17 @@ WARM_UP = {"diff of two stacks"}
 # cluster.minNodes above maxNodes.
 BAD_STACK = "clilatency"
 BASELINE = "dddebce"
+# The code its figures depend on: the "after" column times this checkout's CLI, which renders
+# the program (infra/) for the diff, with the pinned operator libraries.
+MEASURES = [
+    "benchmarks/cli_latency.py",
+    "azdl/",
+    "infra/",
+    "policies/",
+    "stacks/",
+    "requirements.txt",
+    "pyproject.toml",
+]
 
 
 def export(ref: str, into: Path) -> str:
@@ -78,7 +89,7 @@ def main() -> int:
     parser.add_argument("--baseline", default=BASELINE, help="git revision to compare with")
     parser.add_argument("--repeat", type=int, default=5, help="timed runs per command (5)")
     args = parser.parse_args()
-    run = Run()
+    run = Run(MEASURES)
     with tempfile.TemporaryDirectory(prefix="azdl-baseline-") as tmp:
         base = Path(tmp)
         commit = export(args.baseline, base)

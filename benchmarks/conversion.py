@@ -24,6 +24,13 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 from training.data.prepare.convert import convert
 from training.data.prepare.sample import generate
 
+# The code its figures depend on (bench_results.Run adds every module these import).
+MEASURES = [
+    "benchmarks/conversion.py",
+    "training/data/prepare/convert.py",
+    "training/requirements.txt",
+]
+
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -32,7 +39,7 @@ def main() -> None:
     args = p.parse_args()
     from bench_results import Run
 
-    run = Run()
+    run = Run(MEASURES)
     cores = len(os.sched_getaffinity(0))
     with tempfile.TemporaryDirectory() as tmp:
         source = Path(tmp) / "sample"

@@ -37,6 +37,15 @@ ENVIRONMENTS = {
     "training (.venv-train)": ".venv-train/bin/python",
 }
 CODECS = ("hand-written", "protobuf")
+# The code its figures depend on (bench_results.Run adds every module these import): the
+# protobuf codec, and both environments' pinned protobuf.
+MEASURES = [
+    "benchmarks/example_codec.py",
+    "training/data/example_codec.py",
+    "training/data/records.py",
+    "requirements.txt",
+    "training/requirements.txt",
+]
 
 
 def protobuf_serialize(image, label, height, width, filename, image_format="JPEG") -> bytes:
@@ -170,7 +179,7 @@ def main() -> None:
     sys.path.insert(0, str(ROOT))
     from bench_results import Run
 
-    run = Run()
+    run = Run(MEASURES)
     inputs = sample_inputs(args.images, args.size)
     mean_kb = sum(len(item[0]) for item in inputs) / len(inputs) / 1000
     expected = _digest(inputs)

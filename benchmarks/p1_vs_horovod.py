@@ -40,6 +40,17 @@ from azdl.local import launch_command
 from training.throughput import parse_throughput_lines
 
 OUT = REPO_ROOT / "benchmarks" / "results"  # charts beside the results files the docs show
+# The code its figures depend on (bench_results.Run adds every module these import): the
+# baseline, our two TF scripts as the launcher starts them, the pinned libraries and Horovod's
+# build (its flags are in setup-training.sh).
+MEASURES = [
+    "benchmarks/p1_vs_horovod.py",
+    "benchmarks/p1_horovod_baseline.py",
+    "training/tensorflow/train_keras.py",
+    "training/tensorflow/train_loop.py",
+    "training/requirements.txt",
+    "scripts/setup-training.sh",
+]
 
 
 def baseline_command(a) -> list[str]:
@@ -103,9 +114,9 @@ def main() -> int:
     a = p.parse_args()
     if a.num_iters < 2:
         p.error(f"--num-iters must be at least 2 (the first is warm-up), got {a.num_iters}")
-    from bench_results import Run
+    from bench_results import Figure, Run
 
-    run = Run()
+    run = Run(MEASURES)
     console = Console()
     variants = {
         "horovod baseline": baseline_command(a),
@@ -149,6 +160,9 @@ def main() -> int:
             for name, value in medians.items()
         ],
         data={"rates": rates},
+        figures={  # ratio of medians
+            name: Figure(value / base, a.rounds) for name, value in medians.items()
+        },
     )
     return 0
 

@@ -24,6 +24,9 @@ LAUNCHERS = {"Horovod": "gloo", "torchrun": "torchrun"}  # label: azdl's --launc
 VARIANTS = {f"{label}, {n} worker{'s' if n > 1 else ''}": (launcher, n)
             for label, launcher in LAUNCHERS.items() for n in (1, 2)}  # fmt: skip
 P2_TARGET, VS_HOROVOD_TARGET = 0.90, 0.95
+# The code its figures depend on, with p2_scaling's (measures(): its runner, the PyTorch
+# training script and, through their imports, the launch path and torch.distributed's use).
+MEASURES = ["benchmarks/p2_launchers.py"]
 
 
 def figures(medians: dict[str, float]) -> dict[str, float]:
@@ -74,10 +77,10 @@ def main() -> int:
     if a.chart_only:
         print(f"chart: {write_chart()}")
         return 0
-    from bench_results import Run
-    from p2_scaling import images_per_sec
+    from bench_results import Figure, Run
+    from p2_scaling import images_per_sec, measures
 
-    run, console = Run(), Console()
+    run, console = Run([*MEASURES, *measures("torch")]), Console()
     rates: dict[str, list[float]] = {name: [] for name in VARIANTS}
     with console.status("running") as status:
         for r in range(a.rounds):
@@ -100,7 +103,8 @@ def main() -> int:
         title,
         ["variant", "images/sec or ratio", "per round"],
         rows,
-        data={"rates": rates, "figures": results},
+        data={"rates": rates},
+        figures={name: Figure(value, a.rounds) for name, value in results.items()},
     )
     console.print(md.read_text())
     console.print(f"chart: {write_chart(md.with_suffix('.json'))}")

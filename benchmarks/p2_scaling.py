@@ -26,9 +26,14 @@ from rich.table import Table
 
 from azdl.envs import REPO_ROOT
 from azdl.local import launch_command, local_env
+from training.flavours import entry_module
 from training.throughput import parse_throughput_lines
 
 OUT = REPO_ROOT / "benchmarks" / "results"  # charts beside the results files the docs show
+# The code its figures depend on, with the flavour's training script (measures()): bench_results
+# adds every module these import, the launch path (azdl/local.py) among them; the pinned
+# libraries, and Horovod's build (its flags are in setup-training.sh).
+MEASURES = ["benchmarks/p2_scaling.py", "training/requirements.txt", "scripts/setup-training.sh"]
 VARIANTS = {  # name: (workers per job, extra arguments, jobs at once)
     "1 worker": (1, [], 1),
     "2 workers": (2, [], 1),
@@ -36,6 +41,11 @@ VARIANTS = {  # name: (workers per job, extra arguments, jobs at once)
     # The machine's own ceiling: two separate 1-worker jobs at once, nothing shared.
     "2 separate 1-worker jobs": (1, [], 2),
 }
+
+
+def measures(*frameworks: str) -> list[str]:
+    """MEASURES and the training script of each flavour run (python -m, so not an import)."""
+    return [*MEASURES, *(f"{entry_module(f).replace('.', '/')}.py" for f in frameworks)]
 
 
 def images_per_sec(
@@ -119,9 +129,9 @@ def main() -> int:
     if a.chart_only:
         print(f"chart: {write_chart()}")
         return 0
-    from bench_results import Run
+    from bench_results import Figure, Run
 
-    run = Run()
+    run = Run(measures(a.framework))
     console = Console()
     rates: dict[str, list[float]] = {name: [] for name in VARIANTS}
     with console.status("running") as status:
@@ -141,17 +151,19 @@ def main() -> int:
         rounds = ", ".join(f"{x:.1f}" for x in rates[name])
         table.add_row(name, f"{value:.1f}", rounds, f"{value / (workers * single):.2f}")
     console.print(table)
-    rows = []
+    rows, figures = [], {}
     for name, value in medians.items():
         workers = VARIANTS[name][0] * VARIANTS[name][2]
         rounds = ", ".join(f"{x:.1f}" for x in rates[name])
         rows.append([name, f"{value:.1f}", rounds, f"{value / (workers * single):.2f}"])
+        figures[name] = Figure(value / (workers * single), a.rounds)  # efficiency
     md = run.write(
         "p2_scaling",
         f"{title}, one thread per worker; median of {a.rounds} rounds; target ≥ 0.90",
         ["variant", "images/sec", "per round", "efficiency"],
         rows,
         data={"rates": rates},
+        figures=figures,
     )
     console.print(f"chart: {write_chart(md.with_suffix('.json'))}")
     return 0

@@ -24,6 +24,12 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # for every TensorFlow process started here
+# The code its figures depend on (bench_results.Run adds every module these import).
+MEASURES = [
+    "benchmarks/p4_input_pipeline.py",
+    "training/tensorflow/pipeline.py",
+    "training/requirements.txt",
+]
 
 
 def child(data_dir: str, cores: int, batch: int, batches: int, warmup: int) -> None:
@@ -68,12 +74,12 @@ def main() -> None:
         child(args.child[0], int(args.child[1]), args.batch, args.batches, args.warmup)
         return
 
-    from bench_results import Run
+    from bench_results import Figure, Run
 
     from training.data.prepare.convert import convert
     from training.data.prepare.sample import generate
 
-    run = Run()
+    run = Run(MEASURES)
 
     available = len(os.sched_getaffinity(0))
     with tempfile.TemporaryDirectory() as tmp:
@@ -145,6 +151,10 @@ def main() -> None:
             f"CPU-second ({'met' if per_cpu_s >= 300 else 'NOT met'})."
         ],
         data={"rates": {str(c): r for c, r in rates.items()}},
+        figures={  # one timed run each
+            f"{c} core{'s' if c > 1 else ''}, per core": Figure(r["images_per_sec"] / c, 1)
+            for c, r in rates.items()
+        },
     )
 
 

@@ -33,6 +33,16 @@ from azdl.envs import REPO_ROOT
 from azdl.staging import SINGLE_PUT_MAX, container_client, stage
 from training.data.prepare.manifest import Manifest, ShardEntry, SplitSummary, file_digests
 
+# The code its figures depend on (bench_results.Run adds every module these import): the
+# uploader, the emulator and the pinned SDK and Azurite versions.
+MEASURES = [
+    "benchmarks/p5_staging.py",
+    "azdl/staging.py",
+    "requirements.txt",
+    "package.json",
+    "package-lock.json",
+]
+
 
 def write_files(folder: Path, count: int, size: int) -> Manifest:
     entries = []
@@ -133,9 +143,9 @@ def main() -> None:
     args = p.parse_args()
     if args.repeats < 1:
         p.error(f"--repeats must be at least 1, got {args.repeats}")
-    from bench_results import Run
+    from bench_results import Figure, Run
 
-    run, rows = Run(), []
+    run, rows, figures = Run(MEASURES), [], {}
     results = []
     print(
         f"P5 staging, Azurite (in memory) on loopback, {os.cpu_count()} cores, "
@@ -163,6 +173,7 @@ def main() -> None:
                 f"{min(base_s) / min(ours_s):.2f}× (target ≥ 3×: "
                 f"{'met' if ratio >= 3 else 'NOT met'})"
             )
+            figures[label] = Figure(ratio, args.repeats)
             results.append(
                 (label, total_mb / statistics.median(base_s), total_mb / statistics.median(ours_s))
             )
@@ -185,6 +196,7 @@ def main() -> None:
         ["files", "single stream", "azdl data stage", "ratio"],
         rows,
         data={"sets": [list(x) for x in results]},
+        figures=figures,  # the ratio of medians per set
     )
 
 

@@ -2,50 +2,32 @@
 
 `table()` is the Markdown table the docs' Benchmarks page shows (the docs hook generates it at
 every build, and the README links to it): each target, the figures of its latest results file,
-met or not, when and on what machine, and whether that run says it was measured on a shared
-(loaded) machine. Nobody types a figure: a target without a results file says so.
+met or not, when and on what machine, whether that run says it was measured on a shared
+(loaded) machine, and the commit it measured. Nobody types a figure: a target without a results
+file says so. Verdicts compare the unrounded figures a results file keeps (`figures`), and say
+when one rests on a single sample. A figure whose code changed after its commit is stale, and
+so is one without a commit (provenance.py): a stale figure is shown, but not judged.
 
     .venv/bin/python benchmarks/targets.py          # print the table
 """
 
 import json
-import re
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import bench_results
+import provenance
 
 RESULTS_DIR = bench_results.RESULTS_DIR
+ROOT = provenance.ROOT
 
 
-def _number(cell) -> float:
-    """The first number of a results cell: `383.2`, `0.55× (0.87×)`, `1.00`."""
-    match = re.search(r"-?\d+(?:\.\d+)?", str(cell).replace(",", ""))
-    if not match:
-        raise ValueError(f"no number in results cell {cell!r}")
-    return float(match[0])
-
-
-def cells(column: str, rows: dict[str, str]) -> Callable[[dict], list[tuple[str, float]]]:
-    """Figures from a bench_results table: `column` of the rows whose first cell is a key of
-    `rows`, labelled with its value."""
-
-    def figures(record: dict) -> list[tuple[str, float]]:
-        index = record["headers"].index(column)
-        found = {str(row[0]): _number(row[index]) for row in record["rows"]}
-        missing = [r for r in rows if r not in found]
-        if missing:
-            raise ValueError(f"{record['name']}: no row {missing} (rows: {list(found)})")
-        return [(label, found[key]) for key, label in rows.items()]
-
-    return figures
-
-
-def p3_synthetic(record: dict) -> list[tuple[str, float]]:
-    """P3's own format (benchmarks/gpu/p3_report.py): the synthetic run's images/s."""
-    return [(r["label"], r["images_per_sec"]) for r in record["rows"] if r["label"] == "synthetic"]
+def p3_synthetic(record: dict) -> list[tuple[str, float, int]]:
+    """P3's own format (benchmarks/gpu/p3_report.py): the synthetic run's images/s, one run."""
+    return [
+        (r["label"], r["images_per_sec"], 1) for r in record["rows"] if r["label"] == "synthetic"
+    ]
 
 
 @dataclass(frozen=True)
@@ -54,7 +36,7 @@ class Target:
     what: str
     at_least: float
     unit: str
-    figures: Callable[[dict], list[tuple[str, float]]]
+    figures: dict[str, str]  # key in the results file's "figures": the label shown
 
 
 TARGETS = [
@@ -63,62 +45,79 @@ TARGETS = [
         "P1: images/sec vs Horovod's own benchmark",
         1.00,
         "×",
-        cells("ratio to baseline", {"ours: keras": "Keras", "ours: tf loop": "TF loop"}),
+        {"ours: keras": "Keras", "ours: tf loop": "TF loop"},
     ),
+    Target("p2_scaling", "P2: 2 workers vs 1, efficiency", 0.90, "", {"2 workers": "2 workers"}),
     Target(
-        "p2_scaling",
-        "P2: 2 workers vs 1, efficiency",
-        0.90,
-        "",
-        cells("efficiency", {"2 workers": "2 workers"}),
-    ),
-    Target(
-        "p2_launchers",
-        "P2 under torchrun: 2 workers vs 1",
-        0.90,
-        "",
-        cells("images/sec or ratio", {"P2 torchrun": "torchrun"}),
+        "p2_launchers", "P2 under torchrun: 2 workers vs 1", 0.90, "", {"P2 torchrun": "torchrun"}
     ),
     Target(
         "p2_launchers",
         "PyTorch flavour, torchrun vs Horovod at 2 workers",
         0.95,
         "×",
-        cells("images/sec or ratio", {"torchrun / Horovod, 2 workers": "2 workers"}),
+        {"torchrun / Horovod, 2 workers": "2 workers"},
     ),
-    Target("p3_gpu", "P3: one H100, synthetic", 3000, " images/s", p3_synthetic),
+    Target("p3_gpu", "P3: one H100, synthetic", 3000, " images/s", {"synthetic": "synthetic"}),
     Target(
         "p4_input_pipeline",
         "P4: TF input, images/s per core",
         300,
         "",
-        cells("per core", {"1": "1 core", "2": "2 cores"}),
+        {"1 core, per core": "1 core", "2 cores, per core": "2 cores"},
     ),
     Target(
         "torch_input_pipeline",
         "PyTorch input, images/s per core",
         300,
         "",
-        cells("per core", {"torch_data (PyTorch), normalised float": "1 core"}),
+        {"torch images/s per core": "1 core"},
+    ),
+    Target(
+        "teardown_stress",
+        "Finished two-worker torchrun runs under CPU load that exit 0, no thread left",
+        1.00,
+        "",
+        {"runs that ended cleanly": "share of runs"},
     ),
     Target(
         "p5_staging",
         "P5: `data stage` vs one stream",
         3.0,
         "×",
-        cells(
-            "ratio",
-            {
-                "16 × 16 MiB (one request each)": "16 × 16 MiB",
-                "4 × 128 MiB (8 MiB blocks)": "4 × 128 MiB",
-            },
-        ),
+        {
+            "16 × 16 MiB (one request each)": "16 × 16 MiB",
+            "4 × 128 MiB (8 MiB blocks)": "4 × 128 MiB",
+        },
     ),
 ]
 
 
-def _show(value: float) -> str:
-    return f"{value:,.2f}" if abs(value) < 10 else f"{value:,.0f}"
+def figures(target: Target, record: dict) -> list[tuple[str, float, int]]:
+    """(label, unrounded value, samples) of the target's figures in its results file."""
+    if "machine" not in record:  # P3's own format
+        return p3_synthetic(record)
+    kept = record.get("figures") or {}
+    missing = [key for key in target.figures if key not in kept]
+    if missing:
+        raise ValueError(
+            f"{target.results}.json keeps no figure {missing} (it keeps {list(kept)}): "
+            f"re-measure with benchmarks/{target.results}.py"
+        )
+    return [
+        (label, kept[key]["value"], kept[key]["samples"]) for key, label in target.figures.items()
+    ]
+
+
+def _show(value: float, at_least: float | None = None) -> str:
+    """`value` rounded for reading, with more digits where rounding would cross `at_least`
+    (0.895 against 0.90 shows as 0.895, never as 0.90)."""
+    digits = 2 if abs(value) < 10 else 0
+    while at_least is not None and digits < 6:
+        if (round(value, digits) >= at_least) == (value >= at_least):
+            break
+        digits += 1
+    return f"{value:,.{digits}f}"
 
 
 def loaded(record: dict) -> bool:
@@ -127,7 +126,7 @@ def loaded(record: dict) -> bool:
 
 
 def _where(record: dict, name: str, links: bool) -> str:
-    """Date (with `links`, a link to the results file), GPU if any, and the loaded flag."""
+    """Date (with `links`, a link to the results file), GPU if any, the loaded flag, commit."""
     path = f"benchmarks/results/{name}.md"
     date = f"[{record['date'][:10]}]({path})" if links else f"{record['date'][:10]} (`{path}`)"
     if "machine" not in record:  # P3's own format
@@ -138,30 +137,52 @@ def _where(record: dict, name: str, links: bool) -> str:
     if loaded(record):
         peak = max(record["load_average"]["before"][0], record["load_average"]["after"][0])
         where += f", **loaded** (load {peak:.1f})"
+    if record.get("commit"):
+        where += f", commit `{record['commit'][:7]}`"
     return where
 
 
-def row(target: Target, results_dir: Path = RESULTS_DIR, links: bool = True) -> list[str]:
+def verdict(target: Target, found: list[tuple[str, float, int]]) -> str:
+    """met, not met or partly, from the unrounded figures; `1 sample` when one rests on one."""
+    met = [value >= target.at_least for _, value, _ in found]
+    said = "met" if all(met) else "not met" if not any(met) else "partly"
+    return said + (", 1 sample" if min(samples for *_, samples in found) == 1 else "")
+
+
+def row(
+    target: Target, results_dir: Path = RESULTS_DIR, links: bool = True, root: Path = ROOT
+) -> list[str]:
+    """The target's row. Its figures are judged only when their code is current at HEAD in
+    `root`: a stale figure shows why instead of a verdict; an unchecked one says so beside it."""
     what = f"{target.what} ≥ {_show(target.at_least)}{target.unit}"
     path = results_dir / f"{target.results}.json"
     if not path.is_file():
         return [what, "no results file yet", "not measured", "–"]
     record = json.loads(path.read_text())
-    figures = target.figures(record)
-    if not figures:
+    fresh = provenance.freshness(record, root)
+    where = _where(record, target.results, links)
+    if "machine" in record and "figures" not in record and not record.get("commit"):
+        return [what, "not kept unrounded (an older results file)", f"**{fresh.text}**", where]
+    found = figures(target, record)
+    if not found:
         raise ValueError(f"{path}: no figure for the target {target.what!r}")
-    shown = ", ".join(f"{label} {_show(value)}{target.unit}" for label, value in figures)
-    met = [value >= target.at_least for _, value in figures]
-    verdict = "met" if all(met) else "not met" if not any(met) else "partly"
-    return [what, shown, verdict, _where(record, target.results, links)]
+    shown = ", ".join(
+        f"{label} {_show(value, target.at_least)}{target.unit}" for label, value, _ in found
+    )
+    if fresh.state == "stale":
+        return [what, shown, f"**{fresh.text}**", where]
+    said = verdict(target, found)
+    if fresh.state == "unchecked":
+        said += f"; **{fresh.text}**"
+    return [what, shown, said, where]
 
 
-def table(results_dir: Path = RESULTS_DIR, links: bool = True) -> str:
+def table(results_dir: Path = RESULTS_DIR, links: bool = True, root: Path = ROOT) -> str:
     """The table; `links` to the results files (relative to the repository root, as printed),
     or their paths only (the docs site, which does not hold them)."""
     lines = ["| target | latest figure | met? | measured |", "| --- | --- | --- | --- |"]
     for target in TARGETS:
-        cells_ = row(target, results_dir, links)
+        cells_ = row(target, results_dir, links, root)
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells_) + " |")
     return "\n".join(lines) + "\n"
 

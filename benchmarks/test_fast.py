@@ -21,10 +21,12 @@ from bench_results import Run
 
 ROOT = Path(__file__).resolve().parent.parent
 PROMISED_SECONDS = 120  # what the Makefile and the docs say it takes
+# The code its figure depends on: the whole committed tree the clone gets, but the results files.
+MEASURES = [".", ":(exclude)benchmarks/results"]
 
 
 def main() -> int:
-    run = Run()
+    run = Run(MEASURES)
     with tempfile.TemporaryDirectory(prefix="azdl-clone-") as tmp:
         clone = Path(tmp) / "azdl"
         subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)

@@ -30,13 +30,21 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-from bench_results import Run
+from bench_results import Figure, Run
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 NAME = "torch_input_pipeline"
 TARGET = 300  # images/s per core (issue 13)
+# The code its figures depend on (bench_results.Run adds every module these import): the PyTorch
+# loader, the tf.data baseline, and the pinned libraries they run on (torch, simplejpeg, TF).
+MEASURES = [
+    "benchmarks/torch_input_pipeline.py",
+    "training/torch/loader.py",
+    "training/tensorflow/pipeline.py",
+    "training/requirements.txt",
+]
 
 
 def _argv(data_dir: str, batch: int) -> list[str]:
@@ -171,7 +179,7 @@ def main() -> None:
 
     available = len(os.sched_getaffinity(0))
     cores = [c for c in args.cores if c <= available]
-    run = Run()
+    run = Run(MEASURES)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         source, shards = Path(tmp) / "jpeg", Path(tmp) / "tfrecords"
@@ -257,6 +265,11 @@ def main() -> None:
             "torch_uint8_images_per_cpu_sec": gpu_feed_cpu_s,
             "decode_scale_shares": shares,
             "uint8_vs_any_scale_cpu": scale_gain,
+        },
+        figures={  # one timed run each
+            "torch images/s per core": Figure(per_core, 1),
+            "torch images per CPU-second": Figure(per_cpu_s, 1),
+            "torch uint8 images/s per core": Figure(gpu_feed, 1),
         },
     )
     print(md.read_text())

@@ -30,16 +30,18 @@ serves dev, whose registry is public: one way to build.
 
 The run is tied to its upload (its `forceUpdateTag` is the upload's path) and both, with the
 task, to the registry (`replace_with`): a replaced registry gets a new upload, task and run, so
-its images are built again. A failed or cancelled run stops `up` with its log command and the
-one command that builds it again (`pulumi up --replace` of the upload: a new upload, so a new
-run); a run whose PUT itself failed (an initialization error in the state) is replaced on the
-next plain `up` (`replace_on_changes=["*"]`, pulumi/pulumi pkg/resource/deploy/
-step_generator.go, `applyReplaceOnChanges`). Pulumi waits for the run longer than the build may
-take (`custom_timeouts`; azure-native's own default is 2 h, provider.go `azureContext`). A
-subscription that refuses ACR Tasks (free trials: TasksOperationsNotAllowed) gets one message
-naming `azdl:images.prebuilt`. A preview uploads and builds nothing. Docker on the deployer's
-machine is optional: the same context builds locally with
-`python -m infra.build_context <framework> | docker build -`.
+its images are built again. Every way a build can fail ends `up` with the run's log command and
+the one command that recovers (infra/build_outcome.py): a run that ended without its image (the
+image ref refuses anything but Succeeded outside a preview), a run whose operation failed (the
+TaskRun's error hook; Pulumi records the run with an initialization error, and it is replaced
+on the next `up`: `replace_on_changes=["*"]`, pulumi/pulumi pkg/resource/deploy/
+step_generator.go, `applyReplaceOnChanges`), and a run an interrupted `up` left in Azure.
+Pulumi waits for the run longer than the build may take (`custom_timeouts`; azure-native's own
+default is 2 h, provider.go `azureContext`): a CI job that runs `up` needs a longer timeout
+still (docs/deploy.md). A subscription that refuses ACR Tasks (free trials:
+TasksOperationsNotAllowed) gets one message naming `azdl:images.prebuilt`. A preview uploads
+and builds nothing. Docker on the deployer's machine is optional: the same context builds
+locally with `python -m infra.build_context <framework> | docker build -`.
 
 Every image becomes an Azure ML environment version (name `azdl-<framework>`, version = the
 content hash); the component's `images` (framework -> image ref with digest) and
@@ -50,12 +52,12 @@ Frameworks named in `azdl:images.prebuilt` are registered as given and not built
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import pulumi
 from pulumi_azure_native import containerregistry, machinelearningservices
 
 from infra.build_context import SourceUpload, content_hash
+from infra.build_outcome import built_ref, explain_refused_tasks, run_error_hook
 from infra.config import IMAGE_FRAMEWORKS as FRAMEWORKS
 from infra.config import StackConfig
 from infra.registry import Registry
@@ -66,50 +68,10 @@ from infra.role_assignments import assign_role
 BUILD_TIMEOUT_SECONDS = 3 * 3600
 # How long Pulumi waits for a run: the build's own limit plus half an hour of queueing.
 RUN_WAIT = f"{BUILD_TIMEOUT_SECONDS // 60 + 30}m"
-# RunStatus values of a run that ended without an image (ARM spec, containerregistry tasks).
-FAILED_RUN = ("Failed", "Canceled", "Error", "Timeout")
 # The registry credential that names the task's own system-assigned identity (the Landing
 # Zones module and `az acr task credential add --use-identity [system]`; the spec's
 # description spells it `system`).
 SYSTEM_IDENTITY = "[system]"
-TASKS_REFUSED = "TasksOperationsNotAllowed"
-TASKS_REFUSED_MESSAGE = (
-    "error: this subscription refuses ACR Tasks (TasksOperationsNotAllowed; free-trial "
-    "subscriptions do), so azdl cannot build the training images here. Build them elsewhere "
-    "and name them in azdl:images.prebuilt (docs/images.md, Prebuilt images), or deploy to a "
-    "subscription that allows ACR Tasks."
-)
-
-
-def explain_refused_tasks(args: pulumi.ErrorHookArgs) -> bool:
-    """Error hook of the task and its run: when Azure refused ACR Tasks, says what to do
-    instead. Never retries (a refusal does not pass)."""
-    if any(TASKS_REFUSED in error for error in args.errors):
-        pulumi.log.error(TASKS_REFUSED_MESSAGE)
-    return False
-
-
-def built_ref(
-    login_server: str, run_result: Mapping[str, Any] | None, tag_ref: str, upload_urn: str
-) -> str:
-    """The pushed image as `<registry>/<repository>:<tag>@<digest>` from a TaskRun's result;
-    raises, naming the run's log and the command that builds it again, when the run failed;
-    the tag ref while the run has not reported its image yet."""
-    result = run_result or {}
-    status, run_id = result.get("status"), result.get("run_id") or result.get("runId")
-    if status in FAILED_RUN:
-        registry = login_server.split(".", 1)[0]
-        raise RuntimeError(
-            f"the ACR Tasks build of {tag_ref} ended {status}: see its log with "
-            f"`az acr task logs -r {registry} --run-id {run_id}`; once the cause is fixed, "
-            f"build it again with `pulumi up --replace '{upload_urn}'` (a new upload of the "
-            "build context and a new run; nothing else changes)"
-        )
-    images = result.get("output_images") or result.get("outputImages") or []
-    for image in images:
-        if f"{image.get('repository')}:{image.get('tag')}" == tag_ref.split("/", 1)[1]:
-            return f"{tag_ref}@{image['digest']}"
-    return tag_ref
 
 
 @dataclass
@@ -132,7 +94,9 @@ class TrainingImages(pulumi.ComponentResource):
     ):
         super().__init__("azdl:infra:TrainingImages", name, None, opts)
         self.images, self.environments = {}, {}
-        login_server = args.registry.login_server
+        # Azure's registry confirms the name first (infra/registry.py): builds, image refs and
+        # environments wait for it.
+        login_server = args.registry.confirmed_login_server
         built_frameworks = [f for f in FRAMEWORKS if f not in args.prebuilt]
         refused = (
             pulumi.ErrorHook("azdl-acr-tasks-refused", explain_refused_tasks)
@@ -156,9 +120,10 @@ class TrainingImages(pulumi.ComponentResource):
                 version = content_hash(framework)
                 registered = pulumi.Output.concat(login_server, "/azdl/", framework, ":", version)
                 upload, run = self._build(framework, version, args, refused)
+                preview = pulumi.runtime.is_dry_run()
                 self.images[framework] = pulumi.Output.all(
                     login_server, run.run_result, registered, upload.urn
-                ).apply(lambda a: built_ref(*a))
+                ).apply(lambda a, preview=preview: built_ref(*a, preview=preview))
                 built = [run]
             self.environments[framework] = self._environment(
                 framework, version, registered, args, built
@@ -180,7 +145,6 @@ class TrainingImages(pulumi.ComponentResource):
         cfg, registry = args.config, args.registry
         # Replaced with the registry: a new registry gets a new upload, task and run.
         of_registry = pulumi.ResourceOptions(parent=self, replace_with=[registry.registry])
-        hooks = pulumi.ResourceHookBinding(on_error=[refused])
         source = containerregistry.list_registry_build_source_upload_url_output(
             registry_name=registry.name, resource_group_name=args.resource_group_name
         )
@@ -221,7 +185,10 @@ class TrainingImages(pulumi.ComponentResource):
                 status="Enabled",
                 tags=dict(cfg.tags),
             ),
-            pulumi.ResourceOptions.merge(of_registry, pulumi.ResourceOptions(hooks=hooks)),
+            pulumi.ResourceOptions.merge(
+                of_registry,
+                pulumi.ResourceOptions(hooks=pulumi.ResourceHookBinding(on_error=[refused])),
+            ),
         )
         push = assign_role(
             self,
@@ -245,7 +212,11 @@ class TrainingImages(pulumi.ComponentResource):
                 force_update_tag=upload.relative_path,
                 run_request=containerregistry.TaskRunRequestArgs(
                     type="TaskRunRequest",
-                    task_id=task.id,
+                    # the task, once the registry's login server is confirmed: no build
+                    # starts for a registry the stack misnamed
+                    task_id=pulumi.Output.all(task.id, registry.confirmed_login_server).apply(
+                        lambda ids: ids[0]
+                    ),
                     override_task_step_properties=(
                         containerregistry.OverrideTaskStepPropertiesArgs(
                             context_path=upload.relative_path
@@ -262,7 +233,7 @@ class TrainingImages(pulumi.ComponentResource):
                     # first (azure-native refuses to create a resource that exists).
                     delete_before_replace=True,
                     replace_on_changes=["*"],
-                    hooks=hooks,
+                    hooks=pulumi.ResourceHookBinding(on_error=[run_error_hook(framework, upload)]),
                 ),
             ),
         )

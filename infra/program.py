@@ -232,7 +232,7 @@ def declare(cfg: StackConfig) -> dict[str, Any]:
         gpus_per_node=size.gpus,
         infiniband=size.infiniband,
         cluster_identity_client_id=cluster.identity.client_id,
-        registry_login_server=registry.login_server,
+        registry_login_server=registry.confirmed_login_server,
         data_account_name=store.data_account.name,
         data_account_url=store.data_url,
         data_container_name=store.data_container.name,

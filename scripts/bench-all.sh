@@ -2,7 +2,8 @@
 # Regenerate every benchmark results file (benchmarks/results/<name>.md + .json) that this machine
 # can measure. Slow: P1 alone takes about 25 minutes on 2 cores. QUICK=1 runs the few-minute ones
 # only (P4, the PyTorch input pipeline, P5, conversion, the Example codec, the CLI's answer
-# time, make test-fast from a fresh clone). Run on a quiet machine: each file records the load average.
+# time, make test-fast from a fresh clone). Run on a quiet machine, on a committed tree: each file
+# records the load average and the commit (a figure taken on uncommitted changes is stale).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 op=.venv/bin/python

@@ -7,8 +7,10 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 venv=.venv
 stamp=$venv/.setup-stamp
 # The last line, whatever was done: the one that puts `azdl` on PATH (the README writes
-# .venv/bin/azdl, which works without it).
+# .venv/bin/azdl, which works without it). Before it, the Pulumi CLI's version is checked
+# (azdl/pulumi_cli.py: the oldest one the program runs under).
 on_path() {
+    "$venv/bin/python" -m azdl.pulumi_cli # one line on stderr if the pulumi on PATH is too old
     echo "azdl is $PWD/$venv/bin/azdl; to type just azdl, run (or add to ~/.bashrc):"
     echo "export PATH=\"$PWD/$venv/bin:\$PATH\""
 }

@@ -1,13 +1,46 @@
 #!/usr/bin/env bash
 # Create or update the training environment (.venv-train): TensorFlow 2.15, PyTorch,
 # and Horovod built with TensorFlow + PyTorch, Gloo + MPI. Idempotent: pip skips what is
-# already satisfied, and Horovod is rebuilt only when the frameworks or its build inputs change.
+# already satisfied, and Horovod is rebuilt only when its recipe changes (the frameworks, the
+# build tools, build_horovod.sh or its patch). The Horovod wheel stays in
+# .venv-train/horovod-wheel/: the GPU kit's CPU rehearsal (benchmarks/gpu/run.sh --smoke)
+# installs it instead of building Horovod a second time.
+#
+# scripts/setup-training.sh --check-horovod  changes nothing: it exits 0 if the training
+# environment's Horovod was built from this tree's recipe, else says so and exits 1.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 venv=.venv-train
 req_stamp=$venv/.requirements-stamp
 hvd_stamp=$venv/.horovod-stamp
+hvd_wheel=$venv/horovod-wheel
+
+# Horovod builds with --no-build-isolation, so with the environment's own setuptools and
+# wheel: pinned, and the GPU images pin the same (tests/images checks); and with the CMake
+# that build_horovod.sh pins.
+build_tools="setuptools==84.2.1 wheel==0.48.0 cmake==$(sed -n 's/^CMAKE_VERSION=//p' training/install/build_horovod.sh)"
+# Horovod's recipe: the exact framework builds in the environment (it is compiled against
+# them), the build tools, the build script and its patch.
+horovod_recipe() {
+    local frameworks
+    frameworks=$("$venv/bin/python" -m pip freeze | grep -iE '^(tensorflow-cpu|torch)==' | sort)
+    printf '%s\n' "$frameworks" "$build_tools" | cat - training/install/build_horovod.sh \
+        training/install/horovod-0.28.1-torch-cxx17.patch | sha256sum | cut -d' ' -f1
+}
+
+case ${1:-} in
+    --check-horovod)
+        if [[ ! -x $venv/bin/python || "$(cat "$hvd_stamp" 2>/dev/null)" != "$(horovod_recipe)" ]]; then
+            echo "error: the Horovod in $venv was not built from this tree's recipe (the frameworks," \
+                "build tools, training/install/build_horovod.sh or its patch): run make setup-training" >&2
+            exit 1
+        fi
+        echo "the Horovod in $venv was built from this tree's recipe"
+        exit 0 ;;
+    "") ;;
+    *) echo "error: unknown argument '$1'; allowed: --check-horovod, or none" >&2; exit 1 ;;
+esac
 
 # Open MPI: Azure ML launches Horovod workers with mpirun, so the local build includes MPI too.
 if ! command -v mpirun >/dev/null || ! command -v mpicxx >/dev/null; then
@@ -32,19 +65,15 @@ if [ "$(cat "$req_stamp" 2>/dev/null)" != "$want_req" ]; then
     echo "$want_req" > "$req_stamp"
 fi
 
-# Horovod builds with --no-build-isolation, so with the environment's own setuptools and
-# wheel: pinned, and the GPU images pin the same (tests/images checks).
-build_tools="setuptools==84.2.1 wheel==0.48.0"
-# Horovod must be compiled against the exact framework builds in the environment.
-frameworks=$("$venv/bin/python" -m pip freeze | grep -iE '^(tensorflow-cpu|torch)==' | sort)
-want_hvd=$(printf '%s\n' "$frameworks" "$build_tools" | cat - training/install/build_horovod.sh \
-           training/install/horovod-0.28.1-torch-cxx17.patch | sha256sum | cut -d' ' -f1)
+want_hvd=$(horovod_recipe)
 if [ "$(cat "$hvd_stamp" 2>/dev/null)" != "$want_hvd" ]; then
-    # shellcheck disable=SC2086 # two requirement specifiers
+    # shellcheck disable=SC2086 # three requirement specifiers
     "$venv/bin/python" -m pip install --quiet $build_tools
+    rm -rf "$hvd_wheel"
     HOROVOD_WITH_TENSORFLOW=1 HOROVOD_WITH_PYTORCH=1 HOROVOD_WITHOUT_MXNET=1 \
-    HOROVOD_WITH_GLOO=1 HOROVOD_WITH_MPI=1 \
+    HOROVOD_WITH_GLOO=1 HOROVOD_WITH_MPI=1 HOROVOD_WHEEL_DIR="$hvd_wheel" \
     PYTHON="$venv/bin/python" training/install/build_horovod.sh
+    "$venv/bin/python" -m pip install --quiet --no-deps --no-index --force-reinstall "$hvd_wheel"/horovod-*.whl
     scripts/horovod-check-build.sh "$venv" | tee "$venv/horovod-check-build.txt"
     for feature in TensorFlow PyTorch MPI Gloo; do
         grep -qE "\[X\] $feature" "$venv/horovod-check-build.txt" || {

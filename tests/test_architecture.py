@@ -213,6 +213,32 @@ def test_imports_point_one_way_between_the_packages():
     assert not wrong, wrong
 
 
+# What the policy pack may import besides itself (docs/architecture.md, "Map of the code"): the
+# pure facts it checks against, which load no Pulumi program and call no Azure. Not training, a
+# command or another azdl service, nor a module of the Pulumi program: CrossGuard hands the pack
+# the resources the program declared; the pack declares none.
+POLICY_IMPORTS = {
+    "infra.azure_facts",
+    "infra.catalogue",
+    "infra.deployer",
+    "azdl.review.arm",
+    "azdl.review.deploy_order",
+    "azdl.review.prices",
+}
+
+
+def test_the_policy_pack_imports_only_the_pure_facts_and_the_map_shows_them():
+    graph = import_graph()
+    used = {t for name, targets in graph.items() if name.startswith("policies")
+            for t in targets if not t.startswith("policies")}  # fmt: skip
+    assert used <= POLICY_IMPORTS, f"the policy pack imports {sorted(used - POLICY_IMPORTS)}"
+    assert used == POLICY_IMPORTS, f"no longer imported: {sorted(POLICY_IMPORTS - used)}"
+    map_block = (ROOT / "docs" / "architecture.md").read_text().split("```")[1]
+    pack = map_block[map_block.index("policies.rules") :]
+    missing = [name for name in sorted(used) if name.rpartition(".")[2] not in pack]
+    assert not missing, f"docs/architecture.md's map does not show the pack importing {missing}"
+
+
 MAX_MODULE_LINES = 600  # issue 29: a module a reader takes in at one sitting
 
 

@@ -2,6 +2,7 @@
 script knows every command, bash really completes with it, and the README says how to enable
 it."""
 
+import os
 import re
 import shlex
 import shutil
@@ -94,6 +95,17 @@ def test_bash_offers_the_frameworks(tmp_path, capsys, command):
     )
 
 
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+@pytest.mark.parametrize("command", ["train", "submit", "bench"])
+def test_bash_offers_the_launchers(tmp_path, capsys, command):
+    """One vocabulary everywhere (issue 33), and Horovod's transport where it is chosen."""
+    words = ["azdl", command, "--launcher", ""]
+    assert bash_completes(tmp_path, capsys, words) == ["horovod", "torchrun"]
+    if command != "submit":
+        words = ["azdl", command, "--transport", ""]
+        assert bash_completes(tmp_path, capsys, words) == ["gloo", "mpi"]
+
+
 def test_shtab_is_pinned_and_the_readme_says_how_to_enable_completion():
     pins = (ROOT / "requirements.txt").read_text()
     assert f"shtab=={version('shtab')}\n" in pins
@@ -118,10 +130,20 @@ def test_setup_operator_ends_with_the_line_that_puts_azdl_on_path(tmp_path):
     (tmp_path / ".venv" / "bin").mkdir(parents=True)
     (tmp_path / ".venv" / ".setup-stamp").write_text(digest + "\n")
     (tmp_path / ".venv" / "bin" / "azdl").symlink_to(ROOT / ".venv" / "bin" / "azdl")
-    out = subprocess.run(
+    (tmp_path / ".venv" / "bin" / "python").symlink_to(ROOT / ".venv" / "bin" / "python")
+    # a Pulumi CLI older than the program needs (tests/test_pulumi_cli.py): one line on stderr
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "pulumi").write_text("#!/bin/sh\necho v3.150.0\n")
+    (tmp_path / "bin" / "pulumi").chmod(0o755)
+    done = subprocess.run(
         ["bash", str(tmp_path / "scripts" / "setup-operator.sh")],
         capture_output=True, text=True, check=True,
-    ).stdout.splitlines()  # fmt: skip
+        env={**os.environ, "PATH": f"{tmp_path}/bin:{os.environ['PATH']}",
+             "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    [warning] = done.stderr.splitlines()
+    assert warning.startswith("warning: the Pulumi CLI on PATH") and "is v3.150.0" in warning
+    out = done.stdout.splitlines()
     assert out[0] == "operator environment is up to date (.venv)"
     last = out[-1]
     assert last == f'export PATH="{tmp_path}/.venv/bin:$PATH"'

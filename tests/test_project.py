@@ -97,6 +97,9 @@ def test_github_test_workflow_runs_the_readme_test_command():
     steps = workflow["jobs"]["test"]["steps"]
     assert [s.get("run") for s in steps if s.get("name") == "make test"] == ["make test"]
     assert workflow["jobs"]["test"]["timeout-minutes"] <= 90
+    # the targets table compares each figure's recorded commit with HEAD: no shallow clone
+    (checkout,) = [s for s in steps if s.get("uses", "").startswith("actions/checkout@")]
+    assert checkout.get("with", {}).get("fetch-depth") == 0
 
 
 def test_the_tests_read_the_shipped_stacks_not_the_stacks_folder():

@@ -11,7 +11,7 @@ import argparse
 from training import recipe
 from training.data.imagenet import IMAGENET_TRAIN_IMAGES
 from training.epoch_log import STRAGGLER_FACTOR
-from training.flavours import FRAMEWORKS, entry_module
+from training.flavours import FRAMEWORKS, entry_module, runs_under
 from training.schedule import DECAYS
 
 MODELS = ("resnet50", "tiny")
@@ -75,11 +75,13 @@ class _CheckedParser(argparse.ArgumentParser):
 def build_parser(framework: str) -> argparse.ArgumentParser:
     if framework not in FRAMEWORKS:
         raise ValueError(f"unknown framework {framework!r}; allowed: {', '.join(FRAMEWORKS)}")
+    torchrun = runs_under(framework, "torchrun")
+    starters = "horovodrun, mpirun or torchrun" if torchrun else "horovodrun or mpirun"
     p = _CheckedParser(
         framework,
         prog=f"python -m {entry_module(framework)}",
-        description=f"Horovod data-parallel training ({framework}); run one process per worker "
-        "(horovodrun or mpirun). Rank 0 prints the throughput lines at the end.",
+        description=f"Data-parallel training ({framework}); run one process per worker "
+        f"({starters}). Rank 0 prints the throughput lines at the end.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     data = p.add_argument_group("data")

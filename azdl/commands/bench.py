@@ -7,11 +7,17 @@ import sys
 import time
 from pathlib import Path
 
-from azdl.commands.options import add_script_args, add_stack_options, script_args
+from azdl.commands.options import (
+    LOCAL_RENAMES,
+    add_launcher_option,
+    add_script_args,
+    add_stack_options,
+    script_args,
+)
 from azdl.console import print_json
 from azdl.envs import REPO_ROOT
 from azdl.errors import AzdlError
-from azdl.local import LAUNCHERS
+from azdl.launchers import DEFAULT_LAUNCHER, DEFAULT_TRANSPORT
 from training.flavours import DEFAULT_FRAMEWORK, FRAMEWORKS
 
 
@@ -31,11 +37,13 @@ def register(subparsers) -> None:
         help="comma-separated node counts (default 1,2,4,… up to the cluster's maximum)",
     )
     p.add_argument("--local", action="store_true", help="run local workers instead of jobs")
-    p.add_argument(
-        "--launcher",
-        choices=LAUNCHERS,
-        help="how the workers start: locally gloo (Horovod, the default) or torchrun; on the "
-        "cluster mpi (Horovod, the default) or torchrun (one torchrun per node)",
+    add_launcher_option(
+        p,
+        "how the workers start: horovod (the default; on the cluster under Azure ML's MPI) or "
+        "torchrun (on the cluster one torchrun per node)",
+        LOCAL_RENAMES,
+        transport="with --local and Horovod: gloo (horovodrun --gloo, the default) or mpi "
+        "(plain mpirun)",
     )
     p.add_argument("--workers", default="1,2", help="with --local: worker counts (default 1,2)")
     p.add_argument("--out", type=Path, help="report folder (default runs/bench-<time>)")
@@ -88,17 +96,18 @@ def run(args: argparse.Namespace) -> int:
     from azdl.jobs.stack_outputs import load_outputs
 
     out = args.out or REPO_ROOT / "runs" / time.strftime("bench-%Y%m%d-%H%M%S", time.gmtime())
+    launcher = args.launcher or DEFAULT_LAUNCHER
+    if args.transport is not None and (launcher == "torchrun" or not args.local):
+        raise AzdlError(
+            f"--transport {args.transport} is Horovod's on this machine: it goes with --local "
+            "and --launcher horovod"
+        )
     if args.local:
-        launcher = args.launcher or "gloo"
-        bench.check_local(args.framework, workers, script_args(args), launcher)
+        how = (launcher, args.transport or DEFAULT_TRANSPORT)
+        bench.check_local(args.framework, workers, script_args(args), *how)
         out.mkdir(parents=True, exist_ok=True)
-        runs = bench.run_local(args.framework, workers, script_args(args), out, launcher)
+        runs = bench.run_local(args.framework, workers, script_args(args), out, *how)
     else:
-        launcher = args.launcher or "mpi"
-        if launcher == "gloo":
-            raise AzdlError(
-                "--launcher gloo is horovodrun's, for --local; on the cluster: mpi or torchrun"
-            )
         outputs = load_outputs(args.stack, args.outputs)
         nodes = asked or bench.default_nodes(outputs.max_nodes)
         requests = bench.cluster_requests(

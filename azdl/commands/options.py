@@ -14,6 +14,7 @@ from pathlib import Path
 
 from azdl.envs import REPO_ROOT
 from azdl.errors import AzdlError
+from azdl.launchers import LAUNCHERS, TRANSPORTS
 
 # Azure ML job names are run ids: a letter or digit, then up to 255 letters, digits, `_` or `-`
 # (azure-ai-ml 1.35, azure/ai/ml/_restclient/runhistory/operations/_runs_operations.py: runId
@@ -108,6 +109,33 @@ def add_job_name_option(p: argparse.ArgumentParser, default_words: str) -> None:
         help=f"job name: letters, digits, '_' and '-', starting with a letter or digit "
         f"(default: {default_words})",
     )
+
+
+# The launcher values of earlier releases (`gloo` and `mpi` named Horovod's transport), each with
+# its spelling now: one vocabulary, horovod|torchrun, on every command (issue 33).
+LOCAL_RENAMES = {
+    "gloo": "--launcher horovod (horovodrun --gloo is its default --transport)",
+    "mpi": "--launcher horovod --transport mpi",
+}
+CLUSTER_RENAMES = {"mpi": "--launcher horovod (Azure ML's MPI; the default)"}
+
+
+def add_launcher_option(
+    p: argparse.ArgumentParser, help: str, renamed: dict[str, str], transport: str | None = None
+) -> None:
+    """--launcher horovod|torchrun (a value of earlier releases gets one line naming its new
+    spelling) and, with `transport` (its help), Horovod's --transport gloo|mpi."""
+
+    def launcher(text: str) -> str:
+        if text in renamed:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is no launcher any more: say {renamed[text]}"
+            )
+        return text
+
+    p.add_argument("--launcher", type=launcher, choices=LAUNCHERS, help=help)
+    if transport is not None:
+        p.add_argument("--transport", choices=TRANSPORTS, help=transport)
 
 
 SCRIPT_ARGS = "script_args"

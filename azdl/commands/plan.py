@@ -106,11 +106,15 @@ def cost_json(est: cost.Estimate) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from azdl import pulumi_cli
     from azdl.review import cost, manifest
     from azdl.review.plan import check_stack_file, render_stack, stack_file
     from azdl.review.prices import load_prices
     from azdl.review.tree import render_tree
 
+    cli = pulumi_cli.check()  # the CLI that will deploy the plan, where there is one
+    if cli:
+        print(cli, file=sys.stderr)
     stacks = stacks_of(args, "STACK")
     for stack in stacks:  # every stack file checked before anything is rendered or written
         check_stack_file(stack_file(stack))

@@ -9,7 +9,9 @@ import sys
 from pathlib import Path
 
 from azdl.commands.options import (
+    CLUSTER_RENAMES,
     add_job_name_option,
+    add_launcher_option,
     add_script_args,
     add_stack_options,
     non_negative_int,
@@ -19,13 +21,14 @@ from azdl.commands.options import (
 from azdl.errors import AzdlError
 from azdl.jobs import script as own_script
 from azdl.jobs.budget import DEFAULT_TIMEOUT_S
-from azdl.jobs.request import DEFAULT_LOCAL_DIR, LAUNCHERS, STORAGE_MODES, JobRequest, OwnScript
+from azdl.jobs.request import DEFAULT_LOCAL_DIR, STORAGE_MODES, JobRequest, OwnScript
 from azdl.jobs.safeguards import (
     CLUSTER_PROGRESS_TIMEOUT_S,
     CLUSTER_STALL_TIMEOUT_S,
     SCRIPT_SETS_ITS_TIMEOUT,
 )
 from azdl.jobs.submit import JSON_SCHEMA
+from azdl.launchers import DEFAULT_LAUNCHER
 from training.flavours import DEFAULT_FRAMEWORK, FRAMEWORKS
 
 
@@ -76,13 +79,12 @@ def register(subparsers) -> None:
         "(pip --no-index; for private package registries and clusters without internet)",
     )
     p.add_argument("--nodes", type=positive_int, default=1, help="cluster nodes (default 1)")
-    p.add_argument(
-        "--launcher",
-        choices=LAUNCHERS,
-        default="mpi",
-        help="mpi: Horovod, Azure ML's MPI with one process per GPU (default); torchrun: "
+    add_launcher_option(
+        p,
+        "horovod: Horovod, Azure ML's MPI with one process per GPU (default); torchrun: "
         "torch.distributed, one torchrun per node starting one worker per GPU "
         "(--framework torch, or your own --script; docs/torchrun.md)",
+        CLUSTER_RENAMES,
     )
     p.add_argument(
         "--max-restarts",
@@ -255,6 +257,17 @@ def framework_of(args: argparse.Namespace, script: OwnScript | None) -> str:
     return found
 
 
+def launcher_of(args: argparse.Namespace, script: OwnScript | None) -> str:
+    """--launcher, else horovod; for a script, the one its source asks for (a --launcher it
+    contradicts is refused), said in one line when azdl chose it."""
+    if script is None:
+        return args.launcher or DEFAULT_LAUNCHER
+    launcher, how = own_script.launcher_for(script.path, args.launcher, DEFAULT_LAUNCHER)
+    if how is not None:
+        print(f"azdl: {how}", file=sys.stderr)
+    return launcher
+
+
 def progress_timeout_of(args: argparse.Namespace, script: OwnScript | None) -> int | None:
     """--progress-timeout, else the cluster default for the built-in scripts (they beat) and
     none for a user's script (it may not)."""
@@ -263,10 +276,12 @@ def progress_timeout_of(args: argparse.Namespace, script: OwnScript | None) -> i
     return CLUSTER_PROGRESS_TIMEOUT_S
 
 
-def stall_timeout_of(args: argparse.Namespace, script: OwnScript | None) -> int | None:
+def stall_timeout_of(
+    args: argparse.Namespace, script: OwnScript | None, launcher: str
+) -> int | None:
     """--stall-timeout, else the cluster default; none for a user's script under torchrun,
     whose process group has the timeout the script gives it."""
-    if args.launcher == "torchrun" and script is not None:
+    if launcher == "torchrun" and script is not None:
         if args.stall_timeout is not None:
             raise AzdlError(SCRIPT_SETS_ITS_TIMEOUT)
         return None
@@ -278,6 +293,7 @@ def run(args: argparse.Namespace) -> int:
         raise AzdlError("--json reports a submitted job; --dry-run and --export print its YAML")
     script = own_script_of(args)
     framework = framework_of(args, script)
+    launcher = launcher_of(args, script)
     # The job's machinery (the outputs' model, then azure-ai-ml) once the options are good.
     from azdl.jobs import export, health
     from azdl.jobs.spec import build_job, time_limit, warnings
@@ -300,12 +316,12 @@ def run(args: argparse.Namespace) -> int:
         script=script,
         resume_from=args.resume_from,
         health_check=health.wanted(outputs, args.nodes, args.health_check),
-        stall_timeout=stall_timeout_of(args, script),
+        stall_timeout=stall_timeout_of(args, script, launcher),
         timeout=args.timeout,
         max_cost=args.max_cost,
         progress_timeout=progress_timeout_of(args, script),
         infiniband_check=args.infiniband_check,
-        launcher=args.launcher,
+        launcher=launcher,
         max_restarts=args.max_restarts,
     )
     job = build_job(outputs, request)

@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 
 from azdl.commands.options import (
+    LOCAL_RENAMES,
+    add_launcher_option,
     add_script_args,
     non_negative_int,
     positive_int,
@@ -21,8 +23,8 @@ from azdl.envs import REPO_ROOT, training_bin
 from azdl.errors import AzdlError
 from azdl.jobs import safeguards
 from azdl.jobs import script as own_script
+from azdl.launchers import DEFAULT_LAUNCHER, DEFAULT_TRANSPORT
 from azdl.local import (
-    LAUNCHERS,
     check_launcher,
     check_training_options,
     hang_report,
@@ -33,6 +35,7 @@ from azdl.local import (
     stall_guard,
     start,
 )
+from azdl.paths import folder_or_nothing
 from training.flavours import DEFAULT_FRAMEWORK, FRAMEWORKS
 
 # The demo: ResNet50 small enough for 2 CPU workers to run 20 steps in about a minute.
@@ -82,12 +85,13 @@ def register(subparsers) -> None:
     p.add_argument(
         "--workers", type=positive_int, default=2, help="number of worker processes (default 2)"
     )
-    p.add_argument(
-        "--launcher",
-        choices=LAUNCHERS,
-        help="gloo: Horovod under horovodrun --gloo (default); mpi: Horovod under plain mpirun, "
-        "as Azure ML launches MPI jobs (the default with --stall-timeout); torchrun: "
-        "torch.distributed under torchrun (--framework torch, or your own --script)",
+    add_launcher_option(
+        p,
+        "horovod: Horovod's workers (default); torchrun: torch.distributed's under torchrun "
+        "(--framework torch, or your own --script)",
+        LOCAL_RENAMES,
+        transport="Horovod's: gloo: under horovodrun --gloo (default); mpi: under plain mpirun, "
+        "as Azure ML launches MPI jobs (the default with --stall-timeout)",
     )
     p.add_argument(
         "--stall-timeout",
@@ -134,22 +138,34 @@ def demo_args(framework: str, workers: int, run_dir: Path | None = None) -> list
     ]  # fmt: skip
 
 
-def launcher_of(args: argparse.Namespace) -> str:
-    """--launcher, else mpi with --stall-timeout (Horovod's stall inspector needs it), else gloo."""
-    if args.stall_timeout is not None:
-        if args.launcher == "gloo":
-            raise AzdlError(safeguards.GLOO_HAS_NO_STALL_INSPECTOR)
-        if args.launcher == "torchrun" and args.script is not None:
+def launcher_of(args: argparse.Namespace, chosen: str | None = None) -> tuple[str, str]:
+    """(launcher, Horovod's transport): `chosen` (for a script: `own_script.launcher_for`),
+    else --launcher, else horovod; --transport, else mpi with --stall-timeout (Horovod's stall
+    inspector needs it), else gloo."""
+    launcher = chosen or args.launcher or DEFAULT_LAUNCHER
+    if launcher == "torchrun":
+        if args.transport is not None:
+            raise AzdlError(
+                f"--transport {args.transport} is Horovod's; torchrun starts its workers itself "
+                "(leave --transport out)"
+            )
+        if args.stall_timeout is not None and args.script is not None:
             raise AzdlError(safeguards.SCRIPT_SETS_ITS_TIMEOUT)
-        return args.launcher or "mpi"
-    return args.launcher or "gloo"
+        return launcher, DEFAULT_TRANSPORT
+    if args.stall_timeout is not None:
+        if args.transport == "gloo":
+            raise AzdlError(safeguards.GLOO_HAS_NO_STALL_INSPECTOR)
+        return launcher, "mpi"
+    return launcher, args.transport or DEFAULT_TRANSPORT
 
 
-def run_launcher(cmd: list[str], launcher: str, env: dict, run_dir: Path, workers: int, cwd=None):
+def run_launcher(
+    cmd: list[str], launcher: str, transport: str, env: dict, run_dir: Path, workers: int, cwd=None
+):
     """Start the workers; after a failed torchrun run with --stall-timeout, name the ranks the
     flight recorder shows kept the others waiting."""
     print("+ " + shlex.join(cmd), file=sys.stderr, flush=True)
-    code = start(cmd, launcher, env, cwd)
+    code = start(cmd, launcher, env, cwd, transport)
     if code != 0 and launcher == "torchrun":
         for line in hang_report(env, workers, run_dir):
             print(f"azdl: {line}", file=sys.stderr, flush=True)
@@ -158,8 +174,8 @@ def run_launcher(cmd: list[str], launcher: str, env: dict, run_dir: Path, worker
 
 def run(args: argparse.Namespace) -> int:
     user_args = list(script_args(args))
-    launcher = launcher_of(args)
     if args.script is None:
+        launcher, transport = launcher_of(args)
         if args.data is not None or args.run_dir is not None:
             raise AzdlError(
                 "--data and --run-dir go with --script; built-in scripts take "
@@ -179,10 +195,10 @@ def run(args: argparse.Namespace) -> int:
         extra |= mlflow_environment(run_dir)
         cmd = launch_command(
             framework, args.workers, launcher, user_args, exports=tuple(extra), guard=guard,
-            max_restarts=args.max_restarts,
+            max_restarts=args.max_restarts, transport=transport,
         )  # fmt: skip
         env = local_env(launcher, args.workers) | extra
-        return run_launcher(cmd, launcher, env, watched, args.workers, REPO_ROOT)
+        return run_launcher(cmd, launcher, transport, env, watched, args.workers, REPO_ROOT)
 
     if args.framework is not None:
         raise AzdlError("--framework picks a built-in script; leave it out with --script")
@@ -191,19 +207,27 @@ def run(args: argparse.Namespace) -> int:
         return subprocess.call(
             [str(training_bin("python")), str(script), "--help"], env=local_env()
         )
+    chosen, how = own_script.launcher_for(script, args.launcher, DEFAULT_LAUNCHER)
+    if how is not None:
+        print(f"azdl: {how}", file=sys.stderr, flush=True)
+    launcher, transport = launcher_of(args, chosen)
     launch_command(  # its checks, before any folder is made
-        "", args.workers, launcher, [], script=script, max_restarts=args.max_restarts
-    )
+        "", args.workers, launcher, [], script=script, max_restarts=args.max_restarts,
+        transport=transport,
+    )  # fmt: skip
     run_dir = args.run_dir or Path("runs", f"{script.stem}-{time.strftime('%Y%m%d-%H%M%S')}")
-    run_dir = run_dir.expanduser().resolve()
+    run_dir = folder_or_nothing(
+        run_dir.expanduser().resolve(), "--run-dir",
+        "the run's folder (made if missing) for its checkpoints/, logs/ and outputs/",
+    )  # fmt: skip
     user_args, extra = script_run(script, args.workers, args.data, user_args, run_dir)
     guard, stall_env = stall_guard(args.stall_timeout, launcher, run_dir, args.progress_timeout)
     extra |= stall_env | mlflow_environment(run_dir)
     cmd = launch_command(
         "", args.workers, launcher, user_args, script=script, exports=tuple(extra), guard=guard,
-        max_restarts=args.max_restarts,
+        max_restarts=args.max_restarts, transport=transport,
     )  # fmt: skip
     print(f"{script.name}: {args.workers} workers, folders under {run_dir}", file=sys.stderr)
     # Run where the user is, as `python FILE` would: relative paths mean what they expect.
     env = local_env(launcher, args.workers) | extra
-    return run_launcher(cmd, launcher, env, run_dir, args.workers)
+    return run_launcher(cmd, launcher, transport, env, run_dir, args.workers)

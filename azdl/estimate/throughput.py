@@ -10,6 +10,7 @@ import yaml
 from azdl.errors import AzdlError
 from azdl.estimate.workload import Model
 from azdl.jobs.report import SCHEMA as BENCH_SCHEMA
+from azdl.paths import existing_file
 from infra.catalogue import VmSize
 from infra.nccl_baselines import baseline
 
@@ -73,10 +74,9 @@ class Inputs:
 
 def read_bench(path: Path, inputs: Inputs) -> None:
     """Add the counted runs of an `azdl bench` results.json to `inputs`."""
+    text = existing_file(path, "--bench", "`azdl bench`'s results.json").read_text()
     try:
-        doc = json.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise AzdlError(f"--bench {path}: no such file") from None
+        doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise AzdlError(f"--bench {path}: not JSON ({exc})") from None
     if not isinstance(doc, dict) or doc.get("schema") != BENCH_SCHEMA:
@@ -109,10 +109,9 @@ def gpu_model_of(device: str) -> str | None:
 
 def read_gpu_kit(path: Path, inputs: Inputs) -> None:
     """The single-GPU synthetic rate of the GPU kit's results (benchmarks/gpu, p3_gpu.json)."""
+    text = existing_file(path, "--gpu-results", "the GPU kit's p3_gpu.json").read_text()
     try:
-        doc = json.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise AzdlError(f"--gpu-results {path}: no such file") from None
+        doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise AzdlError(f"--gpu-results {path}: not JSON ({exc})") from None
     rows = [r for r in doc.get("rows", []) if r.get("data") == "synthetic" and r.get("model")]

@@ -14,6 +14,7 @@ from azdl.jobs.report import Run, write_report
 from azdl.jobs.request import JobRequest
 from azdl.jobs.spec import build_job, validate
 from azdl.jobs.submit import new_run_id
+from azdl.launchers import DEFAULT_LAUNCHER, DEFAULT_TRANSPORT
 from azdl.local import check_training_options, launch_command, local_env
 from training.throughput import parse_throughput_lines
 
@@ -55,24 +56,33 @@ def title_of(runs: list[Run], where: str) -> str:
 
 
 def check_local(
-    framework: str, workers: list[int], script_args: tuple[str, ...], launcher: str = "gloo"
+    framework: str,
+    workers: list[int],
+    script_args: tuple[str, ...],
+    launcher: str = DEFAULT_LAUNCHER,
+    transport: str = DEFAULT_TRANSPORT,
 ) -> None:
     """The training options as the script will see them, and its environment, for each size."""
     for n in workers:
         check_training_options(framework, [*LOCAL_ARGS, *script_args], n, "azdl bench --local")
-        launch_command(framework, n, launcher, [])
+        launch_command(framework, n, launcher, [], transport=transport)
 
 
 def run_local(
-    framework: str, workers: list[int], args: tuple[str, ...], out: Path, launcher: str = "gloo"
+    framework: str,
+    workers: list[int],
+    args: tuple[str, ...],
+    out: Path,
+    launcher: str = DEFAULT_LAUNCHER,
+    transport: str = DEFAULT_TRANSPORT,
 ) -> list[Run]:
     console = Console(stderr=True)
-    how = "torchrun, Gloo" if launcher == "torchrun" else f"Horovod, {launcher}"
+    how = "torchrun, Gloo" if launcher == "torchrun" else f"Horovod, {transport}"
     where = f"local CPU workers ({how})"
     runs: list[Run] = []
     for n in workers:
         log = out / f"workers-{n}.log"
-        cmd = launch_command(framework, n, launcher, [*LOCAL_ARGS, *args])
+        cmd = launch_command(framework, n, launcher, [*LOCAL_ARGS, *args], transport=transport)
         with console.status(f"{framework}: {n} local worker(s), log in {log}"), log.open("w") as f:
             code = subprocess.call(
                 cmd, env=local_env(launcher, n), cwd=REPO_ROOT, stdout=f, stderr=subprocess.STDOUT
@@ -86,7 +96,11 @@ def run_local(
 
 
 def cluster_requests(
-    outputs, framework: str, nodes: list[int], script_args: tuple[str, ...], launcher: str = "mpi"
+    outputs,
+    framework: str,
+    nodes: list[int],
+    script_args: tuple[str, ...],
+    launcher: str = DEFAULT_LAUNCHER,
 ) -> list[JobRequest]:
     """One synthetic-data request per size, every one checked: nothing is created or submitted
     before this returns."""

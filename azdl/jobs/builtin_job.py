@@ -17,9 +17,8 @@ GPU_ONLY = {"precision": ("fp16",), "fp16_allreduce": (True,)}
 def check(outputs: StackOutputs, request: JobRequest) -> None:
     """The flavour runs under the launcher; no option submit sets itself; the training
     script's parser accepts the options; no GPU-only option on a CPU size."""
-    kind = "torchrun" if request.launcher == "torchrun" else "horovod"
-    if not runs_under(request.framework, kind):
-        can = [f.name for f in FLAVOURS.values() if runs_under(f.name, kind)]
+    if not runs_under(request.framework, request.launcher):
+        can = [f.name for f in FLAVOURS.values() if runs_under(f.name, request.launcher)]
         raise AzdlError(
             f"the {request.framework} flavour runs under Horovod only (training/flavours.py); "
             f"--launcher {request.launcher} runs --framework {' or '.join(can)}, or your own "

@@ -6,6 +6,7 @@ import shlex
 from azdl.errors import AzdlError
 from azdl.jobs.azureml import NFS_MOUNT_POINT, command_job, data_input, nfs_docker_args
 from azdl.jobs.stack_outputs import StackOutputs
+from azdl.runtime import module_command
 
 
 def build_fill_nfs_job(
@@ -23,7 +24,7 @@ def build_fill_nfs_job(
             "set storage.nfsShareGiB in the stack and deploy it"
         )
     dest = f"{NFS_MOUNT_POINT}/{data_path}".rstrip("/")
-    copy = ["python", "-m", "training.data.copy_shards", "--all", "--source", "${{inputs.data}}"]
+    copy = [*module_command("training.data.copy_shards"), "--all", "--source", "${{inputs.data}}"]
     return command_job(
         outputs,
         run_id,

@@ -2,9 +2,12 @@
 against the size's published baseline, infra/nccl_baselines.yaml) and the job of
 `azdl cluster check` that runs it alone."""
 
+import shlex
+
 from azdl.errors import AzdlError
 from azdl.jobs.azureml import command_job, nccl_environment, output_folder
 from azdl.jobs.stack_outputs import StackOutputs
+from azdl.runtime import module_command
 from infra.nccl_baselines import Level, baseline
 from training.health.gate import PREFIX
 
@@ -44,7 +47,7 @@ def gate_step(outputs: StackOutputs, nodes: int, across_nodes: bool = False) -> 
     can't precede training's own MPI start in the same job (training/health/gate.py)."""
     size = outputs.vm_size
     published = baseline(size.name)
-    command = ["python", "-m", "training.health.gate", f"--gpus={size.gpus}", f"--nodes={nodes}"]
+    command = [f"--gpus={size.gpus}", f"--nodes={nodes}"]
     command.append(f"--bytes={published.message_bytes if published else UNJUDGED_BYTES}")
     command.append(f"--out=${{{{outputs.{OUTPUT}}}}}")
     if across_nodes:
@@ -57,7 +60,7 @@ def gate_step(outputs: StackOutputs, nodes: int, across_nodes: bool = False) -> 
     if size.infiniband_hcas is not None:
         command.append(f"--hcas={size.infiniband_hcas}")
     # Plain words only (numbers, option names and Azure ML's ${{…}} placeholder): no quoting.
-    return " ".join(command)
+    return " ".join([shlex.join(module_command("training.health.gate")), *command])
 
 
 def levels_text(vm_size: str, across_nodes: bool = False) -> str:

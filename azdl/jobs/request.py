@@ -7,10 +7,8 @@ from pathlib import Path
 
 from azdl.jobs import safeguards
 from azdl.jobs.azureml import NFS_MOUNT_POINT
+from azdl.runtime import module_command
 
-# How a job's workers start: Azure ML's MPI (one process per GPU; Horovod), or one torchrun per
-# node (`distribution: pytorch`; docs/architecture.md, "torchrun on Azure ML").
-LAUNCHERS = ("mpi", "torchrun")
 # synthetic: no data input; mount: the data container read-only mounted (blob);
 # nfs: the stack's NFS share; copy: blob mount, then each node copies its shards to local disk.
 STORAGE_MODES = ("synthetic", "mount", "nfs", "copy")
@@ -54,7 +52,9 @@ class JobRequest:
     # the guard's watchdog: seconds without a training step (None: off; own scripts opt in)
     progress_timeout: int | None = safeguards.CLUSTER_PROGRESS_TIMEOUT_S
     infiniband_check: bool = True  # on InfiniBand GPU sizes: NCCL must use IB (+ GDR across nodes)
-    launcher: str = "mpi"  # one of LAUNCHERS
+    # how the workers start (azdl.launchers.LAUNCHERS): horovod, under Azure ML's MPI with one
+    # process per GPU; torchrun, one per node (`distribution: pytorch`; docs/torchrun.md)
+    launcher: str = "horovod"
     max_restarts: int = 0  # torchrun restarts every worker this many times after a failure
 
 
@@ -89,5 +89,5 @@ def copy_step(request: JobRequest) -> list[str]:
     the node's shards by global rank, the others wait), under MPI or torchrun alike."""
     if request.storage != "copy":
         return []
-    copy = ["python", "-m", "training.data.copy_shards", "--source", "${{inputs.data}}"]
+    copy = [*module_command("training.data.copy_shards"), "--source", "${{inputs.data}}"]
     return [shlex.join([*copy, "--dest", request.local_dir])]

@@ -10,11 +10,17 @@ from dataclasses import dataclass
 
 from training import exits, guard
 from training.health.gate import PREFIX as GATE
+from training.rank_output import LABEL
+
+# Where a line of the gate's or the guard's starts: under torchrun a worker's lines (the guard's
+# and the script's) come labelled with its rank, `[1]<stderr>:` (training.rank_output), in the
+# node's log as Azure ML keeps it; the gate runs before torchrun, unlabelled.
+START = rf"^(?:{LABEL})?"
 
 # Azure ML's error for a pre-empted low-priority node (Azure/MachineLearningNotebooks#1242).
 PREEMPTED = re.compile(r"PreemptionError|got pre-empted", re.I)
 # training/health/gate.py's verdict: the next attempt may get other nodes.
-GATE_FAILED = re.compile(rf"^{GATE} FAIL", re.M)
+GATE_FAILED = re.compile(rf"{START}{GATE} FAIL", re.M)
 # torchrun's rendezvous not completing: its timeout, or node 0's store not reached in
 # read_timeout (torch 2.13 torch/distributed/elastic/rendezvous/api.py; raised from
 # dynamic_rendezvous.py and c10d_rendezvous_backend.py `_create_tcp_store`). A rendezvous
@@ -56,21 +62,22 @@ USER_ADVICE = "fix the code or its arguments, then submit again"
 TRANSIENT = (
     *((pattern, words) for kind, pattern, words in exits.SIGNS if kind == exits.HARDWARE),
     (
-        re.compile(rf"^{guard.PREFIX} {guard.IB_STOP_LINE} ", re.M),
+        re.compile(rf"{START}{guard.PREFIX} {guard.IB_STOP_LINE} ", re.M),
         VERDICTS[exits.INFINIBAND_STOP][1],
     ),
-    (re.compile(rf"^{guard.PREFIX} {guard.HANG_LINE} ", re.M), VERDICTS[exits.HANG][1]),
+    (re.compile(rf"{START}{guard.PREFIX} {guard.HANG_LINE} ", re.M), VERDICTS[exits.HANG][1]),
     (exits.NETWORK_SIGN, VERDICTS[exits.NETWORK][1]),
 )
 # The nodes that the gate and the guard name in their stop lines ("... node HOST is unhealthy",
 # "... rank N on HOST: ...").
 BAD_NODE = re.compile(
-    rf"^{GATE} FAIL node (?P<gate>\S+) is unhealthy|^{guard.PREFIX} "
+    rf"{START}{GATE} FAIL node (?P<gate>\S+) is unhealthy|{START}{guard.PREFIX} "
     rf"(?:{guard.IB_STOP_LINE}|{guard.HANG_LINE}) rank \S+ on (?P<guard>[^:\s]+)",
     re.M,
 )
 USER_CODE = (
     (re.compile(r"Traceback \(most recent call last\)"), "the script raised a Python exception"),
+    # (a label, when there is one, is part of the \S+)
     (re.compile(r"^(usage: .*\n)?\S+: error: ", re.M), "the script rejected its arguments"),
 )
 # Azure/MachineLearningNotebooks#1360: the script exited non-zero; said of any failed command,

@@ -9,6 +9,7 @@ training stack only its stdlib modules.
 from pathlib import Path
 
 from azdl.errors import AzdlError
+from azdl.runtime import module_command
 from training import flight_recorder
 
 # Horovod's stall inspector (horovod/common/stall_inspector.cc, 0.28.1): rank 0 lists the ranks
@@ -31,9 +32,9 @@ FIRST_STEP_TIMEOUT_S = 1800
 # after the set times; under `horovodrun --gloo` with the same settings nothing was printed and
 # the job hung until killed.
 GLOO_HAS_NO_STALL_INSPECTOR = (
-    "--stall-timeout needs the MPI launcher: Horovod's stall inspector does not fire under "
-    "`horovodrun --gloo` (a stalled Gloo job prints nothing and hangs); use --launcher mpi, "
-    "or leave --launcher out (it then picks mpi)"
+    "--stall-timeout needs Horovod's MPI transport: its stall inspector does not fire under "
+    "`horovodrun --gloo` (a stalled Gloo job prints nothing and hangs); use --transport mpi, "
+    "or leave --transport out (it then picks mpi)"
 )
 # NCCL's own log of its communicators' set-up, read by training.guard for the init deadline and
 # the InfiniBand check (NCCL reads these once per process; the guard drops INFO lines once it has
@@ -74,7 +75,7 @@ def guard_command(
     """The prefix that runs a rank's command under training.guard (then `--` and the command).
     `nccl_debug`: the user's level, when the job set NCCL_DEBUG=INFO for the guard;
     `post_mortem_gpus`: the node's GPUs, checked after a failure."""
-    cmd = [python, "-m", "training.guard", "--ranks-dir", ranks_dir]
+    cmd = [*module_command("training.guard", python), "--ranks-dir", ranks_dir]
     if check_infiniband:
         cmd += ["--check-infiniband", "--nodes", str(nodes)]
         cmd += ["--hcas", str(hcas)] if hcas else []

@@ -1,12 +1,13 @@
 """The contract between azdl and a user's own script (`--script`), locally and on the cluster:
-its folders as AZDL_* variables and {…} placeholders, and the image it needs. Stdlib only
-(docs/own-code.md)."""
+its folders as AZDL_* variables and {…} placeholders, and the image and launcher it needs, read
+from its source. Stdlib only (docs/own-code.md)."""
 
 import ast
 import re
 from pathlib import Path
 
 from azdl.errors import AzdlError
+from azdl.paths import existing_file
 
 # placeholder name -> environment variable; the folders a script is told about
 FOLDERS = {
@@ -47,9 +48,8 @@ def folder_environment(values: dict[str, str | None]) -> dict[str, str]:
 
 def check_script(script: Path) -> Path:
     """The script's absolute path, or a clear error if it is not a readable Python file."""
+    existing_file(Path(script).expanduser(), "--script", "the Python file to run (*.py)")
     path = Path(script).expanduser().resolve()
-    if not path.is_file():
-        raise AzdlError(f"--script {script}: no such file")
     if path.suffix != ".py":
         raise AzdlError(
             f"--script {script}: expected a Python file (*.py); it runs as `python FILE`"
@@ -57,19 +57,32 @@ def check_script(script: Path) -> Path:
     return path
 
 
-def detect_framework(script: Path) -> str | None:
-    """'torch' or 'keras' (the TensorFlow image) from the script's imports; None if it imports
-    neither or both, or does not parse."""
+def _source(script: Path) -> ast.AST | None:
+    """The script's syntax tree; None if it does not parse."""
     try:
-        tree = ast.parse(Path(script).read_text(errors="replace"))
+        return ast.parse(Path(script).read_text(errors="replace"))
     except SyntaxError:
         return None
+
+
+def _imports(tree: ast.AST) -> set[str]:
+    """The absolute modules the script imports (`import a.b`, `from a.b import c`: a.b)."""
     modules = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             modules |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             modules.add(node.module)
+    return modules
+
+
+def detect_framework(script: Path) -> str | None:
+    """'torch' or 'keras' (the TensorFlow image) from the script's imports; None if it imports
+    neither or both, or does not parse."""
+    tree = _source(script)
+    if tree is None:
+        return None
+    modules = _imports(tree)
     # horovod.torch / horovod.tensorflow(.keras) / horovod.keras say it as well as the framework
     tops = {m.split(".")[0] for m in modules} | {
         m.split(".")[1] for m in modules if m.startswith("horovod.") and m.count(".") >= 1
@@ -78,3 +91,92 @@ def detect_framework(script: Path) -> str | None:
     if torch == tensorflow:
         return None
     return "torch" if torch else "keras"
+
+
+# What a worker of each kind of script lacks under the other launcher.
+_WRONG_LAUNCHER = {
+    "horovod": "only torchrun sets the RANK, WORLD_SIZE and MASTER_ADDR that env:// reads",
+    "torchrun": "under torchrun each worker would be a Horovod job of size 1, training a model "
+    "of its own",
+}
+
+
+def _process_groups(tree: ast.AST) -> list[ast.Call]:
+    """The script's calls of torch.distributed's init_process_group (by any import name)."""
+    return [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and (getattr(node.func, "id", None) or getattr(node.func, "attr", None))
+        == "init_process_group"
+    ]
+
+
+def detect_launcher(script: Path) -> tuple[str | None, str]:
+    """(the launcher the script's source asks for, why, said of the script): horovod for a
+    script that imports Horovod (`hvd.init()` reads what horovodrun or MPI give each process);
+    torchrun for one that calls torch.distributed's init_process_group with the default env://
+    initialisation (PyTorch's DDP tutorial) and imports no Horovod. None, with the reason, when
+    it cannot be told: neither, both, another init_method, or a file that does not parse."""
+    tree = _source(script)
+    if tree is None:
+        return None, "does not parse as Python"
+    horovod = sorted(m for m in _imports(tree) if m == "horovod" or m.startswith("horovod."))
+    groups = _process_groups(tree)
+    methods = {
+        keyword.value.value
+        for call in groups
+        for keyword in call.keywords
+        if keyword.arg == "init_method" and isinstance(keyword.value, ast.Constant)
+    }
+    if horovod and groups:
+        return None, f"imports {horovod[0]} and calls init_process_group"
+    if horovod:
+        return "horovod", f"imports {horovod[0]}"
+    if not groups:
+        return None, "neither imports Horovod nor calls init_process_group"
+    if other := sorted(str(m) for m in methods if not str(m).startswith("env://")):
+        return None, f"calls init_process_group with init_method={other[0]!r}"
+    return "torchrun", "calls init_process_group (env://) and imports no Horovod"
+
+
+def launcher_for(script: Path, asked: str | None, default: str) -> tuple[str, str | None]:
+    """(the launcher, the line that says how azdl chose it, if it did): --launcher when given
+    and not contradicted by the script's source, else what the source asks for, else `default`.
+    An explicit launcher the script cannot run under is refused in one line."""
+    found, why = detect_launcher(script)
+    name = Path(script).name
+    if asked is None:
+        if found is not None:
+            return found, f"launcher {found}: {name} {why}"
+        return default, (
+            f"launcher {default} (the default): {name} {why}; say --launcher torchrun for a "
+            "torch.distributed script"
+        )
+    if found is not None and found != asked:
+        raise AzdlError(
+            f"--launcher {asked} does not fit {name}, which {why}: {_WRONG_LAUNCHER[asked]}; "
+            f"leave --launcher out (it then follows the script) or say --launcher {found}"
+        )
+    return asked, None
+
+
+def shadowed_imports(script: Path, runtime: Path) -> list[str]:
+    """The modules of azdl's runtime package (`runtime`: its folder, `training`) the script
+    imports but will not get: `python FILE` puts the script's folder first on sys.path, and a
+    regular `training` package there (with __init__.py) is found instead of azdl's, so a module
+    it lacks fails to import. azdl's own steps are not affected (azdl.runtime)."""
+    own = Path(script).parent / runtime.name
+    tree = _source(script)
+    if tree is None or not (own / "__init__.py").is_file():
+        return []
+    wanted = {m.split(".")[1] for m in _imports(tree) if m.startswith(f"{runtime.name}.")}
+    wanted |= {
+        alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module == runtime.name and not node.level
+        for alias in node.names
+    }
+    theirs = {p.stem for p in own.iterdir() if p.suffix == ".py" or (p / "__init__.py").is_file()}
+    ours = {p.stem for p in runtime.iterdir() if p.suffix == ".py" or (p / "__init__.py").is_file()}
+    return sorted(f"{runtime.name}.{m}" for m in wanted & ours - theirs)

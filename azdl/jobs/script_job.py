@@ -2,6 +2,7 @@
 its requirements installed once per node, its folders handed over as `azdl.jobs.script` says."""
 
 import shlex
+from pathlib import Path
 
 from azdl.errors import AzdlError
 from azdl.jobs import code_folder
@@ -9,6 +10,8 @@ from azdl.jobs import script as own_script
 from azdl.jobs.request import JobPart, JobRequest, OwnScript, copy_step, data_folder
 from azdl.jobs.stack_outputs import StackOutputs
 from azdl.launchers import PIP_TIMEOUT_S
+from azdl.paths import existing_file, folder_or_nothing
+from azdl.runtime import module_command
 
 
 def check(outputs: StackOutputs, request: JobRequest) -> None:
@@ -16,6 +19,7 @@ def check(outputs: StackOutputs, request: JobRequest) -> None:
     left out by its ignore file); the folder is within Azure ML's limits; every placeholder in
     the arguments has a folder in this job."""
     script = request.script
+    folder_or_nothing(script.code_dir, "--code", "the folder to upload as the job's code")
     if not script.code_dir.is_dir():
         raise AzdlError(f"--code {script.code_dir}: no such folder")
     for what, path in (("--script", script.path), ("--requirements", script.requirements),
@@ -30,8 +34,8 @@ def check(outputs: StackOutputs, request: JobRequest) -> None:
         f"left out of the upload by {folder.ignore_file}" if folder.ignore_file else "not uploaded"
     )
     for what, path in (("--script", script.path), ("--requirements", script.requirements)):
-        if path is not None and not path.is_file():
-            raise AzdlError(f"{what} {path}: no such file")
+        if path is not None:
+            existing_file(path, what, f"a file ({what} FILE)")
         if path is not None and not folder.has(path):
             raise AzdlError(f"{what} {path} is {ignored}; the job could not run it")
     if script.requirements is not None and script.wheels is None and outputs.internet_denied:
@@ -45,11 +49,28 @@ def check(outputs: StackOutputs, request: JobRequest) -> None:
     if script.wheels is not None:
         if script.requirements is None:
             raise AzdlError("--wheels needs --requirements: the file that says what to install")
+        folder_or_nothing(script.wheels, "--wheels", "a folder of *.whl files")
         if not script.wheels.is_dir() or not any(script.wheels.glob("*.whl")):
             raise AzdlError(f"--wheels {script.wheels}: no such folder, or no *.whl files in it")
         if not folder.has_folder(script.wheels):
             raise AzdlError(f"--wheels {script.wheels} is {ignored}; the job could not install")
     own_script.substitute(request.training_args, script_folders(request))
+
+
+def warnings(request: JobRequest) -> list[str]:
+    """What is allowed but most likely fails: the script imports a module of azdl's runtime
+    package that a `training` package of its own, beside it, shadows."""
+    import training
+
+    script = request.script.path
+    missing = own_script.shadowed_imports(script, Path(training.__file__).parent)
+    if not missing:
+        return []
+    return [
+        f"{script.name} imports {', '.join(missing)} from azdl's runtime, but its folder has a "
+        "training/ package of its own, which it finds first and which has no such module: the "
+        "job would stop at that import; rename your package (azdl's own steps are not affected)"
+    ]
 
 
 def script_folders(request: JobRequest) -> dict[str, str | None]:
@@ -75,7 +96,7 @@ def install_step(script: OwnScript) -> list[str]:
     nodes' torchrun rendezvous allows for, azdl.launchers)."""
     if script.requirements is None:
         return []
-    pip = ["python", "-m", "pip", "install", "--no-cache-dir", "--disable-pip-version-check"]
+    pip = [*module_command("pip"), "install", "--no-cache-dir", "--disable-pip-version-check"]
     if script.wheels is not None:
         pip += ["--no-index", "--find-links", script.relative(script.wheels)]
     pip += ["-r", script.relative(script.requirements)]

@@ -17,9 +17,10 @@ from azdl.jobs.azureml import (
     output_folder,
     processes_per_node,
 )
-from azdl.jobs.request import LAUNCHERS, STORAGE_MODES, JobPart, JobRequest
+from azdl.jobs.request import STORAGE_MODES, JobPart, JobRequest
 from azdl.jobs.stack_outputs import StackOutputs
-from azdl.launchers import TORCHRUN_ENV, node_torchrun
+from azdl.launchers import LAUNCHERS, TORCHRUN_ENV, labelled, node_torchrun
+from azdl.runtime import module_command
 from training import flight_recorder, job_stop
 from training.flavours import FRAMEWORKS
 
@@ -81,6 +82,8 @@ def warnings(request: JobRequest) -> list[str]:
         )
     # --requirements without --wheels on a restricted stack is refused, not warned about
     # (azdl.jobs.script_job: pip on the nodes cannot reach a package index there).
+    if request.script is not None:
+        found += script_job.warnings(request)
     return found
 
 
@@ -113,9 +116,10 @@ def workers_command(request: JobRequest, part: JobPart, per_node: int) -> str:
         return " && ".join([*part.before_training, worker])
     if part.before_training:  # run by each worker, which torchrun starts without a shell
         worker = shlex.join(["bash", "-c", " && ".join([*part.before_training, f"exec {worker}"])])
+    worker = f"{shlex.join(labelled())} {worker}"  # each line whole, labelled with its rank
     prefix = f"{DUMPS}/{flight_recorder.DUMP_FILE_PREFIX}"
     report = shlex.join([
-        "python", "-m", "training.flight_recorder", prefix,
+        *module_command("training.flight_recorder"), prefix,
         f"--world-size={request.nodes * per_node}", "--ranks-dir=${{outputs.logs}}/ranks",
         f"--wait={DUMP_WAIT_S}",
     ])  # fmt: skip
@@ -134,7 +138,7 @@ def gate_step(outputs: StackOutputs, request: JobRequest) -> str:
     gate = health.gate_step(outputs, request.nodes)
     if request.launcher != "torchrun":  # mpirun ends every process when one fails
         return gate
-    stop = shlex.join(["python", "-m", "training.job_stop", "write", STOPS, "--exit", "1",
+    stop = shlex.join([*module_command("training.job_stop"), "write", STOPS, "--exit", "1",
                        "--why", "its health gate failed (azdl-health: FAIL above)"])  # fmt: skip
     return f"{{ {gate} || {{ {stop}; exit 1; }}; }}"
 

@@ -11,6 +11,7 @@ from pydantic import PrivateAttr, ValidationError
 
 from azdl.envs import REPO_ROOT
 from azdl.errors import AzdlError
+from azdl.paths import existing_file
 from infra import exports
 from infra.catalogue import UnknownVmSize, VmSize, get_vm_size
 from infra.exports import KEYS
@@ -97,10 +98,9 @@ def read_outputs(stack: str | None = None, outputs_file: Path | None = None) -> 
     Unchecked: each tool checks the outputs it reads (`load_outputs` those of the job tools).
     """
     if outputs_file is not None:
-        path = Path(outputs_file)
-        if not path.is_file():
-            raise AzdlError(f"--outputs {path}: no such file (save one with "
-                            "`pulumi stack output --json --stack STACK > FILE`)")  # fmt: skip
+        save = "`pulumi stack output --json --stack STACK > FILE`"
+        path = existing_file(outputs_file, "--outputs", f"the file {save} writes",
+                             f"no such file (save one with {save})")  # fmt: skip
         try:
             values = json.loads(path.read_text())
         except json.JSONDecodeError as exc:

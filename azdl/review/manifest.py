@@ -75,6 +75,11 @@ def validate(manifest: Any, origin: str) -> dict[str, Any]:
 def load(path: str | Path) -> dict[str, Any]:
     """Read and validate a manifest file."""
     path = Path(path)
+    if path.is_dir():
+        raise AzdlError(
+            f"{path} is a folder; expected a plan manifest file (a stack's .json in the folder "
+            "`azdl plan --out` writes), or a stack name"
+        )
     try:
         document = json.loads(path.read_text())
     except FileNotFoundError:

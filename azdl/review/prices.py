@@ -91,6 +91,11 @@ def prices_path(path: Path | str | None = None) -> Path:
 
 @cache
 def _read(path: Path) -> dict:
+    if path.is_dir():
+        raise AzdlError(
+            f"price file {path} is a folder; expected a YAML file in the layout of {PRICES_FILE} "
+            f"(--prices FILE, or ${PRICES_ENV})"
+        )
     try:
         raw = yaml.safe_load(path.read_text())
     except OSError as exc:

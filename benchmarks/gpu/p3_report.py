@@ -64,7 +64,7 @@ def build(
     if smoke:
         lines[0:0] = [
             "SMOKE RUN on CPU (tiny model, 2 steps, CPU decode, no sync check): it checks that "
-            "the kit runs every step and builds Horovod; it measures nothing.",
+            "the kit runs every step, Horovod's included; it measures nothing.",
             "",
         ]
     lines += [

@@ -1,61 +1,76 @@
 #!/usr/bin/env bash
-# P3 (ResNet50 training throughput of the PyTorch flavour on one GPU) as ONE command that fits
-# one GPU lease: at most KIT_BUDGET_S seconds (default 540, 9 minutes) on the GPU machine.
+# P3 (ResNet50 training throughput of the PyTorch flavour on one GPU) as ONE command.
 # docs/gpu.md gives the procedure. First, on a machine with network: bash benchmarks/gpu/prep.sh
 # (.gpu-carry/). Then, on the GPU machine, in the repository with .gpu-carry/ beside it:
 #
-#   bash benchmarks/gpu/run.sh
+#   bash benchmarks/gpu/run.sh [--budget SECONDS]
 #
-# It runs, in this order, each only if the time left covers what it needs (else it is listed
-# as skipped), and rewrites the results file through p3_report.py after each one, so a lease
-# cut short still leaves every figure measured so far:
+# It runs, in this order, and rewrites the results file through p3_report.py after each step,
+# so a run cut short still leaves every figure measured so far:
 #   1. what needs no build (benchmarks/gpu/p3_resnet50.py, one process each): eager fp32;
 #      channels-last fp32; bf16 + channels-last ("synthetic", the P3 row); torch.compile; real
 #      data from the carried TFRecords with GPU (nvJPEG) and CPU decode; DDP in one process
 #      (torch.distributed, a world of one: NCCL on a GPU, Gloo on the CPU). The synthetic rows
 #      run under torch.cuda.set_sync_debug_mode("error") (--sync-debug): a host sync inside a
 #      step fails the row.
-#   2. last, only if time is left: Horovod 0.28.1 built from the carried source
-#      (training/install/build_horovod.sh with the project's C++17 patch, CMake from the
-#      machine's PyPI `cmake`, PyTorch + Gloo + NCCL from the nvidia-nccl-cu13 wheel, sm_90, no
-#      TensorFlow, MXNet or MPI), then its row. With one worker Horovod registers no gradient
-#      hooks, so that row measures plain PyTorch under hvd.init, and is labelled so.
+#   2. last: Horovod 0.28.1 built from the carried source (training/install/build_horovod.sh
+#      with the project's C++17 patch and the CMake it pins, from the carried cmake wheel;
+#      PyTorch + Gloo + NCCL from the nvidia-nccl-cu13 wheel, sm_90, no TensorFlow, MXNet or
+#      MPI), then its row. With one worker Horovod registers no gradient hooks, so that row
+#      measures plain PyTorch under hvd.init, and is labelled so.
+# Each variant runs under a time limit of three times what it is estimated to need, so a hung
+# one leaves the others their time. --budget SECONDS (default: none) is for a machine held for
+# a limited time: a step then starts only if the time left covers what it needs, else it is
+# listed as skipped, and a variant's limit is at most the time left.
 # Results: benchmarks/results/p3_gpu.{md,json}, copied with the logs to $OUT (or /tmp/p3-out).
 # Exits non-zero if any step failed or was skipped.
 #
-# bash benchmarks/gpu/run.sh --smoke [DIR] [measure | horovod]  runs the same steps on a CPU
-# machine, as CI does (tests/training/test_gpu_bench.py): a fresh virtual environment with the
-# newest `cmake` from PyPI and the pinned CPU torch in place of the GPU image, prep.sh's carry
-# with wheels for that Python, every variant for 2 steps on CPU (tiny model, 32 px; the
-# GPU-decode variant decodes on CPU; no sync check: it needs CUDA), then the Horovod build
-# without NCCL or CUDA and its row. Its report goes to DIR, never to benchmarks/results: it
-# checks the kit and measures nothing. `measure` or `horovod` runs that part alone, in the
-# environment and carry a full smoke run left in DIR. `measure LABEL...` (on a GPU too) runs
-# those variants alone, a rerun of what failed; the report then holds these rows.
+# bash benchmarks/gpu/run.sh --smoke [DIR] [measure | horovod]  rehearses the command on a CPU
+# machine after `make setup`, as CI does (tests/training/test_gpu_bench.py): a fresh virtual
+# environment with the pinned CPU torch, pip, setuptools and wheel in place of the GPU image,
+# prep.sh's carry with wheels for that Python, every variant for 2 steps on CPU (tiny model,
+# 32 px; the GPU-decode variant decodes on CPU; no sync check: it needs CUDA), then, in place of
+# a second Horovod build, the wheel scripts/setup-training.sh built for .venv-train (the same
+# build_horovod.sh, patch and CMake pin, with TensorFlow and MPI as well, no CUDA), refused
+# unless it was built from this tree's recipe (setup-training.sh --check-horovod), installed
+# and checked as a GPU run installs its own, then its row. --build-horovod builds from the
+# carried source instead, as a GPU run does (without NCCL or CUDA). Its report goes to DIR,
+# never to benchmarks/results: it checks the kit and measures nothing. `measure` or `horovod`
+# runs that part alone, in the environment and carry a full smoke run left in DIR.
+# `measure LABEL...` (on a GPU too) runs those variants alone, a rerun of what failed; the
+# report then holds these rows.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 repo=$PWD
 log() { echo "==> $(date -u +%H:%M:%S) $*"; }
 die() { echo "error: $*" >&2; exit 1; }
+usage="usage: run.sh [--budget SECONDS] [measure [LABEL...] | horovod] | run.sh --smoke [DIR] [--budget SECONDS] [--build-horovod] [measure [LABEL...] | horovod]"
 
 mode=gpu
 stage=all
-if [[ ${1:-} == --smoke ]]; then
-    mode=smoke
-    shift
-    dir=/tmp/p3-smoke
-    if [[ $# -gt 0 && $1 != measure && $1 != horovod ]]; then dir=$1; shift; fi
-    smoke=$(mkdir -p "$dir" && cd "$dir" && pwd)
-fi
+budget=
+build=
+while [[ ${1:-} == --* ]]; do
+    case $1 in
+        --smoke)
+            mode=smoke
+            shift
+            dir=/tmp/p3-smoke
+            if [[ $# -gt 0 && $1 != --* && $1 != measure && $1 != horovod ]]; then dir=$1; shift; fi ;;
+        --budget)
+            [[ ${2:-} =~ ^[0-9]+$ ]] || die "--budget '${2:-}'; allowed: whole seconds. $usage"
+            budget=$2
+            shift 2 ;;
+        --build-horovod) build=1; shift ;;
+        *) die "unknown option '$1'. $usage" ;;
+    esac
+done
 if [[ $# -gt 0 ]]; then stage=$1; shift; fi
 only=" $* "  # measure LABEL...: those variants alone (a rerun of what failed)
-[[ $stage == measure || $# -eq 0 ]] || die "only 'measure' takes labels"
-# The CPU smoke's build takes longer than a GPU machine's: it gets an hour by default.
-budget=${KIT_BUDGET_S:-$([[ $mode == gpu ]] && echo 540 || echo 3600)}
-[[ $budget =~ ^[0-9]+$ ]] || die "KIT_BUDGET_S=$budget; allowed: whole seconds"
+[[ $stage =~ ^(all|measure|horovod)$ ]] || die "unknown step '$stage'. $usage"
+[[ $stage == measure || $# -eq 0 ]] || die "only 'measure' takes labels. $usage"
+[[ $mode == smoke || -z $build ]] || die "--build-horovod is for --smoke: a GPU run always builds Horovod"
 
-[[ $stage =~ ^(all|measure|horovod)$ ]] ||
-    die "usage: run.sh [measure [LABEL...] | horovod] | run.sh --smoke [DIR] [measure [LABEL...] | horovod]"
 if [[ $mode == gpu ]]; then
     carry=$repo/.gpu-carry
     kit=$repo/.gpu-build
@@ -63,18 +78,24 @@ if [[ $mode == gpu ]]; then
     results=$repo/benchmarks/results
     python=${PYTHON:-python3}
 else
+    smoke=$(mkdir -p "$dir" && cd "$dir" && pwd)
     carry=$smoke/carry
     kit=$smoke/kit
     out=$smoke/out
     results=$smoke/results
     python=$smoke/venv/bin/python
+    train=$repo/.venv-train
+    # The set-up's Horovod has MPI as well, and Horovod picks MPI's controller and CPU
+    # operations wherever it was built with MPI (horovod/common/utils/env_parser.cc, v0.28.1);
+    # a GPU run's build has Gloo only. The rehearsal's Horovod row runs Gloo's, as a GPU run's does.
+    export HOROVOD_CONTROLLER=gloo HOROVOD_CPU_OPERATIONS=gloo
 fi
 site=$kit/site
 mkdir -p "$out"
 failed=0
 picked=0
 
-left() { echo $((budget - SECONDS)); }
+left() { echo $((budget - SECONDS)); }  # with --budget only
 
 machine() {
     { if [[ $mode == gpu ]]; then
@@ -82,7 +103,13 @@ machine() {
       fi
       "$python" -c "import sys, torch; print('python', sys.version.split()[0], 'torch', torch.__version__, 'cuda', torch.version.cuda)"
       echo "cores $(nproc)"; gcc --version | head -1
-      "$python" -m pip show cmake | grep -E '^(Name|Version)' | paste -sd' '
+      "$python" -c "
+from importlib.metadata import version, PackageNotFoundError
+for name in ('setuptools', 'wheel'):
+    try:
+        print(name, version(name))
+    except PackageNotFoundError:
+        print(name, 'absent')"
     } | tee "$out/machine.txt"
 }
 
@@ -90,7 +117,7 @@ machine() {
 use_site() { export PYTHONPATH=$site:$repo${PYTHONPATH:+:$PYTHONPATH}; }
 
 carried_wheels() {
-    [[ -d $carry/wheels ]] || die "$carry/wheels is missing: run benchmarks/gpu/prep.sh on a machine with network and bring $carry here"
+    [[ -d $carry/wheels ]] || die "$carry/wheels is missing: run benchmarks/gpu/prep.sh on a machine with network and copy $carry here"
     rm -rf "$kit" && mkdir -p "$site" "$kit/wheel"
     log "carried wheels -> $site"
     "$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
@@ -181,26 +208,30 @@ report() {
         command="bash benchmarks/gpu/run.sh --smoke"
         extra=(--smoke)
     fi
+    [[ -z $budget ]] || command+=" --budget $budget"
+    [[ -z $budget ]] || extra+=(--budget "$budget")
     "$python" benchmarks/gpu/p3_report.py "$kit/p3.jsonl" --command "$command" \
-        --budget "$budget" --results "$results" "${extra[@]}"
+        --results "$results" "${extra[@]}"
     cp "$results/p3_gpu.md" "$results/p3_gpu.json" "$out/"
 }
 
-# One variant: label, seconds it needs, then p3_resnet50.py's arguments. Run only if the time
-# left covers what it needs, under a time limit of the time left or three times the need,
-# whichever is less (a hung variant leaves time to the next); the report rewritten after.
+# One variant: label, seconds it needs, then p3_resnet50.py's arguments. It runs under a time
+# limit of three times its need (a hung variant leaves time to the next); with --budget, only if
+# the time left covers its need, and for at most the time left. The report is rewritten after.
 # The needs are estimates from the step counts, not GPU readings: a GPU run will show.
 variant() {
-    local label=$1 need=$2 limit
+    local label=$1 need=$2 limit=$((3 * $2)) remaining
     shift 2
     [[ $only == "  " || $only == *" $label "* ]] || return 0
     picked=$((picked + 1))
-    limit=$(left)
-    if ((limit < need)); then
-        log "$label skipped: ${limit}s left of ${budget}s, it needs ${need}s"
-        not_measured "$label" skipped "${limit} s left of the ${budget} s budget; it needs ${need} s"
+    if [[ -n $budget ]]; then
+        remaining=$(left)
+        limit=$((remaining < limit ? remaining : limit))
+    fi
+    if [[ -n $budget ]] && ((remaining < need)); then
+        log "$label skipped: ${remaining}s left of ${budget}s, it needs ${need}s"
+        not_measured "$label" skipped "${remaining} s left of the ${budget} s budget; it needs ${need} s"
     else
-        limit=$((limit < 3 * need ? limit : 3 * need))
         local argv=(--label "$label" "$@")
         if [[ $mode == smoke ]]; then
             # The GPU's arguments less the sync check (it needs CUDA), then the CPU's, which win.
@@ -228,7 +259,7 @@ variant() {
 measure() {
     local data=$carry/data cores
     cores=$(nproc)
-    [[ -d $data ]] || log "no $data: the real-data rows will fail (run prep.sh and carry $carry)"
+    [[ -d $data ]] || log "no $data: the real-data rows will fail (run prep.sh and copy $carry here)"
     variant eager-fp32 45 --precision fp32 --no-channels-last --sync-debug
     variant channels-last-fp32 45 --precision fp32 --sync-debug
     variant synthetic 45 --precision bf16 --sync-debug
@@ -240,35 +271,10 @@ measure() {
     ((picked > 0)) || die "no variant is named${only% }; the variants: eager-fp32 channels-last-fp32 synthetic synthetic-compile real-gpu-decode real-cpu-decode ddp-1-process"
 }
 
-# The Horovod build: what it needs of the machine checked first, each with its own error.
-build_horovod() {
-    [[ -f $carry/horovod-0.28.1.tar.gz ]] || die "$carry/horovod-0.28.1.tar.gz is missing: run benchmarks/gpu/prep.sh and carry $carry"
-    distutils_check
-    cmake=$("$python" -c "import cmake, os; print(os.path.join(cmake.CMAKE_BIN_DIR, 'cmake'))") ||
-        die "$python has no PyPI cmake package"
-    local flags=(HOROVOD_WITH_PYTORCH=1 HOROVOD_WITH_GLOO=1 HOROVOD_WITHOUT_TENSORFLOW=1
-                 HOROVOD_WITHOUT_MXNET=1 HOROVOD_WITHOUT_MPI=1)
-    if [[ $mode == gpu ]]; then
-        cuda_toolkit
-        # The wheel ships only libnccl.so.2; CMake's find_library looks for libnccl.so.
-        mkdir -p "$kit/nccl-lib" && ln -sfn "$nccl_lib/libnccl.so.2" "$kit/nccl-lib/libnccl.so"
-        flags+=(HOROVOD_GPU_OPERATIONS=NCCL HOROVOD_NCCL_LINK=SHARED
-                HOROVOD_NCCL_INCLUDE=$nccl_include HOROVOD_NCCL_LIB=$kit/nccl-lib
-                HOROVOD_BUILD_CUDA_CC_LIST=90 HOROVOD_CUDA_HOME=$cuda_home)
-    fi
-    log "building Horovod with $("$cmake" --version | head -1) (log: $out/build.log)"
-    rm -rf "$kit/wheel" && mkdir -p "$kit/wheel"
-    # Newer GCCs (13+) no longer pull <cstdint> in through other headers, and the Gloo copy in
-    # Horovod 0.28.1 relies on that (pytorch/gloo#387, #448): include it everywhere.
-    if ! env "${flags[@]}" CXXFLAGS="${CXXFLAGS:-} -include cstdint" HOROVOD_CMAKE="$cmake" \
-        HOROVOD_PATCHER=patch-ng HOROVOD_SDIST="$carry/horovod-0.28.1.tar.gz" \
-        HOROVOD_WHEEL_DIR="$kit/wheel" PYTHON="$python" \
-        bash training/install/build_horovod.sh > "$out/build.log" 2>&1; then
-        tail -40 "$out/build.log"
-        echo "error: Horovod did not build (the lines above; all of it in $out/build.log)" >&2
-        return 1
-    fi
-    "$python" -m pip install -q --no-index --no-deps --no-compile --target "$site" "$kit"/wheel/horovod-*.whl
+# A Horovod WHEEL into $site, as the kit uses it, checked: `horovodrun --check-build` shows
+# PyTorch, Gloo (and NCCL on a GPU), and horovod loads from $site.
+install_horovod() {
+    "$python" -m pip install -q --no-index --no-deps --no-compile --target "$site" "$1" || return 1
     "$python" "$site/bin/horovodrun" --check-build | tee "$out/check-build.txt"
     local features=(PyTorch Gloo)
     [[ $mode == gpu ]] && features+=(NCCL)
@@ -282,18 +288,66 @@ build_horovod() {
 import horovod, sys
 sys.exit(0 if horovod.__file__.startswith('$site/') else f'horovod from {horovod.__file__}, not the kit build')
 " || { echo "error: Horovod does not load from the kit's build in $site" >&2; return 1; }
-    log "Horovod built and installed in $site"
+    log "Horovod installed in $site from $1"
+}
+
+# The Horovod build: what it needs of the machine checked first, each with its own error.
+# build_horovod.sh takes the CMake it pins from the carried cmake wheel ($site).
+build_horovod() {
+    [[ -f $carry/horovod-0.28.1.tar.gz ]] || die "$carry/horovod-0.28.1.tar.gz is missing: run benchmarks/gpu/prep.sh and copy $carry here"
+    distutils_check
+    local flags=(HOROVOD_WITH_PYTORCH=1 HOROVOD_WITH_GLOO=1 HOROVOD_WITHOUT_TENSORFLOW=1
+                 HOROVOD_WITHOUT_MXNET=1 HOROVOD_WITHOUT_MPI=1)
+    if [[ $mode == gpu ]]; then
+        cuda_toolkit
+        # The wheel ships only libnccl.so.2; CMake's find_library looks for libnccl.so.
+        mkdir -p "$kit/nccl-lib" && ln -sfn "$nccl_lib/libnccl.so.2" "$kit/nccl-lib/libnccl.so"
+        flags+=(HOROVOD_GPU_OPERATIONS=NCCL HOROVOD_NCCL_LINK=SHARED
+                HOROVOD_NCCL_INCLUDE=$nccl_include HOROVOD_NCCL_LIB=$kit/nccl-lib
+                HOROVOD_BUILD_CUDA_CC_LIST=90 HOROVOD_CUDA_HOME=$cuda_home)
+    fi
+    log "building Horovod (log: $out/build.log)"
+    rm -rf "$kit/wheel" && mkdir -p "$kit/wheel"
+    if ! env "${flags[@]}" HOROVOD_PATCHER=patch-ng HOROVOD_SDIST="$carry/horovod-0.28.1.tar.gz" \
+        HOROVOD_WHEEL_DIR="$kit/wheel" PYTHON="$python" \
+        bash training/install/build_horovod.sh > "$out/build.log" 2>&1; then
+        tail -40 "$out/build.log"
+        echo "error: Horovod did not build (the lines above; all of it in $out/build.log)" >&2
+        return 1
+    fi
+    install_horovod "$(echo "$kit"/wheel/horovod-*.whl)"
+}
+
+# The rehearsal's Horovod: the wheel the training environment's set-up built, refused unless
+# it was built from this tree's recipe (build_horovod.sh, its patch, the build tools, the
+# frameworks), then installed and checked as a GPU run installs the one it builds.
+training_horovod() {
+    log "Horovod: the wheel scripts/setup-training.sh built ($train/horovod-wheel), not a second build"
+    distutils_check
+    bash scripts/setup-training.sh --check-horovod || return 1
+    local wheels=("$train"/horovod-wheel/horovod-*.whl)
+    [[ -f ${wheels[0]} ]] || {
+        echo "error: no Horovod wheel in $train/horovod-wheel: run make setup-training" >&2
+        return 1
+    }
+    install_horovod "${wheels[0]}"
 }
 
 horovod() {
     local label=horovod-1-worker-no-hooks need=${HOROVOD_NEED_S:-360}
-    if (($(left) < need)); then
+    if [[ -n $budget ]] && (($(left) < need)); then
         log "Horovod skipped: $(left)s left of ${budget}s, its build and row need ${need}s"
         not_measured "$label" skipped "$(left) s left of the ${budget} s budget; the build and row need ${need} s"
         report
         return
     fi
-    if ! build_horovod; then
+    if [[ $mode == smoke && -z $build ]]; then
+        if ! training_horovod; then
+            not_measured "$label" failed "the training environment's Horovod cannot be used (above)"
+            report
+            return
+        fi
+    elif ! build_horovod; then
         not_measured "$label" failed "Horovod did not build; log: build.log"
         report
         return
@@ -306,30 +360,30 @@ horovod() {
 case $mode in
     smoke)
         if [[ $stage == all ]]; then
-            log "fresh virtual environment with the newest cmake from PyPI: $smoke/venv"
+            log "fresh virtual environment: $smoke/venv"
             rm -rf "$smoke/venv"
             # The training environment's interpreter, whose CPU torch build pip finds.
-            base=${SMOKE_BASE_PYTHON:-}
-            [[ -n $base ]] || base=$(.venv-train/bin/python -c "import sys; print(sys._base_executable)")
-            "$base" -m venv "$smoke/venv"
-            # What the GPU image has and this machine's CPU build stands in for.
+            "$("$train/bin/python" -c "import sys; print(sys._base_executable)")" -m venv "$smoke/venv"
+            # What the GPU image has and this machine's CPU build stands in for, and the pip,
+            # setuptools and wheel the images pin (training/install/image-steps.sh).
             pins=()
             for name in torch numpy pillow psutil PyYAML cloudpickle packaging; do
                 pins+=("$(grep -E "^$name==" training/requirements.txt | cut -d' ' -f1)")
             done
-            "$python" -m pip install -q --upgrade "cmake>=4" "${pins[@]}" setuptools==84.2.1 wheel==0.48.0
-            major=$("$python" -c "import cmake; print(cmake.__version__.split('.')[0])")
-            ((major >= 4)) || die "the smoke run is meant to build with CMake 4 or newer, got $major"
+            for name in pip setuptools wheel; do
+                pins+=("$name==$(sed -n "s/^${name^^}_VERSION=//p" training/install/image-steps.sh)")
+            done
+            "$python" -m pip install -q "${pins[@]}"
             version=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
             log "carry for CPython $version"
-            GPU_CARRY=$carry GPU_PYTHON_VERSION=$version \
-                PYTHON=${PREP_PYTHON:-$repo/.venv-train/bin/python} bash benchmarks/gpu/prep.sh 32 16
+            GPU_CARRY=$carry GPU_PYTHON_VERSION=$version PYTHON=$train/bin/python \
+                bash benchmarks/gpu/prep.sh 32 16
         fi ;;
 esac
-# The budget counts from here in a smoke run (its environment stands in for the GPU image).
+# A smoke run's budget counts from here (its environment stands in for the GPU image).
 [[ $mode == gpu ]] || SECONDS=0
 [[ -x $python || $mode == gpu ]] || die "no $python: run 'run.sh --smoke $smoke' in full first"
-log "budget ${budget}s, stage $stage"
+log "stage $stage, $([[ -n $budget ]] && echo "a budget of ${budget}s" || echo "no time budget")"
 machine
 if [[ $stage == horovod ]]; then
     use_site
@@ -345,4 +399,4 @@ if ((failed)); then
     echo "error: a step failed or was skipped (above, and in $results/p3_gpu.md)" >&2
     exit 1
 fi
-log "$([[ $mode == smoke ]] && echo "smoke run passed" || echo "done") in ${SECONDS}s of ${budget}s"
+log "$([[ $mode == smoke ]] && echo "smoke run passed" || echo "done") in ${SECONDS}s"

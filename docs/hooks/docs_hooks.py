@@ -174,6 +174,13 @@ def benchmark_targets() -> str:
     return targets.table(links=False)
 
 
+def benchmark_code() -> str:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import provenance
+
+    return provenance.table(ROOT / "benchmarks" / "results")
+
+
 def _parsers(parser, prog="azdl"):
     yield prog, parser
     subparsers = parser._subparsers._group_actions if parser._subparsers else ()
@@ -305,6 +312,7 @@ GENERATORS = {
     "published-rates": published_rates,
     "nccl-baselines": nccl_baselines,
     "benchmark-targets": benchmark_targets,
+    "benchmark-code": benchmark_code,
     "private-sdk-surfaces": private_surfaces.markdown,
 }
 

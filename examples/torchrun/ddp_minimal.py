@@ -1,9 +1,10 @@
 """A plain torch.distributed script, as PyTorch's DDP tutorial teaches it: the process group
 from torchrun's environment (env://), DistributedDataParallel, a DistributedSampler. Nothing in
-it knows azdl; it runs unchanged under either of:
+it knows azdl; it runs unchanged under any of these (azdl reads the script and starts it under
+torchrun):
 
-    azdl train --launcher torchrun --script examples/torchrun/ddp_minimal.py -- --epochs 3
-    azdl submit --stack dev --launcher torchrun --storage synthetic \\
+    azdl train --script examples/torchrun/ddp_minimal.py -- --epochs 3
+    azdl submit --stack dev --storage synthetic \\
         --script examples/torchrun/ddp_minimal.py -- --epochs 3
     torchrun --standalone --nproc-per-node 2 examples/torchrun/ddp_minimal.py --epochs 3
 
@@ -17,6 +18,7 @@ import os
 
 import torch
 import torch.distributed as dist
+import torch.distributed.nn  # before init_process_group: see below
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
@@ -40,6 +42,11 @@ def main(argv=None) -> None:
         device, backend = torch.device("cuda", local_rank), "nccl"
     else:
         device, backend = torch.device("cpu"), "gloo"
+    # torch.distributed.nn binds the default group into its functions' defaults when first
+    # imported, and DDP's constructor imports it: imported after this line, it would keep the
+    # group (and Gloo's threads) alive past destroy_process_group(), and the interpreter's exit
+    # could abort ("terminate called without an active exception"). Imported above, it binds
+    # nothing. docs/torchrun.md, "Ending cleanly".
     dist.init_process_group(backend)
     rank, world = dist.get_rank(), dist.get_world_size()
 

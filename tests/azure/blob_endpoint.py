@@ -8,7 +8,6 @@ import threading
 from typing import ClassVar
 
 import pytest
-from azure.ai.ml._artifacts._blob_storage_helper import BlobStorageClient
 
 MODIFIED = "Tue, 24 Nov 2026 19:00:00 GMT"
 
@@ -58,20 +57,12 @@ class BlobEndpoint(http.server.BaseHTTPRequestHandler):
 
 
 @pytest.fixture
-def upload(tmp_path):
-    """Uploads a code folder with azure-ai-ml's client; returns (upload, what was stored)."""
+def blob_endpoint():
+    """The endpoint's account URL (http://127.0.0.1:<port>/acct), refusing its first request
+    with AuthorizationPermissionMismatch; BlobEndpoint's class fields set what it does."""
     BlobEndpoint.refusals, BlobEndpoint.blobs = 1, {}
     BlobEndpoint.code = "AuthorizationPermissionMismatch"
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), BlobEndpoint)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}/acct"
-    (tmp_path / "code").mkdir()
-    (tmp_path / "code" / "train.py").write_text("print('training')\n")
-
-    def run():
-        # a SAS-style credential: the local endpoint is plain http
-        client = BlobStorageClient("sv=2025-01-05&sig=local", url, "azureml-blobstore")
-        return client.upload(str(tmp_path / "code"), "code", "1", show_progress=False)
-
-    yield run, BlobEndpoint.blobs
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/acct"
     server.shutdown()

@@ -5,7 +5,6 @@ and of stable 2025-12-01's Compute/listNodes.json at 5485d5f, the response's bod
 nextLink)."""
 
 import json
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -17,12 +16,7 @@ from azure.core.exceptions import HttpResponseError
 
 from azdl.cli import main
 from azdl.jobs.quota import read_quota
-
-DATA = Path(__file__).parent / "data"
-
-
-def documented(name: str) -> list[dict]:
-    return json.loads((DATA / name).read_text())["value"]
+from tests.azure.documented import DATA, documented, h100_size, h100_usages
 
 
 def sdk_usages(entries=None) -> list[Usage]:
@@ -72,21 +66,10 @@ def test_low_priority_nodes_count_against_the_low_priority_totals():
 
 
 def h100_cluster(ml_client, used: int, limit: int = 192, nodes=()):
-    """The documented shapes for the stack's ND96isr_H100_v5 (family as Azure names it)."""
-    size = documented("vm_sizes_list.json")[0] | {
-        "name": "Standard_ND96isr_H100_v5", "family": "standardNDSH100v5Family", "vCPUs": 96,
-        "gpus": 8}  # fmt: skip
-    name = "Standard NDSH100v5 Family Cluster Dedicated vCPUs"
-    family = documented("usage_list.json")[1] | {
-        "id": "/subscriptions/sub-1/usages/Standard_NDSH100v5_Family_Cluster_Dedicated_vCPUs",
-        "currentValue": used,
-        "limit": limit,
-        "name": {"value": name, "localizedValue": name},
-    }
-    regional = documented("usage_list.json")[0] | {"currentValue": 0, "limit": 1000}
+    """The documented shapes for the stack's ND96isr_H100_v5 (tests/azure/documented.py)."""
     client = ml_client.return_value
-    client.compute.list_usage.return_value = sdk_usages([regional, family])
-    client.compute.list_sizes.return_value = sdk_sizes([size])
+    client.compute.list_usage.return_value = sdk_usages(h100_usages(used, limit))
+    client.compute.list_sizes.return_value = sdk_sizes([h100_size()])
     client.compute.list_nodes.return_value = list(nodes)
     return client
 

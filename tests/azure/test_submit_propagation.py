@@ -1,7 +1,8 @@
 """`azdl submit` right after `pulumi up`: Azure ML refuses with 403 while the operator's new
 role assignments propagate (up to 10 minutes: Troubleshoot Azure RBAC, ms.date 2025-12-11);
 azdl says so, waits and submits once it is let in. The storage side of the same retry runs
-against azure-storage-blob's own client in tests/azure/test_propagation.py."""
+against azure-storage-blob's own client in tests/azure/test_propagation.py, the code upload of
+`--script` through azure-ai-ml's own MLClient in tests/azure/test_code_upload_propagation.py."""
 
 from types import SimpleNamespace
 
@@ -40,27 +41,3 @@ def test_submit_waits_out_a_403_and_says_why(ml_client, outputs_file, capsys, mo
     assert "submitted r1" in captured.out
     assert captured.err.count("Azure answered 403 (AuthorizationFailed)") == 1
     assert "can take up to 10 minutes to take effect" in captured.err
-
-
-def test_submit_waits_out_a_refused_code_upload(ml_client, outputs_file, capsys, mocker, upload):
-    """The code upload inside `create_or_update` is azure-ai-ml's own (BlobStorageClient against
-    the local storage endpoint of tests/azure/blob_endpoint.py): its first try is
-    refused with AuthorizationPermissionMismatch, which azure-ai-ml raises as a
-    ValidationException."""
-    slept = []
-    mocker.patch("azdl.propagation.time.sleep", side_effect=slept.append)
-    run, stored = upload
-
-    def create(job):
-        run()
-        return SimpleNamespace(
-            name=job.name, studio_url=f"https://ml.azure.com/runs/{job.name}", status="Starting"
-        )
-
-    ml_client.return_value.jobs.create_or_update.side_effect = create
-    code = main(["submit", "--outputs", str(outputs_file()), "--nodes", "1", "--name", "r1",
-                 "--storage", "synthetic"])  # fmt: skip
-    assert code == 0 and len(slept) == 1 and len(stored) == 1
-    captured = capsys.readouterr()
-    assert "submitted r1" in captured.out
-    assert captured.err.count("Azure answered 403 (AuthorizationPermissionMismatch)") == 1

@@ -4,6 +4,7 @@ results files, pointers lead somewhere, and the docs speak of the product."""
 
 import json
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -29,26 +30,38 @@ def test_the_readme_leads_to_the_generated_targets_table():
     )
 
 
+@pytest.mark.slow  # git, for the commit the planted results measured
 def test_a_changed_results_file_changes_the_table(tmp_path):
-    """Planted in a copy of P2's results: an efficiency below the target on a loaded machine,
-    then one above it on a quiet one."""
+    """Planted in a copy of P2's results, as measured at HEAD: an efficiency below the target on
+    a loaded machine, one above it on a quiet one, 0.895 (not met, and not shown as 0.90), one
+    resting on a single run, and a file without its commit (stale, not judged)."""
     for path in targets.RESULTS_DIR.glob("*.json"):
         (tmp_path / path.name).write_text(path.read_text())
     record = json.loads((tmp_path / "p2_scaling.json").read_text())
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
+                          text=True, check=True).stdout.strip()  # fmt: skip
+    measured = ["benchmarks/p2_scaling.py"]
+    record |= {"commit": head, "dirty": False, "dirty_files": [], "dirty_measured": [],
+               "paths": measured, "measures": measured}  # fmt: skip
 
-    def planted(efficiency: str, load: float) -> list[str]:
-        record["rows"][1][3] = efficiency
+    def planted(efficiency: float, load: float, samples: int = 2) -> list[str]:
+        record["figures"] = {"2 workers": {"value": efficiency, "samples": samples}}
         record["load_average"] = {"before": [load, 0, 0], "after": [load, 0, 0]}
         (tmp_path / "p2_scaling.json").write_text(json.dumps(record))
         return targets.row(targets.TARGETS[1], tmp_path)
 
-    row = planted("0.80", 5.0)
+    row = planted(0.80, 5.0)
     assert row[1:3] == ["2 workers 0.80", "not met"] and "**loaded**" in row[-1]
+    assert f"commit `{head[:7]}`" in row[-1]
     assert "| P2: 2 workers vs 1, efficiency ≥ 0.90 | 2 workers 0.80 | not met |" in (
         targets.table(tmp_path)
     )
-    row = planted("0.95", 0.1)
+    row = planted(0.95, 0.1)
     assert row[1:3] == ["2 workers 0.95", "met"] and "loaded" not in row[-1]
+    assert planted(0.895, 0.1)[1:3] == ["2 workers 0.895", "not met"]
+    assert planted(0.95, 0.1, samples=1)[1:3] == ["2 workers 0.95", "met, 1 sample"]
+    del record["commit"]
+    assert planted(0.95, 0.1)[1:3] == ["2 workers 0.95", "**stale: commit unknown**"]
 
 
 @pytest.mark.parametrize("target", targets.TARGETS, ids=lambda t: t.results)
@@ -116,7 +129,7 @@ def test_pointers_to_doc_sections_lead_somewhere():
 
 HISTORY = [
     r"\bissue \d+", r"(?<!SSH )sessions?\b(?! (?:host|token))", r"\bseeds' ",
-    r"while this was built", r"\blent\b", r"device tool", r"reference implementation",
+    r"while this was built", r"\blent\b", r"device tool", r"\blease\b", r"reference implementation",
     r"available to this project",
     r"this project's (?:development|test|CI)",
 ]  # fmt: skip

@@ -228,8 +228,46 @@ def test_a_binary_or_unreadable_outputs_file_is_one_error_line(capsys, tmp_path)
     binary.write_bytes(b"\xff\xfe\x00garbage")
     code, _, err = run_cli(capsys, "submit", "--outputs", str(binary), "--dry-run")
     assert code == 2 and "not UTF-8 text" in err
-    code, _, err = run_cli(capsys, "plan", "dev", "--prices", str(tmp_path))  # a directory
-    assert code == 2 and "error:" in err
+
+
+DDP = str(Path(__file__).resolve().parents[2] / "examples" / "torchrun" / "ddp_minimal.py")
+
+
+@pytest.mark.parametrize(
+    ("argv", "given", "expected"),
+    [
+        (["train", "--script", "{dir}"], "--script {dir} is a folder",
+         "expected the Python file to run (*.py)"),
+        (["submit", "--outputs", "{dir}", "--dry-run"], "--outputs {dir} is a folder",
+         "expected the file `pulumi stack output --json --stack STACK > FILE` writes"),
+        (["submit", "--outputs", str(EXAMPLE_OUTPUTS), "--script", DDP, "--code", "{file}"],
+         "--code {file} is a file", "expected the folder to upload as the job's code"),
+        (["train", "--script", DDP, "--run-dir", "{file}"], "--run-dir {file} is a file",
+         "expected the run's folder (made if missing) for its checkpoints/, logs/ and outputs/"),
+        (["train", "--script", DDP, "--data", "{file}"], "--data {file} is a file",
+         "expected the data folder"),
+        (["policy", "{dir}"], "{dir} is a folder", "expected a plan manifest file (a stack's "
+         ".json in the folder `azdl plan --out` writes), or a stack name"),
+        (["diff", "{dir}", "dev"], "{dir} is a folder", "expected a plan manifest file"),
+        (["plan", "dev", "--prices", "{dir}"], "price file {dir} is a folder",
+         "expected a YAML file in the layout of"),
+        (["estimate", "--bench", "{dir}"], "--bench {dir} is a folder",
+         "expected `azdl bench`'s results.json"),
+    ],
+)  # fmt: skip
+def test_a_folder_where_a_file_belongs_and_a_file_where_a_folder_belongs_are_named_so(
+    capsys, tmp_path, argv, given, expected
+):
+    """Not "no such file" for a folder that is there, nor the system's "Is a directory: DIR" or
+    "Not a directory: FILE/checkpoints" (issue 35): azdl's own line, naming what was given and
+    what is expected, before anything is made."""
+    paths = {"dir": str(tmp_path / "a-folder"), "file": str(tmp_path / "a-file")}
+    (tmp_path / "a-folder").mkdir()
+    (tmp_path / "a-file").write_text("")
+    code, _, err = run_cli(capsys, *[a.format(**paths) for a in argv])
+    assert code == 2
+    assert f"error: {given.format(**paths)}; {expected}" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "a-folder"]
 
 
 @pytest.mark.parametrize(

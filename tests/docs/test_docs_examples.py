@@ -38,8 +38,9 @@ from docs_hooks import missing_lines  # noqa: E402  (one rule for `…`, the doc
 PAGES = ["README.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md"))]
 MARKER = re.compile(r"^( *)<!-- azdl:(check|output)((?: (?:expect|exit)=\"[^\"]*\")*) -->$")
 # Pages and how many checked blocks each must keep: a marker lost in an edit fails here.
-CHECKED = {"README.md": 2, "docs/configuration.md": 1, "docs/data.md": 3, "docs/review.md": 1,
-           "docs/own-code.md": 2, "docs/torchrun.md": 2, "docs/troubleshooting.md": 1}  # fmt: skip
+CHECKED = {"README.md": 2, "docs/configuration.md": 1, "docs/data.md": 3, "docs/jobs.md": 1,
+           "docs/review.md": 1,
+           "docs/own-code.md": 3, "docs/torchrun.md": 2, "docs/troubleshooting.md": 1}  # fmt: skip
 
 
 @dataclass

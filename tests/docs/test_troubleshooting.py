@@ -1,11 +1,13 @@
 """The messages the troubleshooting page quotes as azdl's are the ones azdl prints. Those of bad
 input at the command line are in a checked block (tests/docs/test_docs_examples.py runs it);
-the rest, which need a refusing endpoint, a missing Pulumi CLI or a misspelt stack key, are
-produced here and compared with the page's quote (`…` stands for any text)."""
+the rest, which need a refusing endpoint, a missing or old Pulumi CLI, a misspelt stack key, a
+failed image build or a registry in another cloud, are produced here and compared with the
+page's quote (`…` stands for any text)."""
 
 import re
 from pathlib import Path
 
+import pulumi
 import pytest
 
 from azdl.errors import AzdlError
@@ -81,3 +83,43 @@ def test_a_wrong_quote_is_caught():
     said = "x: Azure answered 403 (AuthorizationFailure). Role assignments made by `pulumi up`"
     assert shows("Azure answered 403 (…). Role assignments made by `pulumi up`", said)
     assert not shows("Azure answered 403 (…). Role assignments made by pulumi up", said)
+
+
+def test_a_failed_image_build_in_both_ways_and_a_run_left_in_azure():
+    from infra import build_outcome
+    from tests.infra.provider_failure import already_exists, operation_error
+
+    with pytest.raises(build_outcome.BuildFailed) as failed:
+        result, tag = {"status": "Failed", "runId": "cb1"}, "r.azurecr.io/azdl/tensorflow:abc"
+        build_outcome.built_ref("r.azurecr.io", result, tag, "urn:upload", preview=False)
+    assert shows(quoted("the ACR Tasks build of"), message(failed)), message(failed)
+
+    def advice(error: str) -> str:
+        inputs = {"registryName": "r", "taskRunName": "azdl-tensorflow"}
+        args = pulumi.ErrorHookArgs("urn:run", "", "tensorflow-build", "t", new_inputs=inputs,
+                                    failed_operation="create", errors=[error])  # fmt: skip
+        return build_outcome.run_error_advice(args, "urn:upload")
+
+    said = advice(operation_error(200, "", "the run failed"))
+    assert shows(quoted("error: the ACR Tasks run azdl-… failed"), said), said
+    said = advice(already_exists("/subscriptions/s/resourceGroups/g/providers/x/azdl-tensorflow"))
+    assert shows(quoted("error: the ACR Tasks run azdl-… already exists"), said), said
+
+
+def test_a_pulumi_cli_too_old(tmp_path, monkeypatch):
+    from azdl import pulumi_cli
+
+    fake = tmp_path / "pulumi"
+    fake.write_text("#!/bin/sh\necho v3.150.0\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    said = pulumi_cli.check()
+    assert shows(quoted("warning: the Pulumi CLI on PATH"), said), said
+
+
+def test_a_registry_in_another_cloud():
+    from infra import registry
+
+    with pytest.raises(registry.LoginServerMismatch) as stopped:
+        registry.confirmed_login_server("r.azurecr.io", {"loginServer": "r.azurecr.us"}, False)
+    assert shows(quoted("the registry's login server is"), message(stopped)), message(stopped)

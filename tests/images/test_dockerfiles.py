@@ -212,6 +212,13 @@ def test_versions_match_the_project_pins(framework):
     # built for this image's framework.
     build = (TRAINING / "install" / "build_horovod.sh").read_text()
     assert "HOROVOD_VERSION=0.28.1" in build
+    # CMake: the PyPI package at build_horovod.sh's exact pin (which it checks), installed by
+    # the local setup and by the images' horovod step; no CMake from apt.
+    assert re.search(r"^CMAKE_VERSION=\d+\.\d+\.\d+$", build, re.M)
+    pinned = r"cmake==\$\(sed -n 's/\^CMAKE_VERSION=//p' \S*build_horovod\.sh\"?\)"
+    assert re.search(pinned, setup), "setup-training.sh: cmake is not build_horovod.sh's pin"
+    assert re.search(pinned, step("horovod")), "image-steps.sh: cmake is not build_horovod.sh's pin"
+    assert "cmake" not in step("build-packages").split()
     assert f"image-steps.sh horovod {framework}" in run
     horovod = step("horovod")
     assert 'bash "$here/build_horovod.sh"' in horovod
@@ -241,6 +248,7 @@ def test_horovod_builds_and_checks_with_the_cuda_driver_stub_then_drops_it(frame
     and `horovodrun --check-build` (as in Horovod's own GPU Dockerfile), and off again after."""
     assert any(f"image-steps.sh horovod {framework}" in r for r in instructions(framework, "RUN"))
     steps = commands(step("horovod").split("esac\n", 1)[1])  # after picking the flags
+    assert steps.pop(0).startswith('/opt/venv/bin/pip install --no-cache-dir "cmake==')
     first, last = steps[0].split(), steps[-1]
     assert first[0] == "ldconfig" and first[1].startswith("/usr/local/cuda/"), steps[0]
     assert first[1].rstrip("/").endswith("/stubs"), steps[0]

@@ -22,6 +22,7 @@ import pytest
 import infra.build_context as build_context
 import infra.images as images
 import infra.mocks as mocks
+from infra import build_outcome
 from infra.config import ConfigError, load_config, read_stack_file
 from infra.dockerignore import context_files, is_ignored, read_patterns
 
@@ -181,16 +182,21 @@ def _failed(errors):
 def test_a_subscription_that_refuses_acr_tasks_gets_one_plain_message(built, monkeypatch):
     logged = []
     monkeypatch.setattr(pulumi.log, "error", lambda message, *a, **k: logged.append(message))
-    assert images.explain_refused_tasks(_failed([REFUSED])) is False  # never retried
-    assert logged == [images.TASKS_REFUSED_MESSAGE]
+    assert build_outcome.explain_refused_tasks(_failed([REFUSED])) is False  # never retried
+    assert logged == [build_outcome.TASKS_REFUSED_MESSAGE]
     assert "azdl:images.prebuilt" in logged[0] and logged[0].startswith("error: ")
     logged.clear()
-    assert images.explain_refused_tasks(_failed(["QuotaExceeded"])) is False
-    assert logged == []  # other failures speak for themselves
+    assert build_outcome.explain_refused_tasks(_failed(["QuotaExceeded"])) is False
+    assert logged == []  # other failures of the task speak for themselves
+    # the run's own hook (tests/infra/test_build_failure.py) says the same for a refusal
+    assert build_outcome.run_error_advice(_failed([REFUSED]), "urn") == (
+        build_outcome.TASKS_REFUSED_MESSAGE
+    )
     for framework in ("pytorch", "tensorflow"):
-        for token, name in ((TASK, "task"), (TASK_RUN, "build")):
-            hooks = built.get(token, f"{framework}-{name}").error_hooks
-            assert hooks == ["azdl-acr-tasks-refused"]
+        task = built.get(TASK, f"{framework}-task")
+        assert task.error_hooks == ["azdl-acr-tasks-refused"]
+        run = built.get(TASK_RUN, f"{framework}-build")
+        assert run.error_hooks == [f"azdl-{framework}-build-failed"]
 
 
 class _SourceStore(http.server.BaseHTTPRequestHandler):
@@ -301,23 +307,51 @@ def test_an_unchanged_context_is_neither_uploaded_nor_rebuilt_again():
     assert changed.changes is True and changed.replaces == ["content_hash"]
 
 
-@pytest.mark.parametrize("status", images.FAILED_RUN)
+URN = "urn:pulumi:dev::azdl::azdl:infra:TrainingImages$pulumi-python:dynamic:Resource::tf"
+TAG = "r.azurecr.io/azdl/tensorflow:abc"
+
+
+def ref(result, preview=False):
+    return build_outcome.built_ref("r.azurecr.io", result, TAG, URN, preview=preview)
+
+
+@pytest.mark.parametrize("status", build_outcome.FAILED_RUN)
 def test_a_failed_or_cancelled_build_stops_up_and_says_what_to_run(status):
     """Every RunStatus that ends without an image (ARM spec 2019-06-01-preview, RunStatus):
     the run's log, and the one command that builds it again (tests/infra/test_stack_life.py
-    runs that command)."""
+    runs that command), in a preview too."""
+    for preview in (False, True):
+        with pytest.raises(build_outcome.BuildFailed) as failure:
+            ref({"status": status, "runId": "cb12", "outputImages": []}, preview)
+        message = str(failure.value)
+        assert f"ended {status}" in message
+        assert "`az acr task logs -r r --run-id cb12`" in message
+        assert f"`pulumi up --replace '{URN}'`" in message
+
+
+@pytest.mark.parametrize("status", ["Queued", "Started", "Running", None])
+def test_outside_a_preview_only_a_run_that_succeeded_is_built(status):
+    """A run not yet ended (or with no result) is no image to register: outside a preview it
+    stops `up` with what to do; in a preview, where no run has happened, the tag stands in."""
     result = {"status": status, "runId": "cb12", "outputImages": []}
-    urn = "urn:pulumi:dev::azdl::azdl:infra:TrainingImages$pulumi-python:dynamic:Resource::tf"
-    with pytest.raises(RuntimeError) as failure:
-        images.built_ref("r.azurecr.io", result, "r.azurecr.io/azdl/tensorflow:abc", urn)
+    assert ref(result, preview=True) == TAG
+    with pytest.raises(build_outcome.BuildFailed) as failure:
+        ref(result)
     message = str(failure.value)
-    assert f"ended {status}" in message
-    assert "`az acr task logs -r r --run-id cb12`" in message
-    assert f"`pulumi up --replace '{urn}'`" in message
-    running = {"status": "Running", "runId": "cb12", "outputImages": []}
-    assert images.built_ref("r.azurecr.io", running, "r.azurecr.io/azdl/t:abc", urn) == (
-        "r.azurecr.io/azdl/t:abc"
-    )
+    if status is None:
+        assert f"pulumi up --replace '{URN}'" in message
+    else:
+        assert f"is still {status}" in message and "`pulumi refresh`" in message
+        assert "`az acr task logs -r r --run-id cb12`" in message
+
+
+def test_a_run_that_succeeded_gives_the_pushed_digest_and_none_other():
+    pushed = {"repository": "azdl/tensorflow", "tag": "abc", "digest": "sha256:" + "1" * 64}
+    done = {"status": "Succeeded", "runId": "cb12", "outputImages": [pushed]}
+    assert ref(done) == f"{TAG}@sha256:{'1' * 64}"
+    other = {**done, "outputImages": [{**pushed, "tag": "old"}]}
+    with pytest.raises(build_outcome.BuildFailed, match="Succeeded but reports no such image"):
+        ref(other)
 
 
 def test_the_context_archive_is_reproducible_and_what_the_tag_hashes():

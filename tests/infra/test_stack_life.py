@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import infra.build_context as build_context
-from infra import images, mocks
+from infra import build_outcome, images, mocks
 from infra.config import read_stack_file
 from tests.infra.test_redeploy import Subscription, SubscriptionMocks
 
@@ -96,7 +96,7 @@ def test_a_stack_lives_through_preview_up_a_failed_build_and_redeploy(tree):
     # 4. the tensorflow image changes, and its build fails in ACR
     dockerfile = tree / "images" / "tensorflow" / "Dockerfile"
     dockerfile.write_text(dockerfile.read_text() + "\n# a change\n")
-    with pytest.raises(RuntimeError) as failure:
+    with pytest.raises(build_outcome.BuildFailed) as failure:
         up(subscription, run_status=failing("tensorflow", status))
     message = str(failure.value)
     failed_run = subscription.state[(TASK_RUN, "tensorflow-build")]
@@ -109,7 +109,7 @@ def test_a_stack_lives_through_preview_up_a_failed_build_and_redeploy(tree):
     assert named == upload.urn
 
     # 4b. a plain `up` does not build it again: the run's request is what failed
-    with pytest.raises(RuntimeError, match=f"ended {status}"):
+    with pytest.raises(build_outcome.BuildFailed, match=f"ended {status}"):
         up(subscription)
 
     # 5. the command the message names: a new upload, and the task runs again

@@ -2,9 +2,19 @@
 several test folders share the module name `conftest`)."""
 
 import re
+import shlex
+
+from azdl.runtime import module_command
+
+
+def runs(module: str) -> str:
+    """The shell words with which a job's command starts azdl's `module`, off the working
+    directory (azdl.runtime; what they do is tested by running them in a shadowing folder:
+    tests/training/test_own_script.py)."""
+    return shlex.join(module_command(module))
 
 
 def unguarded(command: str) -> str:
     """A job's command without the training.guard prefix of its training step (tested in
     tests/jobs/test_safeguards.py), to compare the steps themselves."""
-    return re.sub(r"python -m training\.guard .*? -- ", "", command)
+    return re.sub(re.escape(runs("training.guard")) + r" .*? -- ", "", command)

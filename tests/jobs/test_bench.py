@@ -182,9 +182,11 @@ def test_cluster_bench_under_torchrun_submits_pytorch_distribution_jobs(
     assert [r["workers"] for r in runs] == [8, 16]
 
 
-def test_horovodruns_gloo_is_for_the_local_bench_only(ml_client, outputs_file, tmp_path, capsys):
-    assert bench(outputs_file, tmp_path / "b", "--launcher", "gloo") == 2
-    assert "--launcher gloo is horovodrun's, for --local" in capsys.readouterr().err
+def test_horovods_transport_is_for_the_local_bench_only(ml_client, outputs_file, tmp_path, capsys):
+    assert bench(outputs_file, tmp_path / "b", "--transport", "gloo") == 2
+    assert "--transport gloo is Horovod's on this machine: it goes with --local" in (
+        capsys.readouterr().err
+    )
     ml_client.return_value.jobs.create_or_update.assert_not_called()
 
 

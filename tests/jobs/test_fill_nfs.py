@@ -1,5 +1,7 @@
 """`azdl data fill-nfs`: the one-node job that copies the staged shards into the NFS share."""
 
+from job_commands import runs
+
 from azdl.cli import main
 from azdl.jobs.azureml import NFS_MOUNT_POINT
 
@@ -19,7 +21,7 @@ def test_fill_job_copies_everything_from_the_blob_mount_into_the_share(ml_client
     job = submitted(ml_client)
     assert job.name == "f1"
     assert job.command == (
-        "python -m training.data.copy_shards --all --source '${{inputs.data}}' "
+        f"{runs('training.data.copy_shards')} --all --source '${{{{inputs.data}}}}' "
         f"--dest {NFS_MOUNT_POINT}/in1k"
     )
     assert job.inputs["data"].path == "azureml://datastores/azdl_training_data/paths/in1k/"

@@ -3,6 +3,7 @@ all_reduce_perf in tests/jobs/data/nccl (their formats and sources: README.md th
 fail, wrong values, missing GPUs, and one bad node of four named."""
 
 import json
+import shlex
 import sys
 import types
 from pathlib import Path
@@ -29,7 +30,8 @@ def gate_args(tmp_path, nodes: int, across: bool = False) -> list[str]:
     from tests.jobs.conftest import stack_outputs
 
     step = gate_step(parse_outputs(stack_outputs(), "test"), nodes, across_nodes=across)
-    words = step.split()[3:]  # after `python -m training.health.gate`
+    words = shlex.split(step)
+    words = words[words.index("training.health.gate") + 1 :]
     return [w if not w.startswith("--out=") else f"--out={tmp_path}" for w in words]
 
 

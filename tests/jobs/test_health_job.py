@@ -4,14 +4,17 @@ from the size's baseline, shown by a dry run; `azdl cluster check` runs it as a 
 import json
 
 import pytest
+from job_commands import runs
 
 from azdl.cli import main
 from training.flavours import entry_module
 
+GATE = runs("training.health.gate")
+
 
 def gate_of(command: str) -> str | None:
     first = command.split(" && ")[0]
-    return first if first.startswith("python -m training.health.gate ") else None
+    return first if first.startswith(f"{GATE} ") else None
 
 
 @pytest.mark.parametrize(
@@ -52,9 +55,9 @@ def test_a_dry_run_shows_the_gate_and_its_levels(ml_client, outputs_file, capsys
     assert "fail below 460; measured 478.87 GB/s at 8 G (Azure/AI-benchmarking-guide)" in out
     assert "GPUDirect RDMA loopback per InfiniBand HCA >= 380 Gb/s (NHC check_ib_bw_gdr)" in out
     assert "multi-node" not in gate  # the fabric is `azdl cluster check`'s
-    assert (
-        "command: python -m training.health.gate --gpus=8 --nodes=2 --bytes=17179869184 "
-        "--out=${{outputs.health}}" in out
+    command = " ".join(out.split("\ncommand: ", 1)[1].split("\ncode:")[0].split())  # unfolded
+    assert command.startswith(
+        f"{GATE} --gpus=8 --nodes=2 --bytes=17179869184 --out=${{{{outputs.health}}}}"
     )
     assert "--single-expected=478.87 --single-fail=460 --ib-write-gbps=380 --hcas=8 && " in out
     assert "--across-nodes" not in out and "--multi-" not in out
@@ -88,7 +91,7 @@ def test_cluster_check_runs_the_gate_alone_and_prints_its_verdicts(
     path = outputs_file(vm_size="Standard_ND96isr_H100_v5", max_nodes=4)
     assert main(["cluster", "check", "--outputs", str(path), "--nodes", "3", "--name", "c1"]) == 0
     job = client.jobs.create_or_update.call_args.args[0]
-    assert job.command.startswith("python -m training.health.gate --gpus=8 --nodes=3 ")
+    assert job.command.startswith(f"{GATE} --gpus=8 --nodes=3 ")
     assert " && " not in job.command  # nothing but the gate: its MPI all-reduce may run
     assert "--across-nodes" in job.command and "--multi-warn=400 --multi-fail=300" in job.command
     assert job.resources.instance_count == 3 and job.distribution.process_count_per_instance == 8

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from azure.ai.ml import MpiDistribution
-from job_commands import unguarded
+from job_commands import runs, unguarded
 
 from azdl.cli import main
 from azdl.errors import AzdlError
@@ -148,7 +148,8 @@ def test_copy_mode_copies_each_nodes_shards_to_local_disk_before_training(output
     job = build_job(outputs(), JobRequest("keras", 2, "copy", "run-3", local_dir="/mnt/nvme/d"))
     copy, train = unguarded(job.command).split(" && ")
     assert (
-        copy == "python -m training.data.copy_shards --source '${{inputs.data}}' --dest /mnt/nvme/d"
+        copy
+        == f"{runs('training.data.copy_shards')} --source '${{{{inputs.data}}}}' --dest /mnt/nvme/d"
     )
     assert train.startswith(
         "python -m training.tensorflow.train_keras --threads 12 --data-dir /mnt/nvme/d "

@@ -2,6 +2,8 @@
 decides it), the command with the user's arguments, MPI process counts, and the exported YAML
 read back by azure-ai-ml's own loader (`load_job`, which `az ml job create -f` uses)."""
 
+import re
+import shlex
 import textwrap
 from pathlib import Path
 
@@ -9,12 +11,13 @@ import pytest
 import yaml
 from azure.ai.ml import MpiDistribution, load_job
 from azure.ai.ml.exceptions import ValidationException
-from job_commands import unguarded
+from job_commands import runs, unguarded
 from marshmallow.exceptions import ValidationError
 
 from azdl.cli import main
 from azdl.jobs import code_folder
 from azdl.jobs.export import SCHEMA_URL
+from azdl.runtime import module_command
 
 TORCH_SCRIPT = """\
 import argparse
@@ -165,7 +168,7 @@ def test_requirements_install_once_per_node_from_the_wheel_folder_only(outputs, 
     assert "--no-index --find-links wheels -r requirements.txt" in steps[1]
     assert 'if [ "${OMPI_COMM_WORLD_LOCAL_RANK' in steps[1]  # local rank 0 installs
     # then each process copies its node's shards right before it trains, as built-ins do
-    assert steps[-2].startswith("python -m training.data.copy_shards")
+    assert steps[-2].startswith(runs("training.data.copy_shards"))
     assert steps[-1] == "python train.py --x"
 
 
@@ -276,3 +279,69 @@ def test_resume_from_takes_a_job_name_only(ml_client, outputs_file, capsys):
     assert main(argv) == 2
     assert "expected the name of an earlier job" in capsys.readouterr().err
     ml_client.assert_not_called()
+
+
+@pytest.mark.parametrize("launcher", ["horovod", "torchrun"])
+def test_a_script_job_starts_none_of_azdls_modules_with_python_m(
+    ml_client, outputs_file, project, tmp_path, launcher
+):
+    """`python -m MODULE` puts the working directory, here the uploaded code folder, first on
+    sys.path, where a user's own `training/` package shadows azdl's (issue 35, trap D): every
+    module azdl starts in such a job goes through azdl.runtime instead; what that does in a
+    shadowing folder is tested by running an exported command (tests/training/
+    test_own_script.py)."""
+    (project / "train.py").write_text("import torch\n")  # runs under either launcher
+    path = tmp_path / "job.yml"
+    assert main(["submit", "--outputs", str(outputs_file()), "--script", str(project / "train.py"),
+                 "--launcher", launcher, "--nodes", "2", "--health-check", "--storage", "copy",
+                 "--requirements", str(project / "requirements.txt"),
+                 "--wheels", str(project / "wheels"), "--export", str(path)]) == 0  # fmt: skip
+    command = load_job(path).command
+    assert not re.search(r"python3? -m ", command), command
+    # Its words, a worker's `bash -c SCRIPT` (torchrun with the copy step) split as well, and
+    # a command substitution's module (a torchrun node's address), read from the text: shlex
+    # takes `"$(...)"` for a double-quoted string and strips the quotes inside it.
+    words = shlex.split(command)
+    for i in [i for i in range(len(words) - 2) if words[i : i + 2] == ["bash", "-c"]]:
+        words += shlex.split(words[i + 2])
+    runtime = shlex.join(module_command("")[:3])
+    for inner in re.findall(rf"\$\({re.escape(runtime)} ([\w.]+)\)", command):
+        words += [*module_command("")[:3], inner]
+    started = {
+        words[i + 3] for i in range(len(words) - 3) if words[i : i + 3] == module_command("")[:3]
+    }
+    expected = {"training.health.gate", "pip", "training.data.copy_shards", "training.guard"}
+    torchrun = {"training.rank_output", "training.flight_recorder", "training.job_stop",
+                "training.node_address"}  # fmt: skip
+    assert started == expected | (torchrun if launcher == "torchrun" else set())
+
+
+@pytest.mark.parametrize(
+    ("own_package", "warned"),
+    [
+        ({"__init__.py": ""}, True),  # a regular package: found first, has no metrics
+        ({"__init__.py": "", "metrics.py": ""}, False),  # it has one of its own
+        ({"model.py": ""}, False),  # no __init__.py: a namespace portion, azdl's package wins
+        ({}, False),
+    ],
+)  # fmt: skip
+def test_a_script_that_wants_azdls_module_beside_a_training_package_of_its_own_is_warned(
+    outputs_file, tmp_path, capsys, own_package, warned
+):
+    """After azdl.runtime, a user's `training/` package shadows only what the script itself
+    imports from azdl's (training.metrics, as the segmentation example does): one line says so
+    before the job is written."""
+    (tmp_path / "code").mkdir()
+    script = tmp_path / "code" / "train.py"
+    script.write_text("import horovod.torch as hvd\nfrom training import metrics\n")
+    for name, text in own_package.items():
+        (tmp_path / "code" / "training").mkdir(exist_ok=True)
+        (tmp_path / "code" / "training" / name).write_text(text)
+    assert main(["submit", "--outputs", str(outputs_file()), "--script", str(script),
+                 "--storage", "synthetic", "--export", str(tmp_path / "j.yml")]) == 0  # fmt: skip
+    line = (
+        "warning: train.py imports training.metrics from azdl's runtime, but its folder has a "
+        "training/ package of its own, which it finds first and which has no such module: the "
+        "job would stop at that import; rename your package (azdl's own steps are not affected)"
+    )
+    assert (line in capsys.readouterr().err.splitlines()) == warned

@@ -4,10 +4,12 @@ per node (process_count_per_instance 1), read back by azure-ai-ml's own loader; 
 and its copy step, whose ranks training.data.copy_shards reads as the node's."""
 
 import re
+import shlex
 
 import pytest
 import yaml
 from azure.ai.ml import MpiDistribution, PyTorchDistribution, load_job
+from job_commands import runs
 
 from azdl.cli import main
 from azdl.jobs.request import JobRequest
@@ -49,7 +51,8 @@ def test_export_loads_as_a_pytorch_distribution_job_with_one_torchrun_per_node(
     assert wait >= gate.WORST_CASE_S + PIP_TIMEOUT_S
     worker = job.command.split(" --no-python ", 1)[1]
     assert worker.startswith(
-        "python -m training.guard --ranks-dir '${{outputs.logs}}/ranks' --check-infiniband "
+        f"{runs('training.rank_output')} -- "  # each line labelled with its rank
+        f"{runs('training.guard')} --ranks-dir '${{{{outputs.logs}}}}/ranks' --check-infiniband "
         "--nodes 2 --hcas 8 --nccl-debug WARN --init-deadline 600 --progress-timeout 900 "
         "--first-step-timeout 1800 --post-mortem-gpus 8 -- python -m training.torch.train "
         "--epochs 3 "
@@ -73,12 +76,12 @@ def test_torchrun_jobs_get_pytorchs_watchdog_and_flight_recorder_in_the_logs_fol
     assert (
         "export TORCH_FR_DUMP_TEMP_FILE='${{outputs.logs}}/flight-recorder/rank_' "
         "AZDL_STOP_DIR='${{outputs.logs}}/stops' && mkdir -p '${{outputs.logs}}/flight-recorder' "
-        '&& { export AZDL_NODE_ADDR="$(python -m training.node_address)" '
-        'AZDL_RDZV_ENDPOINT="$MASTER_ADDR:$MASTER_PORT" && python -m training.job_stop run '
+        f'&& {{ export AZDL_NODE_ADDR="$({runs("training.node_address")})" '
+        f'AZDL_RDZV_ENDPOINT="$MASTER_ADDR:$MASTER_PORT" && {runs("training.job_stop")} run '
         '"${AZDL_STOP_DIR:?}" -- torchrun ' in job.command
     )
     assert job.command.endswith(
-        "|| { code=$?; python -m training.flight_recorder "
+        f"|| {{ code=$?; {runs('training.flight_recorder')} "
         "'${{outputs.logs}}/flight-recorder/rank_' --world-size=8 "
         "'--ranks-dir=${{outputs.logs}}/ranks' --wait=60; exit $code; }; }"
     )
@@ -87,11 +90,11 @@ def test_torchrun_jobs_get_pytorchs_watchdog_and_flight_recorder_in_the_logs_fol
 def test_the_health_gate_runs_once_per_node_before_torchrun(ml_client, outputs_file, tmp_path):
     _, job = export(outputs_file, tmp_path, "--nodes", "2")  # multi-node IB: gate on
     gate, rest = job.command.split(" && ", 1)
-    assert gate.startswith("{ python -m training.health.gate --gpus=8 --nodes=2 ")
+    assert gate.startswith(f"{{ {runs('training.health.gate')} --gpus=8 --nodes=2 ")
     # A node whose gate failed tells the others' torchrun to end (training.job_stop).
     assert gate.endswith(
-        " || { python -m training.job_stop write '${{outputs.logs}}/stops' --exit 1 --why 'its "
-        "health gate failed (azdl-health: FAIL above)'; exit 1; }; }"
+        f" || {{ {runs('training.job_stop')} write '${{{{outputs.logs}}}}/stops' --exit 1 --why "
+        "'its health gate failed (azdl-health: FAIL above)'; exit 1; }; }"
     )
     assert rest.startswith("export TORCH_FR_DUMP_TEMP_FILE=")
 
@@ -100,10 +103,12 @@ def test_each_worker_copies_before_it_trains_as_under_mpi(outputs):
     """torchrun numbers the nodes itself (its c10d rendezvous sorts them by address), so the
     copy runs in each worker, where RANK and LOCAL_RANK are torchrun's, as under MPI."""
     job = build_job(outputs(), JobRequest("torch", 2, "copy", "r", launcher="torchrun"))
-    worker = job.command.split(" --no-python ", 1)[1]
-    assert worker.startswith(
-        "bash -c 'python -m training.data.copy_shards --source '\"'\"'${{inputs.data}}'\"'\"' "
-        "--dest /tmp/azdl-data && exec python -m training.guard "
+    worker = shlex.split(job.command.split(" --no-python ", 1)[1].split(" || ")[0])
+    labels = len(shlex.split(runs("training.rank_output"))) + 1  # and its `--`
+    assert worker[labels : labels + 2] == ["bash", "-c"]  # the labeller's command: all of it
+    assert worker[labels + 2].startswith(
+        f"{runs('training.data.copy_shards')} --source '${{{{inputs.data}}}}' "
+        f"--dest /tmp/azdl-data && exec {runs('training.guard')} "
     )
 
 
@@ -117,9 +122,7 @@ def test_a_users_script_keeps_its_own_collective_timeout(ml_client, outputs_file
     job = load_job(tmp_path / "j.yml")
     assert "AZDL_COLLECTIVE_TIMEOUT_S" not in job.environment_variables
     assert job.environment_variables["TORCH_NCCL_DUMP_ON_TIMEOUT"] == "1"  # PyTorch reads these
-    assert (
-        job.command.split(" --no-python ", 1)[1].split(" -- ", 1)[1].startswith("python train.py")
-    )
+    assert job.command.split(" --no-python ", 1)[1].split(" -- ")[2].startswith("python train.py")
     assert main([*base, "--stall-timeout", "120"]) == 2
     assert "your script sets its own (init_process_group" in capsys.readouterr().err
 
@@ -131,6 +134,8 @@ def test_a_users_script_keeps_its_own_collective_timeout(ml_client, outputs_file
          "the keras flavour runs under Horovod only"),
         (["--max-restarts", "1"], "--max-restarts is torchrun's"),
         (["--launcher", "slurm"], "argument --launcher: invalid choice: 'slurm'"),
+        (["--launcher", "mpi"], "'mpi' is no launcher any more: say --launcher horovod "
+                                "(Azure ML's MPI; the default)"),
     ],
 )  # fmt: skip
 def test_what_torchrun_cannot_do_is_refused_before_anything_is_submitted(
@@ -149,7 +154,7 @@ def test_horovod_stays_the_default(outputs):
     job = build_job(outputs(), JobRequest("torch", 1, "mount", "r"))
     assert isinstance(job.distribution, MpiDistribution)
     assert job.distribution.process_count_per_instance == 8
-    assert "torchrun" not in job.command and job.tags["azdl.launcher"] == "mpi"
+    assert "torchrun" not in job.command and job.tags["azdl.launcher"] == "horovod"
 
 
 def test_a_node_without_node_rank_stops_with_one_line(tmp_path):

@@ -3,10 +3,15 @@ exit record says (training.exits); what other ranks report because it died never
 lines are the tools' own: Gloo's and PyTorch's from a 2-node torchrun run on this machine
 (torch 2.13 CPU, 2026-11-29), NCCL's and CUDA's from tests/jobs/data/faults (README there)."""
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
-from azdl.jobs.retry import classify
-from training import exits
+import pytest
+
+from azdl.jobs.retry import VERDICTS, classify
+from training import exits, guard
 
 FAULT_LOGS = Path(__file__).parent / "data" / "faults"
 NON_ZERO = "JobFailed: Submitted script failed with a non-zero exit code"
@@ -219,3 +224,28 @@ def test_without_records_mpiruns_first_process_is_named():
     killed = classify("Failed", NON_ZERO, MPI_SIGNAL)
     assert killed.retry and killed.reason.startswith("a process was lost")
     assert killed.reason.endswith("(mpirun: rank 1 on vm first, signal 9)")
+
+
+@pytest.mark.slow  # starts the labeller
+def test_the_guards_stop_lines_are_read_though_torchrun_labels_them(tmp_path):
+    """Under torchrun each worker's lines reach the node's log labelled with its rank by
+    training.rank_output (`[1]<stderr>:azdl: ...`); the guard's stop lines still decide and
+    name the node when no exit record was printed."""
+    lines = (
+        (exits.INFINIBAND_STOP, f"{guard.IB_STOP_LINE} rank 1 on node-7: NCCL fell back to TCP"),
+        (exits.HANG, f"{guard.HANG_LINE} rank 1 on node-7: no training step for 900 s"),
+    )
+    for kind, words in lines:
+        line = f"{guard.PREFIX} {words}"
+        script = tmp_path / "say.py"
+        script.write_text(f"import sys; print({line!r}, file=sys.stderr)\n")
+        labelled = subprocess.run(
+            [sys.executable, "-m", "training.rank_output", "--", sys.executable, str(script)],
+            env=os.environ | {"RANK": "1"}, capture_output=True, text=True, check=True,
+        ).stderr  # fmt: skip
+        assert labelled.startswith("[1]<stderr>:azdl: ")
+        outcome = classify("Failed", NON_ZERO, labelled)
+        assert outcome.retry, outcome
+        assert outcome.reason.startswith(
+            VERDICTS[kind][1] + ' (on node-7: docs/jobs.md, "A bad node")'
+        )

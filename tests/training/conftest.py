@@ -34,8 +34,8 @@ class Run:
         return [float(x) for x in re.findall(rf"\b{name}: ([0-9.e+-]+)", self.output)]
 
 
-def launch(framework, workers, args, launcher="gloo", timeout=240) -> Run:
-    cmd = launch_command(framework, workers, launcher, [str(a) for a in args])
+def launch(framework, workers, args, launcher="horovod", timeout=240, transport="gloo") -> Run:
+    cmd = launch_command(framework, workers, launcher, [str(a) for a in args], transport=transport)
     env = training_env({"TF_CPP_MIN_LOG_LEVEL": "1"})
     proc = subprocess.run(
         cmd,
@@ -76,7 +76,8 @@ def write_tiny_tfrecords(directory, train_shards=2, validation_shards=2, per_sha
 
 def worker_pids(module: str, marker: str, env_entry: str) -> list[int]:
     """Live workers running `python -m module` with `marker` in argv and `env_entry`
-    (e.g. "HOROVOD_RANK=1") in their environment: the processes a test may SIGKILL."""
+    (e.g. "HOROVOD_RANK=1") in their environment: the processes a test may SIGKILL (not the
+    labeller that starts a torchrun worker and holds its command line: training.rank_output)."""
     pids = []
     for entry in filter(str.isdigit, os.listdir("/proc")):
         try:
@@ -86,7 +87,7 @@ def worker_pids(module: str, marker: str, env_entry: str) -> list[int]:
                 environ = f.read().decode(errors="replace").split("\0")
         except OSError:
             continue
-        if module in argv and marker in argv and env_entry in environ:
+        if argv[1:3] == ["-m", module] and marker in argv and env_entry in environ:
             pids.append(int(entry))
     return pids
 

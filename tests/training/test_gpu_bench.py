@@ -1,9 +1,11 @@
 """The GPU benchmark's scripts (benchmarks/gpu/), as far as a machine without a GPU can check
-them: the whole one-command kit through `run.sh --smoke` (a fresh environment with CMake 4 from
-PyPI, every P3 variant on CPU, then the Horovod build through training/install/build_horovod.sh
-and its row) in a copy of the repository without .git; a failed variant or Horovod build is
-listed and the rows before it stay; a budget too small skips what it cannot cover; P3's CPU
-mode on real TFRecords, its options, the runs run.sh asks for, the report."""
+them: the whole one-command kit through `run.sh --smoke` (a fresh environment with the pinned
+CPU torch and build tools, every P3 variant on CPU, then the Horovod wheel the training
+environment's set-up built, installed and checked as a GPU run installs its own, and its row)
+in a copy of the repository without .git; a wheel from another recipe is refused; a failed
+variant or Horovod build (built from the carried source with the pinned CMake) is listed and the
+rows before it stay; a budget too small skips what it cannot cover; P3's CPU mode on real
+TFRecords, its options, the runs run.sh asks for, the report."""
 
 import filecmp
 import json
@@ -18,7 +20,7 @@ from types import SimpleNamespace
 import pytest
 from conftest import write_tiny_tfrecords
 
-from azdl.envs import REPO_ROOT, training_bin, training_env
+from azdl.envs import REPO_ROOT, TRAINING_VENV, training_env
 
 GPU = Path(REPO_ROOT) / "benchmarks" / "gpu"
 sys.path.insert(0, str(GPU))
@@ -38,23 +40,11 @@ NO_BUILD = (
 HOROVOD_ROW = "horovod-1-worker-no-hooks"
 
 
-def _kit(repo: Path, *argv, timeout: int, budget: int | None = None) -> subprocess.CompletedProcess:
-    python = str(training_bin("python"))
-    base = subprocess.run(
-        [python, "-c", "import sys; print(sys._base_executable)"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    # prep.sh converts with the training environment's TensorFlow; the smoke environment is
-    # made from the same interpreter, whose CPU torch build pip can install.
-    env = training_env({"PREP_PYTHON": python, "SMOKE_BASE_PYTHON": base})
-    if budget is not None:
-        env["KIT_BUDGET_S"] = str(budget)
+def _kit(repo: Path, *argv, timeout: int) -> subprocess.CompletedProcess:
     return subprocess.run(
         ["bash", "benchmarks/gpu/run.sh", *map(str, argv)],
         cwd=repo,
-        env=env,
+        env=training_env(),
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -64,7 +54,8 @@ def _kit(repo: Path, *argv, timeout: int, budget: int | None = None) -> subproce
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory):
     """`run.sh --smoke` in a copy of the repository's tracked files with no .git at all (as a
-    tarball or the device tool's copy has it)."""
+    tarball or a copy to a GPU machine has it), beside the training environment that `make
+    setup` made (.venv-train, linked)."""
     root = tmp_path_factory.mktemp("kit")
     repo = root / "repo"
     listed = subprocess.run(
@@ -75,25 +66,30 @@ def smoke(tmp_path_factory):
         if source.is_file():
             (repo / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, repo / name)
-    proc = _kit(repo, "--smoke", root / "smoke", timeout=3600)
+    (repo / ".venv-train").symlink_to(TRAINING_VENV)
+    proc = _kit(repo, "--smoke", root / "smoke", timeout=1800)
     return repo, root / "smoke", proc
 
 
 @pytest.mark.slow
-def test_one_command_runs_every_variant_then_builds_horovod_with_cmake_4(smoke):
+def test_one_command_runs_every_variant_then_the_horovod_row_on_the_set_up_build(smoke):
     repo, out, proc = smoke
     assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-5000:]
     assert "smoke run passed" in proc.stdout
-    # What needs no build first, the Horovod build last.
+    # What needs no build first, Horovod last: set-up's wheel, not a second build.
     order = [m.group(1) for m in re.finditer(r"p3_resnet50\.py --label (\S+)", proc.stdout)]
     assert order == [*NO_BUILD, HOROVOD_ROW]
-    assert proc.stdout.index("--label ddp-1-process") < proc.stdout.index("building Horovod")
-    assert re.search(r"building Horovod with cmake version 4\.", proc.stdout)
+    assert proc.stdout.index("--label ddp-1-process") < proc.stdout.index("Horovod: the wheel")
+    assert "building Horovod" not in proc.stdout
+    assert "was built from this tree's recipe" in proc.stdout
+    wheel = re.search(r"Horovod installed in \S+/kit/site from (\S+\.whl)", proc.stdout)
+    assert wheel and wheel[1].startswith(f"{repo}/.venv-train/horovod-wheel/horovod-0.28.1-")
     assert re.search(r"distutils from \S+/setuptools/_distutils/__init__\.py", proc.stdout)
     check = (out / "out" / "check-build.txt").read_text()
     assert "[X] PyTorch" in check and "[X] Gloo" in check
     report = json.loads((out / "results" / "p3_gpu.json").read_text())
     assert report["benchmark"] == "p3_gpu_smoke" and report["failed"] == report["skipped"] == []
+    assert report["budget_s"] is None  # no time budget unless one is asked for
     rows = {row["label"]: row for row in report["rows"]}
     assert list(rows) == [*NO_BUILD, HOROVOD_ROW]
     workers = {label: row["workers"] for label, row in rows.items()}
@@ -105,7 +101,7 @@ def test_one_command_runs_every_variant_then_builds_horovod_with_cmake_4(smoke):
     assert rows["real-cpu-decode"]["data"] == rows["real-gpu-decode"]["data"] == "real"
     assert rows["synthetic-compile"]["compile"] and not rows["eager-fp32"]["channels_last"]
     md = (out / "results" / "p3_gpu.md").read_text()
-    assert md.startswith("SMOKE RUN on CPU")
+    assert md.startswith("SMOKE RUN on CPU") and "budget" not in md
     assert "Horovod, 1 worker: no hooks, plain PyTorch under hvd.init" in md
     # The smoke run's report stays in its own folder: the repository's results are untouched.
     results = Path(REPO_ROOT) / "benchmarks" / "results"
@@ -118,7 +114,7 @@ def test_one_command_runs_every_variant_then_builds_horovod_with_cmake_4(smoke):
 @pytest.mark.slow
 def test_a_budget_too_small_skips_each_step_and_says_so(smoke):
     repo, out, _ = smoke
-    run = _kit(repo, "--smoke", out, "measure", timeout=120, budget=30)
+    run = _kit(repo, "--smoke", out, "--budget", 30, "measure", timeout=120)
     assert run.returncode == 1, run.stdout + run.stderr
     assert "p3_resnet50.py --label" not in run.stdout  # nothing started
     report = json.loads((out / "results" / "p3_gpu.json").read_text())
@@ -143,27 +139,73 @@ def test_a_variant_that_fails_is_reported_as_failed_and_the_others_stay(smoke):
 
 
 @pytest.mark.slow
-def test_a_failed_horovod_build_is_listed_and_stops_nothing_before_it(smoke):
-    """The fault CMake 4 brings, planted: build_horovod.sh without CMAKE_POLICY_VERSION_MINIMUM."""
+def test_a_horovod_wheel_from_another_recipe_is_refused(smoke):
+    """The training environment's Horovod no longer matches the tree (planted: a changed
+    build_horovod.sh): the rehearsal refuses it instead of vouching for a stale build."""
     repo, out, _ = smoke
     script = repo / "training" / "install" / "build_horovod.sh"
     text = script.read_text()
-    planted = re.sub(r"^export CMAKE_POLICY_VERSION_MINIMUM=.*$", "", text, flags=re.M)
-    assert planted != text
-    script.write_text(planted)
+    script.write_text(text + "# changed\n")
     try:
-        build = _kit(repo, "--smoke", out, "horovod", timeout=1800)
-        assert build.returncode == 1
-        assert "Horovod did not build" in build.stderr
-        # CMake 4's own words about the Gloo copy's cmake_minimum_required(VERSION 2.8.12).
-        log = (out / "out" / "build.log").read_text()
-        assert "Compatibility with CMake < 3.5 has been removed" in log
-        report = json.loads((out / "results" / "p3_gpu.json").read_text())
-        assert report["failed"] == [
-            {"label": HOROVOD_ROW, "failed": "Horovod did not build; log: build.log"}
-        ]
+        run = _kit(repo, "--smoke", out, "horovod", timeout=300)
     finally:
         script.write_text(text)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "was not built from this tree's recipe" in run.stderr
+    assert "p3_resnet50.py --label" not in run.stdout
+    report = json.loads((out / "results" / "p3_gpu.json").read_text())
+    assert [r["label"] for r in report["failed"]] == [HOROVOD_ROW]
+
+
+@pytest.mark.slow
+def test_a_failed_horovod_build_is_listed_and_stops_nothing_before_it(smoke):
+    """The kit's own build (--build-horovod: from the carried source, with the carried cmake at
+    build_horovod.sh's pin) and the fault CMake 4 brings, planted: build_horovod.sh without
+    CMAKE_POLICY_VERSION_MINIMUM."""
+    repo, out, _ = smoke
+    script = repo / "training" / "install" / "build_horovod.sh"
+    text = script.read_text()
+    cmake = re.search(r"^CMAKE_VERSION=(\S+)$", text, re.M)[1]
+    planted = re.sub(r"^export CMAKE_POLICY_VERSION_MINIMUM=.*$", "", text, flags=re.M)
+    assert planted != text and cmake.startswith("4.")
+    script.write_text(planted)
+    try:
+        build = _kit(repo, "--smoke", out, "--build-horovod", "horovod", timeout=900)
+    finally:
+        script.write_text(text)
+    assert build.returncode == 1, build.stdout + build.stderr
+    assert "Horovod did not build" in build.stderr
+    log = (out / "out" / "build.log").read_text()
+    assert f"building Horovod with cmake version {cmake} " in log
+    # CMake 4's own words about the Gloo copy's cmake_minimum_required(VERSION 2.8.12).
+    assert "Compatibility with CMake < 3.5 has been removed" in log
+    report = json.loads((out / "results" / "p3_gpu.json").read_text())
+    assert report["failed"] == [
+        {"label": HOROVOD_ROW, "failed": "Horovod did not build; log: build.log"}
+    ]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["run.sh", "--budget", "9m"], "--budget '9m'; allowed: whole seconds"),
+        (["run.sh", "--build-horovod"], "--build-horovod is for --smoke"),
+        (["run.sh", "horovod", "x"], "only 'measure' takes labels"),
+        (["prep.sh", "--max-mib", "0"], "--max-mib '0'; allowed: a whole number of MiB"),
+    ],
+)
+def test_the_kit_refuses_bad_options_in_one_line_before_doing_anything(argv, message, tmp_path):
+    script, *args = argv
+    run = subprocess.run(
+        ["bash", str(GPU / script), *args],
+        env={**training_env(), "GPU_CARRY": str(tmp_path / "carry"), "OUT": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert run.returncode == 1 and run.stdout == ""
+    assert run.stderr.startswith("error: ") and message in run.stderr
+    assert run.stderr.count("\n") == 1 and not (tmp_path / "carry").exists()
 
 
 @pytest.mark.slow

@@ -166,7 +166,7 @@ for step in range(1, 100):
 def test_two_real_workers_one_hung_end_with_both_ranks_stacks(tmp_path):
     (tmp_path / "hang.py").write_text(HOROVOD_HANG)
     timeout = 6
-    run = azdl("train", "--script", "hang.py", "--workers", 2, "--launcher", "mpi",
+    run = azdl("train", "--script", "hang.py", "--workers", 2, "--transport", "mpi",
                "--progress-timeout", timeout, "--run-dir", tmp_path / "run", cwd=tmp_path,
                timeout=240)  # fmt: skip
     ended = time.time()

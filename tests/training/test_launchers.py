@@ -1,5 +1,5 @@
-"""The local launcher (`azdl train`): Gloo via horovodrun (the other tests), plain mpirun (as
-Azure ML starts workers), the demo's arguments, and its errors."""
+"""The local launcher (`azdl train`): Horovod over Gloo via horovodrun (the other tests) and
+plain mpirun (as Azure ML starts workers), the demo's arguments, and its errors."""
 
 import argparse
 
@@ -9,6 +9,7 @@ from conftest import TINY, launch
 from azdl import local
 from azdl.commands import train
 from azdl.errors import AzdlError
+from azdl.launchers import labelled
 from training import options
 from training.flavours import FRAMEWORKS
 from training.throughput import parse_throughput_lines
@@ -19,14 +20,14 @@ from training.throughput import parse_throughput_lines
 @pytest.mark.parametrize("framework", ["keras", "tf"])
 def test_two_workers_under_plain_mpirun(framework):
     args = [*TINY, "--batch-size", 8, "--epochs", 1, "--steps-per-epoch", 4]
-    run = launch(framework, 2, [*args, "--timing-warmup-steps", 1], launcher="mpi")
+    run = launch(framework, 2, [*args, "--timing-warmup-steps", 1], transport="mpi")
     assert run.returncode == 0, run.output
     (record,) = parse_throughput_lines(run.output)
     assert record["workers"] == 2 and record["timed_steps"] == 3
 
 
 def test_mpi_command_is_plain_mpirun_with_the_environment_exported():
-    cmd = local.launch_command("tf", 2, "mpi", ["--epochs", "1"])
+    cmd = local.launch_command("tf", 2, "horovod", ["--epochs", "1"], transport="mpi")
     assert cmd[0].endswith("mpirun") and "horovodrun" not in " ".join(cmd)
     assert cmd[cmd.index("-np") + 1] == "2"
     assert cmd[cmd.index("PYTHONPATH") - 1] == "-x"
@@ -65,9 +66,9 @@ def test_unknown_framework_is_refused(capsys):
     assert exc.value.code == 2
     assert "invalid choice: 'mxnet' (choose from 'keras', 'tf', 'torch')" in capsys.readouterr().err
     with pytest.raises(AzdlError, match="unknown framework 'mxnet'; allowed: keras, tf, torch"):
-        local.launch_command("mxnet", 2, "gloo", [])
+        local.launch_command("mxnet", 2, "horovod", [])
     with pytest.raises(AzdlError, match="--workers must be at least 1, got 0"):
-        local.launch_command("keras", 0, "gloo", [])
+        local.launch_command("keras", 0, "horovod", [])
 
 
 @pytest.mark.parametrize("framework", sorted(FRAMEWORKS))
@@ -83,11 +84,12 @@ def test_torchrun_command_starts_the_workers_on_one_node_with_its_own_rendezvous
     assert cmd[cmd.index("--nproc-per-node") + 1] == "2"
     assert cmd[cmd.index("--max-restarts") + 1] == "3"
     worker = cmd[cmd.index("--no-python") + 1 :]
-    assert worker[0].endswith("python") and worker[1:] == [
-        "-m", "training.torch.train", "--epochs", "1",
-    ]  # fmt: skip
+    label = labelled(worker[0])  # each line whole, labelled with its rank (tested below)
+    assert worker[0].endswith("python") and worker[: len(label)] == label
+    assert worker[len(label) + 1 :] == ["-m", "training.torch.train", "--epochs", "1"]
     guarded = local.launch_command("torch", 2, "torchrun", [], guard=["python", "-m", "g", "--"])
-    assert guarded[guarded.index("--no-python") + 1 :][:4] == ["python", "-m", "g", "--"]
+    after = guarded.index("--no-python") + 1 + len(label)
+    assert guarded[after : after + 4] == ["python", "-m", "g", "--"]
 
 
 @pytest.mark.parametrize(
@@ -95,8 +97,9 @@ def test_torchrun_command_starts_the_workers_on_one_node_with_its_own_rendezvous
     [
         ("keras", "torchrun", {}, "the keras flavour runs under Horovod only"),
         ("tf", "torchrun", {}, "--launcher torchrun runs --framework torch, or your own --script"),
-        ("torch", "gloo", {"max_restarts": 1}, "--max-restarts is torchrun's"),
-        ("torch", "slurm", {}, "unknown launcher 'slurm'; allowed: gloo, mpi, torchrun"),
+        ("torch", "horovod", {"max_restarts": 1}, "--max-restarts is torchrun's"),
+        ("torch", "slurm", {}, "unknown launcher 'slurm'; allowed: horovod, torchrun"),
+        ("torch", "horovod", {"transport": "nccl"}, "unknown transport 'nccl'; allowed: gloo, mpi"),
     ],
 )
 def test_a_launcher_that_cannot_start_the_flavour_is_refused(framework, launcher, options, message):
@@ -112,7 +115,7 @@ def test_a_users_script_runs_under_torchrun_whatever_its_framework(tmp_path):
 
 def test_stall_timeout_under_torchrun_is_the_built_in_scripts_collective_timeout(tmp_path):
     assert train.launcher_of(_parser().parse_args(
-        ["train", "--launcher", "torchrun", "--stall-timeout", "30"])) == "torchrun"  # fmt: skip
+        ["train", "--launcher", "torchrun", "--stall-timeout", "30"]))[0] == "torchrun"  # fmt: skip
     with pytest.raises(AzdlError, match=r"your script sets its own \(init_process_group"):
         train.launcher_of(_parser().parse_args(
             ["train", "--launcher", "torchrun", "--stall-timeout", "30", "--script", "x.py"]
@@ -127,3 +130,27 @@ def test_stall_timeout_under_torchrun_is_the_built_in_scripts_collective_timeout
         "TORCH_FR_DUMP_TEMP_FILE": f"{tmp_path}/flight-recorder/rank_",
     }
     assert (tmp_path / "flight-recorder").is_dir()  # PyTorch's writer makes no folders
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--launcher", "gloo"], "'gloo' is no launcher any more: say --launcher horovod"),
+        (["--launcher", "mpi"], "'mpi' is no launcher any more: say --launcher horovod "
+                                "--transport mpi"),
+        (["--launcher", "slurm"], "invalid choice: 'slurm' (choose from 'horovod', 'torchrun')"),
+        (["--transport", "nccl"], "invalid choice: 'nccl' (choose from 'gloo', 'mpi')"),
+    ],
+)  # fmt: skip
+def test_the_launcher_options_say_what_a_value_of_earlier_releases_is_now(capsys, argv, message):
+    """One vocabulary (issue 33): --launcher horovod|torchrun, Horovod's --transport gloo|mpi."""
+    with pytest.raises(SystemExit) as exc:
+        _parser().parse_args(["train", *argv])
+    assert exc.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_transport_goes_with_horovod_only():
+    with pytest.raises(AzdlError, match="--transport mpi is Horovod's; torchrun starts its"):
+        train.launcher_of(_parser().parse_args(["train", "--launcher", "torchrun",
+                                                "--transport", "mpi"]))  # fmt: skip

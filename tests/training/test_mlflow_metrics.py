@@ -34,7 +34,7 @@ def test_a_two_worker_run_logs_each_metric_once_per_epoch_from_rank_0(framework,
             "--val-steps", 1, "--timing-warmup-steps", 1]  # fmt: skip
     if framework == "torch":  # a balanced run: it names no straggler (BALANCED_FACTOR's why)
         args += ["--straggler-factor", BALANCED_FACTOR]
-    cmd = launch_command(framework, 2, "gloo", [str(a) for a in args])
+    cmd = launch_command(framework, 2, "horovod", [str(a) for a in args])
     env = training_env({"TF_CPP_MIN_LOG_LEVEL": "1", "MLFLOW_TRACKING_URI": uri})
     run = subprocess.run(cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, timeout=400)  # fmt: skip

@@ -16,11 +16,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from azdl.envs import REPO_ROOT, training_env
 from azdl.errors import AzdlError
-from azdl.jobs.request import JobRequest, OwnScript
-from azdl.jobs.spec import training_command
 
 EXAMPLE = REPO_ROOT / "examples" / "segmentation"
 sys.path.insert(0, str(EXAMPLE))
@@ -87,7 +86,9 @@ if hvd.rank() == 0:
 
 def azdl(*args, cwd: Path, timeout: int = 300) -> subprocess.CompletedProcess:
     """The `azdl` command as a user runs it (the operator environment's CLI)."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"} | {
+        "PYTHONPATH": str(REPO_ROOT)  # this checkout's code
+    }
     return subprocess.run(
         [str(REPO_ROOT / ".venv" / "bin" / "python"), "-m", "azdl", *map(str, args)],
         cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -119,7 +120,7 @@ def test_a_users_horovod_script_runs_unchanged_on_two_workers(tmp_path, name, so
 @pytest.mark.slow
 def test_a_failing_worker_fails_the_run_with_its_message(tmp_path):
     (tmp_path / "user.py").write_text(TORCH_USER_SCRIPT)
-    run = azdl("train", "--script", "user.py", "--launcher", "mpi", "--",
+    run = azdl("train", "--script", "user.py", "--transport", "mpi", "--",
                "--model-out", ".", "--fail-on-rank", "1", cwd=tmp_path)  # fmt: skip
     assert run.returncode != 0
     assert "rank 1 fails on purpose" in run.stdout
@@ -151,51 +152,114 @@ def build_wheel(folder: Path, name: str, version: str, source: str) -> Path:
     return wheel
 
 
+def _mount(folder: Path, shards: int) -> Path:
+    """Shard-named files with a manifest of their sizes and digests: what the data container's
+    mount holds for `--storage copy`."""
+    from training.data.prepare.manifest import Manifest, ShardEntry, SplitSummary, file_digests
+
+    folder.mkdir(parents=True)
+    entries = []
+    for i in range(shards):
+        path = folder / f"train-{i:05d}-of-{shards:05d}"
+        path.write_bytes(os.urandom(100 + i))
+        entries.append(ShardEntry(path.name, "train", 1, *file_digests(path)))
+    Manifest({"n1": 0}, {"train": SplitSummary(shards, shards, {"n1": shards})}, entries).write(
+        folder
+    )
+    return folder
+
+
 @pytest.mark.slow
-def test_a_script_jobs_command_installs_requirements_once_per_node_then_runs(tmp_path):
-    """The exact command a `--script` job gives every MPI process, under plain mpirun with two
-    processes on this 'node': local rank 0 pip-installs from the uploaded wheel folder (no
-    index: a private package, no network, no credentials), rank 1 waits, both then run the
-    user's script with its arguments and folders."""
+def test_an_exported_script_job_runs_as_a_node_beside_the_users_own_training_package(tmp_path):
+    """`azdl submit --script --export` as a user runs it, for a code folder with a top-level
+    `training/` package of its own (issue 35, trap D), then the command of the exported YAML
+    run as one node with two MPI processes, in the code folder as Azure ML runs it: pip
+    installs a private package's wheel once (no index, no credentials), each process copies its
+    node's shards (--storage copy) and runs under the guard, all three azdl's own modules, and
+    the script imports the user's own `training` package and the wheel's."""
     code = tmp_path / "project"
     build_wheel(code / "wheels", "teamutils", "1.0", "ANSWER = 42\n")
     (code / "requirements.txt").write_text("teamutils==1.0\n")
+    (code / "training").mkdir()
+    (code / "training" / "__init__.py").write_text("")
+    (code / "training" / "model.py").write_text('WHOSE = "the user\'s own"\n')
     (code / "train.py").write_text(textwrap.dedent("""\
         import os, sys
-        import horovod.torch as hvd
         import teamutils
-        hvd.init()
-        print(f"job rank {hvd.rank()} answer {teamutils.ANSWER} args {sys.argv[1:]} "
-              f"out {os.environ['AZDL_OUTPUT_DIR']}", flush=True)
+        from training.model import WHOSE
+        rank = os.environ["OMPI_COMM_WORLD_RANK"]  # Open MPI's, as Azure ML's mpirun sets it
+        shards = sorted(n for n in os.listdir(os.environ["AZDL_DATA_DIR"]) if "-of-" in n)
+        print(f"job rank {rank} {WHOSE} training package, answer {teamutils.ANSWER}, "
+              f"args {sys.argv[1:]}, out {os.environ['AZDL_OUTPUT_DIR']}, shards {shards}",
+              flush=True)
     """))  # fmt: skip
-    script = OwnScript(code / "train.py", code, code / "requirements.txt", code / "wheels")
-    request = JobRequest("torch", 1, "mount", "r1", ("--epochs", "2", "--out={output_dir}/m"),
-                         script=script)  # fmt: skip
-    command = training_command(request, threads=1)
+    outputs = json.loads((REPO_ROOT / "docs" / "stack-outputs.example.json").read_text())
+    outputs |= {"clusterVmSize": "Standard_D4s_v3", "gpusPerNode": 0}  # a CPU size: no NCCL
+    (tmp_path / "outputs.json").write_text(json.dumps(outputs))
+    export = azdl("submit", "--outputs", tmp_path / "outputs.json", "--script", code / "train.py",
+                  "--framework", "torch",
+                  "--requirements", code / "requirements.txt", "--wheels", code / "wheels",
+                  "--storage", "copy", "--local-dir", tmp_path / "local", "--name", "r1",
+                  "--export", tmp_path / "job.yml", "--", "--epochs", "2", "--out={output_dir}/m",
+                  cwd=tmp_path)  # fmt: skip
+    assert export.returncode == 0, export.stdout
+    job = yaml.safe_load((tmp_path / "job.yml").read_text())
+    assert job["distribution"] == {"type": "mpi", "process_count_per_instance": 1}
+    command = job["command"]
     # What Azure ML does before the command runs: its ${{...}} placeholders become folders.
-    folders = {"inputs.data": tmp_path / "data", "outputs.checkpoints": tmp_path / "ckpt",
-               "outputs.logs": tmp_path / "logs", "outputs.outputs": tmp_path / "out"}  # fmt: skip
+    folders = {"inputs.data": _mount(tmp_path / "data", 2),
+               "outputs.checkpoints": tmp_path / "ckpt", "outputs.logs": tmp_path / "logs",
+               "outputs.outputs": tmp_path / "out"}  # fmt: skip
     for key, folder in folders.items():
-        folder.mkdir()
+        folder.mkdir(exist_ok=True)
         command = command.replace("${{" + key + "}}", str(folder))
     assert "${{" not in command
     site = tmp_path / "site"  # the image's environment stands in as a --target folder here
     env = training_env({
-        "PIP_TARGET": str(site), "TMPDIR": str(tmp_path),
+        **job["environment_variables"], "PIP_TARGET": str(site), "TMPDIR": str(tmp_path),
         "PYTHONPATH": f"{site}{os.pathsep}{training_env()['PYTHONPATH']}",
-        "PIP_NO_INDEX": "1",
+        "PIP_NO_INDEX": "1", "AZUREML_RUN_ID": "r1",
     })  # fmt: skip
     root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
+    exported = ["PATH", "PYTHONPATH", "PIP_TARGET", "TMPDIR", "PIP_NO_INDEX", "AZUREML_RUN_ID",
+                *job["environment_variables"]]  # fmt: skip
     mpirun = ["mpirun", *root, "--oversubscribe", "-np", "2", "--bind-to", "none",
-              "-x", "PATH", "-x", "PYTHONPATH", "-x", "PIP_TARGET", "-x", "TMPDIR",
-              "-x", "PIP_NO_INDEX"]  # fmt: skip
+              *(x for name in exported for x in ("-x", name))]  # fmt: skip
     run = subprocess.run([*mpirun, "bash", "-c", command], cwd=code, env=env, timeout=240,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
     assert run.returncode == 0, run.stdout
     assert run.stdout.count("Successfully installed teamutils-1.0") == 1  # once per node
     for rank in (0, 1):
-        expected = f"job rank {rank} answer 42 args ['--epochs', '2', '--out={tmp_path}/out/m']"
-        assert f"{expected} out {tmp_path}/out" in run.stdout
+        assert (
+            f"job rank {rank} the user's own training package, answer 42, args ['--epochs', "
+            f"'2', '--out={tmp_path}/out/m'], out {tmp_path}/out, shards "
+            "['train-00000-of-00002', 'train-00001-of-00002']"
+        ) in run.stdout, run.stdout
+    assert sorted(p.name for p in (tmp_path / "logs" / "ranks").iterdir()) == [
+        "rank-0.json", "rank-1.json",
+    ]  # the guard's records  # fmt: skip
+
+
+@pytest.mark.slow
+def test_a_local_run_under_the_guard_beside_the_users_own_training_package(tmp_path):
+    """`azdl train --script` from a folder with a top-level `training/` package of its own
+    (issue 35, trap D): the guard (--progress-timeout), azdl's, runs in that folder, and the
+    script finds the user's package."""
+    (tmp_path / "training").mkdir()
+    (tmp_path / "training" / "__init__.py").write_text('WHOSE = "the user\'s own"\n')
+    (tmp_path / "train.py").write_text(
+        "import os\nfrom training import WHOSE\n"
+        "print(f\"rank {os.environ['RANK']}: {WHOSE} training package\", flush=True)\n"
+    )
+    run = azdl("train", "--script", "train.py", "--launcher", "torchrun", "--workers", 2,
+               "--progress-timeout", 60, "--run-dir", tmp_path / "run", cwd=tmp_path)  # fmt: skip
+    assert run.returncode == 0, run.stdout
+    assert "-c import runpy" in run.stdout.replace("'", "")  # the guard, off the working folder
+    for rank in (0, 1):
+        assert f"rank {rank}: the user's own training package" in run.stdout, run.stdout
+    assert sorted(p.name for p in (tmp_path / "run" / "ranks").iterdir()) == [
+        "rank-0.json", "rank-1.json",
+    ]  # the guard's records  # fmt: skip
 
 
 # ---- the segmentation example --------------------------------------------------------------
@@ -259,7 +323,7 @@ def test_segmentation_learns_above_chance_on_two_workers_in_sync_and_resumes(lan
     assert len((run_dir / "logs" / "metrics.jsonl").read_text().splitlines()) == 2
 
     # Resume, under plain mpirun this time: the third epoch only, from the second's checkpoint.
-    run = azdl("train", "--script", script, "--workers", 2, "--launcher", "mpi",
+    run = azdl("train", "--script", script, "--workers", 2, "--transport", "mpi",
                "--data", landcover, "--run-dir", run_dir, "--", "--epochs", 3, *common,
                cwd=tmp_path)  # fmt: skip
     assert run.returncode == 0, run.stdout
@@ -342,7 +406,9 @@ def test_local_script_runs_get_their_folders_as_variables_and_placeholders(tmp_p
     assert env["OMP_NUM_THREADS"] == env["AZDL_THREADS"] == str(max(1, os.cpu_count() // 2))
     with pytest.raises(AzdlError, match=r"use \{data_dir\}, but this run has no such folder"):
         local.script_run(tmp_path / "t.py", 2, None, ["{data_dir}"], tmp_path / "run")
-    cmd = local.launch_command("", 2, "mpi", ["--a"], script=tmp_path / "t.py", exports=tuple(env))
+    cmd = local.launch_command(
+        "", 2, "horovod", ["--a"], script=tmp_path / "t.py", exports=tuple(env), transport="mpi"
+    )
     assert cmd[-2:] == [str(tmp_path / "t.py"), "--a"]
     assert cmd[cmd.index("AZDL_OUTPUT_DIR") - 1] == "-x"  # mpirun hands it to the workers
 

@@ -57,7 +57,7 @@ def _weights(directory):
 def _killed_mid_epoch(framework, args, ckpt) -> dict:
     """Start a run, SIGKILL rank 1 right after a mid-epoch checkpoint of epoch 2 or later;
     the progress the run left behind."""
-    cmd = launch_command(framework, 2, "gloo", [str(a) for a in args])
+    cmd = launch_command(framework, 2, "horovod", [str(a) for a in args])
     job = subprocess.Popen(
         cmd, cwd=REPO_ROOT, env=training_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT
     )

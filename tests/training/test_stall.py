@@ -71,12 +71,14 @@ def _args(*argv):
     return parser.parse_args(["train", *argv])
 
 
-def test_stall_timeout_picks_mpi_and_refuses_gloo():
-    assert train.launcher_of(_args()) == "gloo"
-    assert train.launcher_of(_args("--stall-timeout", "30")) == "mpi"
-    assert train.launcher_of(_args("--launcher", "mpi", "--stall-timeout", "30")) == "mpi"
+def test_stall_timeout_picks_horovods_mpi_transport_and_refuses_gloo():
+    assert train.launcher_of(_args()) == ("horovod", "gloo")
+    assert train.launcher_of(_args("--stall-timeout", "30")) == ("horovod", "mpi")
+    assert train.launcher_of(_args("--transport", "mpi", "--stall-timeout", "30")) == (
+        "horovod", "mpi",
+    )  # fmt: skip
     with pytest.raises(AzdlError, match="stall inspector does not fire under `horovodrun --gloo`"):
-        train.launcher_of(_args("--launcher", "gloo", "--stall-timeout", "30"))
+        train.launcher_of(_args("--transport", "gloo", "--stall-timeout", "30"))
 
 
 def test_stall_environment_warns_at_half_the_timeout_and_shuts_down_at_it():

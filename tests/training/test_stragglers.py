@@ -1,7 +1,8 @@
 """Stragglers: each rank's own compute per step (training.torch.compute_clock), gathered once per
-epoch, names the slow rank and its host (training.epoch_log). Real workers under Horovod (gloo)
-and torchrun, one of them made slow on purpose by tests/training/slow_rank.py; a balanced run
-names none (tests/training/test_mlflow_metrics.py, whose 2-worker run is one)."""
+epoch, names the slow rank and its host (training.epoch_log). Real workers under Horovod
+(horovodrun --gloo) and torchrun, one of them made slow on purpose by
+tests/training/slow_rank.py; a balanced run names none (tests/training/test_mlflow_metrics.py,
+whose 2-worker run is one)."""
 
 import re
 import subprocess
@@ -38,14 +39,14 @@ def run_workers(launcher: str, slow_rank: int, mlflow_uri: str | None) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("launcher", ["gloo", "torchrun"])
+@pytest.mark.parametrize("launcher", ["horovod", "torchrun"])
 def test_a_slow_rank_is_named_with_its_host(launcher, tmp_path):
     import socket
 
     from mlflow.tracking import MlflowClient
 
     # MLflow's record is the epoch log's, the same under both launchers: checked once (CI time).
-    uri = local_mlflow_uri(tmp_path) if launcher == "gloo" else None
+    uri = local_mlflow_uri(tmp_path) if launcher == "horovod" else None
     output = run_workers(launcher, slow_rank=1, mlflow_uri=uri)
     host = socket.gethostname()
     named = re.findall(r"compute per step per rank .* - straggler: rank (\d+) on (\S+) at", output)

@@ -134,7 +134,7 @@ def test_resnet50_under_mpirun_with_every_speed_option(tmp_path):
             "--epochs", 1, "--steps-per-epoch", 2, "--timing-warmup-steps", 1,
             "--dump-weights", tmp_path,
         ],
-        launcher="mpi",
+        transport="mpi",
     )  # fmt: skip
     assert run.returncode == 0, run.output
     (record,) = parse_throughput_lines(run.output)
@@ -186,7 +186,7 @@ def test_tfrecords_train_and_validate_with_tensorflow_unimportable(tmp_path):
     args = [*TINY, *sgd, "--data-dir", data, "--batch-size", 8, "--epochs", 5]
     args += ["--data-workers", 1, "--log-dir", tmp_path / "tb"]
     proc = subprocess.run(
-        launch_command("torch", 2, "gloo", [str(a) for a in args]),
+        launch_command("torch", 2, "horovod", [str(a) for a in args]),
         cwd=REPO_ROOT,
         env=training_env({"PYTHONPATH": f"{blocker}{os.pathsep}{REPO_ROOT}"}),
         stdout=subprocess.PIPE,
@@ -216,7 +216,7 @@ def test_resume_after_a_worker_is_killed(tmp_path):
     sgd = ["--lr-decay", "none", "--base-lr", "1", "--timing-warmup-steps", "2"]
     args = [*TINY, *sgd, "--batch-size", 8, "--epochs", epochs, "--steps-per-epoch", steps]
     args += ["--checkpoint-dir", ckpt]
-    cmd = launch_command("torch", 2, "gloo", [str(a) for a in args])
+    cmd = launch_command("torch", 2, "horovod", [str(a) for a in args])
     env = training_env({"TF_CPP_MIN_LOG_LEVEL": "1"})
     first = subprocess.Popen(
         cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True

@@ -12,6 +12,7 @@ import pytest
 
 from azdl import workers
 from azdl.envs import REPO_ROOT
+from training.teardown import TEARDOWN_ABORT
 
 OPERATOR_PYTHON = REPO_ROOT / ".venv" / "bin" / "python"
 # horovodrun's own ending when a worker fails (Horovod 0.28.1, horovod/runner/gloo_run.py,
@@ -169,13 +170,24 @@ def test_torchruns_traceback_after_a_failed_worker_becomes_one_line():
 
 
 def test_a_workers_own_traceback_before_torchruns_stays():
-    """A user's script under torchrun prints its traceback unprefixed; only torchrun's, the
-    last one, is replaced."""
+    """A worker's own traceback before torchrun's (labelled with its rank under azdl's
+    torchrun, unlabelled where nothing labels it) stays; only torchrun's, the last one, is
+    replaced."""
     own = "Traceback (most recent call last):\n  File \"train.py\", line 3\nKeyError: 'x'\n"
     out, code = relay(own + TORCHRUN_TRACEBACK)
     assert code == 2 and out.startswith(own) and "ChildFailedError" not in out
     signalled = TORCHRUN_TRACEBACK.replace("exitcode  : 2 (pid: 26026) ", "exitcode  : -9 (pid: 1)")
     assert relay(signalled)[1] == 137  # a signal, as a shell reports it
+
+
+def test_a_worker_that_aborts_at_exit_is_named_as_such_in_one_line():
+    """libstdc++'s line, then torchrun's table with the signal (training/teardown.py)."""
+    aborted = f"rank 0: script returned\n{TEARDOWN_ABORT}\n"
+    table = TORCHRUN_TRACEBACK.replace("exitcode  : 2 (pid: 26026) ", "exitcode  : -6 (pid: 1)")
+    out, code = relay(aborted + table)
+    assert code == 134 and out.startswith(aborted)
+    assert out.splitlines()[-1].startswith('error: worker rank 1 aborted (SIGABRT, "terminate')
+    assert relay(table)[0].splitlines()[-1].startswith("error: worker rank 1 failed first")
 
 
 def test_any_other_traceback_passes_through_unchanged():

@@ -8,11 +8,15 @@
 # the C++17 copy of Gloo). horovod-0.28.1-torch-cxx17.patch beside this script applies
 # the same change to the release source. Used by the local setup and by the GPU images.
 #
-# CMake 4 (the PyPI `cmake` package today) refuses projects that declare a minimum below 3.5,
-# and the Gloo copy inside Horovod 0.28.1 declares 2.8.12 (third_party/gloo/CMakeLists.txt).
-# CMAKE_POLICY_VERSION_MINIMUM=3.5 in the environment lets CMake >= 4.0 configure it; older
-# CMakes ignore it (https://cmake.org/cmake/help/latest/envvar/CMAKE_POLICY_VERSION_MINIMUM.html,
+# CMake: the PyPI `cmake` package at CMAKE_VERSION below, installed in $PYTHON's environment
+# (scripts/setup-training.sh, the images' image-steps.sh and the GPU kit's carry all install
+# this pin), so a new CMake release changes nothing here. CMake 4 refuses projects that declare
+# a minimum below 3.5, and the Gloo copy inside Horovod 0.28.1 declares 2.8.12
+# (third_party/gloo/CMakeLists.txt): CMAKE_POLICY_VERSION_MINIMUM=3.5 in the environment lets
+# it configure (https://cmake.org/cmake/help/latest/envvar/CMAKE_POLICY_VERSION_MINIMUM.html,
 # added in 4.0; NVIDIA/DALI#5871 builds Horovod the same way, April 2025).
+# GCC 13 and newer no longer pull <cstdint> in through other headers, and the Gloo copy relies
+# on that (pytorch/gloo#387, #448): every C++ file includes it (CXXFLAGS), on every compiler.
 #
 # Usage: PYTHON=/path/to/python build_horovod.sh
 # HOROVOD_SDIST=/path/to/horovod-0.28.1.tar.gz uses that file instead of downloading it (its
@@ -20,16 +24,35 @@
 # HOROVOD_WHEEL_DIR=DIR builds a wheel into DIR instead of installing into the environment.
 # HOROVOD_PATCHER=patch|patch-ng applies the patch with the `patch` program or with the
 # patch-ng Python package (PyPI; for machines without `patch`); default: `patch` if on PATH.
-# HOROVOD_CMAKE=/path/to/cmake picks the CMake (Horovod's setup.py reads it; default: `cmake`).
 # The HOROVOD_WITH_* / HOROVOD_WITHOUT_* / HOROVOD_GPU_OPERATIONS variables are passed
 # through to Horovod's build unchanged.
 set -euo pipefail
 export CMAKE_POLICY_VERSION_MINIMUM=${CMAKE_POLICY_VERSION_MINIMUM:-3.5}
+export CXXFLAGS="${CXXFLAGS:-} -include cstdint"
 
 HOROVOD_VERSION=0.28.1
 HOROVOD_SDIST_SHA256=92a43f5a94c43907a56805bad15f19700c62ffc83b7ca483f9e104e229f67ef0
+CMAKE_VERSION=4.4.5
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 python=${PYTHON:-python3}
+
+# The pinned CMake, checked before anything is downloaded or unpacked. Horovod's setup.py runs
+# the CMake that HOROVOD_CMAKE names.
+HOROVOD_CMAKE=$("$python" -c "
+import importlib.util, os, sys
+if importlib.util.find_spec('cmake') is None:
+    sys.exit('error: $python has no cmake package; Horovod builds with cmake==$CMAKE_VERSION'
+             ' (pip install cmake==$CMAKE_VERSION)')
+import cmake
+print(os.path.join(cmake.CMAKE_BIN_DIR, 'cmake'))
+")
+found=$("$HOROVOD_CMAKE" --version | head -1)
+if [[ $found != "cmake version $CMAKE_VERSION" ]]; then
+    echo "error: $HOROVOD_CMAKE is '$found'; Horovod builds with cmake==$CMAKE_VERSION" \
+        "(pip install cmake==$CMAKE_VERSION)" >&2
+    exit 1
+fi
+export HOROVOD_CMAKE
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -62,9 +85,8 @@ case $patcher in
     *) echo "error: HOROVOD_PATCHER=$patcher; allowed: patch, patch-ng" >&2; exit 1 ;;
 esac
 
-cmake=${HOROVOD_CMAKE:-cmake}
-echo "==> building Horovod with $("$cmake" --version | head -1) (several minutes; flags below)"
-env | grep -E '^(HOROVOD_|CMAKE_POLICY)' | sort
+echo "==> building Horovod with $found (several minutes; flags below)"
+env | grep -E '^(HOROVOD_|CMAKE_POLICY|CXXFLAGS=)' | sort
 if [[ -n ${HOROVOD_WHEEL_DIR:-} ]]; then
     MAKEFLAGS="-j$(nproc)" "$python" -m pip wheel --no-build-isolation --no-cache-dir --no-deps \
         -w "$HOROVOD_WHEEL_DIR" "$work/horovod-$HOROVOD_VERSION"

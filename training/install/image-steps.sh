@@ -23,11 +23,12 @@ WHEEL_VERSION=0.48.0
 # protobuf 4.25.9 and numpy 1.26.4 by pip; tests/images checks the pins agree).
 AZUREML_MLFLOW_VERSION=1.62.0.post6
 
-# Build stage: compilers, Python headers and Open MPI for Horovod and nccl-tests.
+# Build stage: compilers, Python headers and Open MPI for Horovod and nccl-tests. No CMake:
+# Horovod builds with the PyPI cmake that build_horovod.sh pins (the `horovod` step installs it).
 build-packages() {
     apt-get update
     apt-get install -y --no-install-recommends \
-        ca-certificates cmake curl g++ git make patch python3-dev python3-venv libopenmpi-dev \
+        ca-certificates curl g++ git make patch python3-dev python3-venv libopenmpi-dev \
         openmpi-bin
     rm -rf /var/lib/apt/lists/*
 }
@@ -104,8 +105,8 @@ requirements() {
         "azureml-mlflow==${AZUREML_MLFLOW_VERSION}" -r /tmp/requirements-image.txt
 }
 
-# Horovod (FRAMEWORK: tensorflow or pytorch) with build_horovod.sh, the script and flags of the
-# local setup, plus NCCL for GPU collectives (linked statically from the devel image's NCCL) and
+# Horovod (FRAMEWORK: tensorflow or pytorch) with build_horovod.sh and the CMake it pins, the
+# script and flags of the local setup, plus NCCL for GPU collectives (linked statically from the devel image's NCCL) and
 # kernels for A100 (8.0) and H100 (9.0). The builder has no GPU driver, hence no libcuda.so.1.
 # As Horovod's own GPU Dockerfile does, the toolkit's driver stub is on the loader path while
 # Horovod builds and while `horovodrun --check-build` loads its framework extension (a library in
@@ -119,6 +120,8 @@ horovod() {
         pytorch) flags="HOROVOD_WITH_PYTORCH=1 HOROVOD_WITHOUT_TENSORFLOW=1" ;;
         *) echo "error: unknown framework '$framework' (tensorflow or pytorch)" >&2; exit 2 ;;
     esac
+    /opt/venv/bin/pip install --no-cache-dir \
+        "cmake==$(sed -n 's/^CMAKE_VERSION=//p' "$here/build_horovod.sh")"
     ldconfig /usr/local/cuda/targets/x86_64-linux/lib/stubs
     # shellcheck disable=SC2086 # the framework's two flags
     env HOROVOD_GPU_OPERATIONS=NCCL HOROVOD_BUILD_CUDA_CC_LIST=80,90 $flags \

@@ -8,11 +8,13 @@ import contextlib
 import datetime
 import inspect
 import os
+import sys
 import time
 from pathlib import Path
 
 import torch
 
+from training import teardown
 from training.flight_recorder import BUFFER_ENV, COLLECTIVE_TIMEOUT_ENV, DUMP_PREFIX_ENV
 
 # torchrun sets TORCHELASTIC_RUN_ID in every worker it starts (torch/distributed/run.py,
@@ -185,6 +187,7 @@ class TorchDistributed:
 
     def __init__(self):
         import torch.distributed as dist
+        import torch.distributed.nn  # noqa: F401  before the group exists: training/teardown.py
 
         self.dist = dist
         self.local_rank = int(os.environ["LOCAL_RANK"])
@@ -234,11 +237,20 @@ class TorchDistributed:
             self.dumps.request()
 
     def close(self) -> None:
-        """The end of a run that succeeded: the watcher thread stopped first, then the process
-        group destroyed (PyTorch warns at exit about one left alive)."""
+        """The end of a run that succeeded: the watcher thread stopped, then the process group
+        destroyed, its threads joined while the interpreter is whole (training/teardown.py);
+        one still alive is named, as the process may then abort on its way out."""
         if self.dumps is not None:
             self.dumps.stop()
         self.dist.destroy_process_group()
+        if alive := teardown.c10d_threads():
+            print(
+                f"warning: torch.distributed threads alive after destroy_process_group: "
+                f"{', '.join(alive)}; the process may abort as it exits (docs/torchrun.md, "
+                f"'Ending cleanly')",
+                file=sys.stderr,
+                flush=True,
+            )
 
 
 class GlooDumps:

@@ -24,6 +24,7 @@ import io
 import json
 import os
 import re
+import shlex
 import signal
 import socket
 import subprocess
@@ -34,8 +35,10 @@ from pathlib import Path
 from azdl.envs import REPO_ROOT, training_env
 from azdl.jobs.request import JobRequest
 from azdl.jobs.stack_outputs import parse_outputs
+from azdl.runtime import module_command
 from tests.jobs.conftest import stack_outputs
 from tests.training import stand_ins
+from training import rank_output
 
 CPU_SIZE = "Standard_D4s_v3"
 GPU_SIZE = "Standard_ND96isr_H100_v5"  # InfiniBand, the gate on by default, baselines published
@@ -111,10 +114,9 @@ def node_command(job, root: Path, stand_in_bin: Path) -> str:
     assert "${{" not in command, command
     command = re.sub(r"--nproc-per-node=\d+", "--nproc-per-node=1", command)
     command = re.sub(r" --ib-write-gbps=\S+", "", command)
-    return command.replace(
-        "python -m training.health.gate ",
-        f"python -m training.health.gate --bin-dir={stand_in_bin} ",
-    )
+    gate = shlex.join(module_command("training.health.gate"))
+    assert gate in command or "training.health.gate" not in command, command
+    return command.replace(f"{gate} ", f"{gate} --bin-dir={stand_in_bin} ")
 
 
 def sitecustomize(folder: Path, code: str) -> Path:
@@ -239,8 +241,11 @@ def restarted(run_: Run) -> bool:
 
 
 def stack_traces(run_: Run) -> list[str]:
-    """The lines of a Python traceback or a C++ stack in the nodes' output."""
-    pattern = re.compile(r"Traceback \(most recent call last\)|^frame #\d+", re.M)
+    """The lines of a Python traceback or a C++ stack in the nodes' output (a worker's line
+    under torchrun labelled with its rank: training.rank_output)."""
+    pattern = re.compile(
+        rf"Traceback \(most recent call last\)|^(?:{rank_output.LABEL})?frame #\d+", re.M
+    )
     return [m.group(0) for log in run_.logs for m in pattern.finditer(log)]
 
 

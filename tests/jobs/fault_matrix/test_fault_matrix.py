@@ -180,8 +180,8 @@ EXPECTED = {
     ),
     "finished": Expected(False, "completed", names=None, seconds=300),
 }
-CASES = [(f, launcher) for f in FAULTS for launcher in ("torchrun", "mpi")
-         if not (launcher == "mpi" and f in TORCHRUN_ONLY)]  # fmt: skip
+CASES = [(f, launcher) for f in FAULTS for launcher in ("torchrun", "horovod")
+         if not (launcher == "horovod" and f in TORCHRUN_ONLY)]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
