@@ -98,6 +98,9 @@ class Watch:
         self.inits_complete = 0
         self.complete_at: float | None = None
         self.signs = exits.Signs()  # the first sign of why the command ended (training.exits)
+        self.hang_for: float | None = None  # seconds the command had been stuck when found hung
+        self.stuck_since: float | None = None  # when it stopped moving (wall time): the failure
+        self.check_failed_at: float | None = None  # when the InfiniBand check stopped it
         self.stopped_at: float | None = None  # when its launcher signalled the guard (wall time)
         self.lock = threading.Lock()
 
@@ -111,10 +114,10 @@ class Watch:
     def where(self) -> str:
         return f"rank {self.rank} on {self.host}"
 
-    def line(self, text: str) -> bool:
-        """Looks at one line; returns whether it goes on to the output."""
+    def line(self, text: str, stream: str = "stderr") -> bool:
+        """Looks at one line of `stream`; returns whether it goes on to the output."""
         with self.lock:
-            self.signs.feed(text, time.time())
+            self.signs.feed(text, time.time(), stream)
             if match := _MISSING_RANK.match(text):
                 self.stalled[int(match.group(1))] = match.group(3)
                 if match.group(2):
@@ -159,9 +162,12 @@ class Watch:
                 self.hang = (
                     f"NCCL's communicator set-up (Init START) has not completed after {limit:g} s"
                 )
+                self.hang_for = now - self.init_started
             elif self.args.progress_timeout and self.beat_file is not None:
                 self.hang = self.progress_problem(now)
+                self.hang_for = self.stalled_for()
             if self.hang is not None:
+                self.stuck_since = time.time() - (self.hang_for or 0.0)
                 say(f"{HANG_LINE} {self.where()}: {self.hang}; dumping the Python stacks of its "
                     "processes, then stopping it (exit code 4, retryable)")  # fmt: skip
 
@@ -191,6 +197,7 @@ class Watch:
         elif self.args.nodes > 1:
             say(f"{IB_STOP_LINE} {self.where()}: {verdict.message}; stopping the job")
             self.failed_check = verdict
+            self.check_failed_at = time.time()
         else:
             say(f"warning: InfiniBand check on {self.where()}: {verdict.message} "
                 "(single node: goes on)")  # fmt: skip
@@ -221,9 +228,9 @@ def exit_record(watch: Watch, returncode: int, code: int, error_file: dict | Non
     if code == 0:
         kind, line, at = exits.FINISHED, "", now
     elif watch.stop == IB_CHECK_FAILED:
-        kind, line, at = exits.INFINIBAND_STOP, watch.failed_check.message, now
-    elif watch.stop == HUNG:
-        kind, line, at = exits.HANG, watch.hang, now
+        kind, line, at = exits.INFINIBAND_STOP, watch.failed_check.message, watch.check_failed_at
+    elif watch.stop == HUNG:  # the failure is when it stopped moving, not when it was ended
+        kind, line, at = exits.HANG, watch.hang, watch.stuck_since
     elif first is not None and (stopped is None or first[2] <= stopped):
         kind, line, at = first
     elif stopped is not None:
@@ -372,8 +379,9 @@ def dump_and_kill(child: subprocess.Popen) -> None:
 
 
 def relay(stream, out, watch: Watch) -> None:
+    name = "stdout" if out is sys.stdout else "stderr"
     for text in iter(stream.readline, ""):
-        if watch.line(text.rstrip("\n")):
+        if watch.line(text.rstrip("\n"), name):
             out.write(text)
             out.flush()
 

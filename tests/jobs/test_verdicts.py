@@ -219,3 +219,12 @@ def test_without_records_mpiruns_first_process_is_named():
     killed = classify("Failed", NON_ZERO, MPI_SIGNAL)
     assert killed.retry and killed.reason.startswith("a process was lost")
     assert killed.reason.endswith("(mpirun: rank 1 on vm first, signal 9)")
+
+
+def test_a_traceback_is_read_on_its_own_stream_while_the_other_prints():
+    found = exits.Signs()
+    found.feed("Traceback (most recent call last):", 1.0, "stderr")
+    found.feed("epoch 1/1 - loss: 1.3814", 1.1, "stdout")  # another thread's line, between
+    found.feed('  File "train.py", line 3, in <module>', 1.2, "stderr")
+    found.feed("ValueError: planted at step 4", 1.3, "stderr")
+    assert found.first == (exits.USER, "ValueError: planted at step 4", 1.3)
