@@ -26,8 +26,9 @@ import threading
 import time
 from pathlib import Path
 
-from training import exits, heartbeat, job_stop
+from training import exits, flight_recorder, heartbeat, job_stop
 from training.nccl_check import NcclCheck
+from training.ranks import host_of, record_host, save_exit
 
 IB_CHECK_FAILED = 3
 HUNG = 4
@@ -55,21 +56,6 @@ def this_rank() -> int | None:
         if os.environ.get(name, "").isdigit():
             return int(os.environ[name])
     return None
-
-
-def record_host(ranks_dir: Path, rank: int, host: str) -> None:
-    ranks_dir.mkdir(parents=True, exist_ok=True)
-    record = {"rank": rank, "host": host, "pid": os.getpid()}
-    tmp = ranks_dir / f".rank-{rank}.json.tmp"
-    tmp.write_text(json.dumps(record))
-    tmp.replace(ranks_dir / f"rank-{rank}.json")
-
-
-def host_of(ranks_dir: Path, rank: int) -> str:
-    path = ranks_dir / f"rank-{rank}.json"
-    if not path.is_file():
-        return f"host unknown: no {path}"
-    return json.loads(path.read_text())["host"]
 
 
 def say(message: str) -> None:
@@ -290,20 +276,13 @@ def write_error_file(record: exits.Record) -> None:
 def save_record(ranks_dir: Path, record: exits.Record) -> None:
     """The record printed (the job's logs) and written beside the rank's host record."""
     print(record.text(), file=sys.stderr, flush=True)
-    if record.rank is None:
-        return
-    ranks_dir.mkdir(parents=True, exist_ok=True)
-    path = ranks_dir / f"exit-{record.rank}-round-{record.round}.json"
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(record.__dict__, sort_keys=True))
-    tmp.replace(path)
+    if record.rank is not None:
+        save_exit(ranks_dir, record)
 
 
 def per_round_dumps(env: dict[str, str]) -> None:
     """Under torchrun, the flight recorder's dumps go to this restart round's own folder
     (training.flight_recorder.round_prefix): every round's rank R would write the same file."""
-    from training import flight_recorder  # it reads host records through this module
-
     prefix = env.get(flight_recorder.DUMP_PREFIX_ENV)
     if not prefix or "TORCHELASTIC_RESTART_COUNT" not in env:
         return
