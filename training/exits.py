@@ -127,21 +127,23 @@ class Signs:
     def __init__(self):
         self.first: tuple[str, str, float] | None = None  # kind, line, time
         self.last = ""  # the last line that was not blank
-        self.in_traceback = False
+        self.in_traceback: set[str] = set()  # the streams in a traceback now
 
-    def feed(self, raw: str, now: float) -> None:
+    def feed(self, raw: str, now: float, stream: str = "stderr") -> None:
+        """One line of the output `stream` (stdout and stderr interleave: a traceback is read
+        on its own stream)."""
         line = _PREFIX.sub("", raw.rstrip("\n"))
         if line.strip():
             self.last = line.strip()[:MAX_LINE]
         kind = kind_of(line)
-        if kind is None and self.in_traceback and line and not line[0].isspace():
-            self.in_traceback = False
+        if kind is None and stream in self.in_traceback and line and not line[0].isspace():
+            self.in_traceback.discard(stream)
             if _EXCEPTION.match(line):
                 kind = USER
         elif kind is None and (_ERROR_LINE.match(line) or _WHAT.match(line)):
             kind = USER
         if line.startswith(_TRACEBACK):
-            self.in_traceback = True
+            self.in_traceback.add(stream)
         if kind is None:
             return
         if self.first is None or (kind == HARDWARE and self.first[0] != HARDWARE):

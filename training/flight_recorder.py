@@ -13,7 +13,6 @@ last collective this rank entered), and `entries` the recent collectives, each w
 """
 
 import argparse
-import json
 import os
 import pickle
 import sys
@@ -22,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from training import exits, job_stop
-from training.guard import host_of
+from training.ranks import exit_records, host_of
 
 # The environment of the torchrun path's safeguards, set by azdl (azdl.jobs.safeguards) and
 # read by PyTorch and training.torch.distributed.
@@ -205,7 +204,7 @@ def cause_on_record(ranks_dir: Path | None) -> exits.Record | None:
     raised, was killed, or stopped), or None."""
     if ranks_dir is None:
         return None
-    records = [exits.Record(**json.loads(p.read_text())) for p in ranks_dir.glob("exit-*.json")]
+    records = exit_records(ranks_dir)
     latest = max((r.round for r in records), default=0)
     causes = [r for r in records if r.round == latest
               and r.kind not in (*exits.CONSEQUENCES, exits.FINISHED)]  # fmt: skip

@@ -26,8 +26,9 @@ import threading
 import time
 from pathlib import Path
 
-from training import exits, heartbeat, job_stop
+from training import exits, flight_recorder, heartbeat, job_stop
 from training.nccl_check import NcclCheck
+from training.ranks import host_of, record_host, save_exit
 
 IB_CHECK_FAILED = 3
 HUNG = 4
@@ -57,21 +58,6 @@ def this_rank() -> int | None:
     return None
 
 
-def record_host(ranks_dir: Path, rank: int, host: str) -> None:
-    ranks_dir.mkdir(parents=True, exist_ok=True)
-    record = {"rank": rank, "host": host, "pid": os.getpid()}
-    tmp = ranks_dir / f".rank-{rank}.json.tmp"
-    tmp.write_text(json.dumps(record))
-    tmp.replace(ranks_dir / f"rank-{rank}.json")
-
-
-def host_of(ranks_dir: Path, rank: int) -> str:
-    path = ranks_dir / f"rank-{rank}.json"
-    if not path.is_file():
-        return f"host unknown: no {path}"
-    return json.loads(path.read_text())["host"]
-
-
 def say(message: str) -> None:
     print(f"{PREFIX} {message}", file=sys.stderr, flush=True)
 
@@ -98,6 +84,9 @@ class Watch:
         self.inits_complete = 0
         self.complete_at: float | None = None
         self.signs = exits.Signs()  # the first sign of why the command ended (training.exits)
+        self.hang_for: float | None = None  # seconds the command had been stuck when found hung
+        self.stuck_since: float | None = None  # when it stopped moving (wall time): the failure
+        self.check_failed_at: float | None = None  # when the InfiniBand check stopped it
         self.stopped_at: float | None = None  # when its launcher signalled the guard (wall time)
         self.lock = threading.Lock()
 
@@ -111,10 +100,10 @@ class Watch:
     def where(self) -> str:
         return f"rank {self.rank} on {self.host}"
 
-    def line(self, text: str) -> bool:
-        """Looks at one line; returns whether it goes on to the output."""
+    def line(self, text: str, stream: str = "stderr") -> bool:
+        """Looks at one line of `stream`; returns whether it goes on to the output."""
         with self.lock:
-            self.signs.feed(text, time.time())
+            self.signs.feed(text, time.time(), stream)
             if match := _MISSING_RANK.match(text):
                 self.stalled[int(match.group(1))] = match.group(3)
                 if match.group(2):
@@ -159,9 +148,12 @@ class Watch:
                 self.hang = (
                     f"NCCL's communicator set-up (Init START) has not completed after {limit:g} s"
                 )
+                self.hang_for = now - self.init_started
             elif self.args.progress_timeout and self.beat_file is not None:
                 self.hang = self.progress_problem(now)
+                self.hang_for = self.stalled_for()
             if self.hang is not None:
+                self.stuck_since = time.time() - (self.hang_for or 0.0)
                 say(f"{HANG_LINE} {self.where()}: {self.hang}; dumping the Python stacks of its "
                     "processes, then stopping it (exit code 4, retryable)")  # fmt: skip
 
@@ -191,6 +183,7 @@ class Watch:
         elif self.args.nodes > 1:
             say(f"{IB_STOP_LINE} {self.where()}: {verdict.message}; stopping the job")
             self.failed_check = verdict
+            self.check_failed_at = time.time()
         else:
             say(f"warning: InfiniBand check on {self.where()}: {verdict.message} "
                 "(single node: goes on)")  # fmt: skip
@@ -221,9 +214,9 @@ def exit_record(watch: Watch, returncode: int, code: int, error_file: dict | Non
     if code == 0:
         kind, line, at = exits.FINISHED, "", now
     elif watch.stop == IB_CHECK_FAILED:
-        kind, line, at = exits.INFINIBAND_STOP, watch.failed_check.message, now
-    elif watch.stop == HUNG:
-        kind, line, at = exits.HANG, watch.hang, now
+        kind, line, at = exits.INFINIBAND_STOP, watch.failed_check.message, watch.check_failed_at
+    elif watch.stop == HUNG:  # the failure is when it stopped moving, not when it was ended
+        kind, line, at = exits.HANG, watch.hang, watch.stuck_since
     elif first is not None and (stopped is None or first[2] <= stopped):
         kind, line, at = first
     elif stopped is not None:
@@ -283,20 +276,13 @@ def write_error_file(record: exits.Record) -> None:
 def save_record(ranks_dir: Path, record: exits.Record) -> None:
     """The record printed (the job's logs) and written beside the rank's host record."""
     print(record.text(), file=sys.stderr, flush=True)
-    if record.rank is None:
-        return
-    ranks_dir.mkdir(parents=True, exist_ok=True)
-    path = ranks_dir / f"exit-{record.rank}-round-{record.round}.json"
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(record.__dict__, sort_keys=True))
-    tmp.replace(path)
+    if record.rank is not None:
+        save_exit(ranks_dir, record)
 
 
 def per_round_dumps(env: dict[str, str]) -> None:
     """Under torchrun, the flight recorder's dumps go to this restart round's own folder
     (training.flight_recorder.round_prefix): every round's rank R would write the same file."""
-    from training import flight_recorder  # it reads host records through this module
-
     prefix = env.get(flight_recorder.DUMP_PREFIX_ENV)
     if not prefix or "TORCHELASTIC_RESTART_COUNT" not in env:
         return
@@ -372,8 +358,9 @@ def dump_and_kill(child: subprocess.Popen) -> None:
 
 
 def relay(stream, out, watch: Watch) -> None:
+    name = "stdout" if out is sys.stdout else "stderr"
     for text in iter(stream.readline, ""):
-        if watch.line(text.rstrip("\n")):
+        if watch.line(text.rstrip("\n"), name):
             out.write(text)
             out.flush()
 

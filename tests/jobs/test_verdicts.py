@@ -249,3 +249,12 @@ def test_the_guards_stop_lines_are_read_though_torchrun_labels_them(tmp_path):
         assert outcome.reason.startswith(
             VERDICTS[kind][1] + ' (on node-7: docs/jobs.md, "A bad node")'
         )
+
+
+def test_a_traceback_is_read_on_its_own_stream_while_the_other_prints():
+    found = exits.Signs()
+    found.feed("Traceback (most recent call last):", 1.0, "stderr")
+    found.feed("epoch 1/1 - loss: 1.3814", 1.1, "stdout")  # another thread's line, between
+    found.feed('  File "train.py", line 3, in <module>', 1.2, "stderr")
+    found.feed("ValueError: planted at step 4", 1.3, "stderr")
+    assert found.first == (exits.USER, "ValueError: planted at step 4", 1.3)

@@ -242,11 +242,21 @@ def restarted(run_: Run) -> bool:
 
 def stack_traces(run_: Run) -> list[str]:
     """The lines of a Python traceback or a C++ stack in the nodes' output (a worker's line
-    under torchrun labelled with its rank: training.rank_output)."""
+    under torchrun labelled with its rank: training.rank_output) up to each node's last exit
+    record. After it, a node's torchrun may still log one: the non-host agent shutting
+    the rendezvous down after a completed run can find node 0's store already gone (torch 2.13
+    dynamic_rendezvous.py `shutdown`: "has failed to shutdown the rendezvous ... due to an
+    error of type RendezvousConnectionError", after TCPStore's C++ warning); the run has ended."""
+    from training import exits
+
     pattern = re.compile(
         rf"Traceback \(most recent call last\)|^(?:{rank_output.LABEL})?frame #\d+", re.M
     )
-    return [m.group(0) for log in run_.logs for m in pattern.finditer(log)]
+    found = []
+    for log in run_.logs:
+        end = log.rfind(exits.LINE)
+        found += [m.group(0) for m in pattern.finditer(log[: end if end >= 0 else len(log)])]
+    return found
 
 
 def results_header(command: str) -> dict:
