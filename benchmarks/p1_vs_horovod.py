@@ -66,7 +66,7 @@ def baseline_command(a) -> list[str]:
 
 def ours_command(framework: str, a) -> list[str]:
     lr = 0.01 * 256 / (a.batch_size * a.workers)  # the baseline's SGD(0.01), in our scaling
-    return launch_command(framework, a.workers, "gloo", [
+    return launch_command(framework, a.workers, "horovod", [
         "--model", "resnet50", "--image-size", str(a.image_size),
         "--num-classes", str(a.num_classes), "--batch-size", str(a.batch_size),
         "--epochs", str(a.num_iters), "--steps-per-epoch", str(a.num_batches_per_iter),

@@ -20,7 +20,7 @@ from pathlib import Path
 from rich.console import Console
 
 OUT = Path(__file__).resolve().parent / "results"
-LAUNCHERS = {"Horovod": "gloo", "torchrun": "torchrun"}  # label: azdl's --launcher
+LAUNCHERS = {"Horovod": "horovod", "torchrun": "torchrun"}  # label: azdl's --launcher
 VARIANTS = {f"{label}, {n} worker{'s' if n > 1 else ''}": (launcher, n)
             for label, launcher in LAUNCHERS.items() for n in (1, 2)}  # fmt: skip
 P2_TARGET, VS_HOROVOD_TARGET = 0.90, 0.95

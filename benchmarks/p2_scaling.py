@@ -1,6 +1,6 @@
 """P2: scaling efficiency on this machine — 2 workers vs 1, one CPU thread each.
 
-    .venv/bin/python benchmarks/p2_scaling.py [--framework keras] [--launcher mpi] [--rounds 2]
+    .venv/bin/python benchmarks/p2_scaling.py [--framework keras] [--transport mpi] [--rounds 2]
 
 Runs our training script (ResNet50 at 128 px, synthetic data) with 1 worker and with 2
 workers, each worker limited to one thread (`--threads 1`), the 2-worker run with and without
@@ -61,7 +61,8 @@ def images_per_sec(
         "--timing-warmup-steps", str(a.warmup_steps), "--threads", "1",
         "--warmup-epochs", "0", "--lr-decay", "none", *extra,
     ]  # fmt: skip
-    cmd = launch_command(framework, workers, launcher, args)
+    cmd = launch_command(framework, workers, launcher, args,
+                         transport=getattr(a, "transport", "gloo"))  # fmt: skip
     env = local_env(launcher, workers)
     procs = [
         subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, text=True)
@@ -113,7 +114,9 @@ def write_chart(results_json: Path = OUT / "p2_scaling.json") -> Path:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--framework", choices=["keras", "tf", "torch"], default="keras")
-    p.add_argument("--launcher", choices=["gloo", "mpi", "torchrun"], default="gloo")
+    p.add_argument("--launcher", choices=["horovod", "torchrun"], default="horovod")
+    p.add_argument("--transport", choices=["gloo", "mpi"], default="gloo",
+                   help="Horovod's: horovodrun --gloo or plain mpirun")  # fmt: skip
     p.add_argument("--image-size", type=int, default=128)
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--num-classes", type=int, default=1000)

@@ -9,6 +9,11 @@ when one rests on a single sample. A figure whose code changed after its commit 
 so is one without a commit (provenance.py): a stale figure is shown, but not judged.
 
     .venv/bin/python benchmarks/targets.py          # print the table
+    .venv/bin/python benchmarks/targets.py --check  # exit 1, naming them, if a figure is stale
+
+The check is the end of `make bench`, not a test: every commit that touches code a benchmark
+imports makes its figure stale until someone re-measures it (minutes to an hour each), and the
+table says so in bold meanwhile.
 """
 
 import json
@@ -187,5 +192,26 @@ def table(results_dir: Path = RESULTS_DIR, links: bool = True, root: Path = ROOT
     return "\n".join(lines) + "\n"
 
 
+def stale() -> list[str]:
+    """`<results>: why` for every target whose figure is not current at HEAD, or missing."""
+    found = []
+    for target in TARGETS:
+        path = RESULTS_DIR / f"{target.results}.json"
+        if not path.is_file():
+            found.append(f"{target.results}: no results file")
+            continue
+        fresh = provenance.freshness(json.loads(path.read_text()))
+        if not fresh.current:
+            found.append(f"{target.results}: {fresh.text}")
+    return list(dict.fromkeys(found))
+
+
 if __name__ == "__main__":
-    sys.stdout.write(table())
+    if sys.argv[1:] == ["--check"]:
+        if problems := stale():
+            sys.exit("error: figures to re-measure:\n  " + "\n  ".join(problems))
+        print("every figure in the targets table measured the code at HEAD")
+    elif sys.argv[1:]:
+        sys.exit(f"error: unknown arguments {sys.argv[1:]}; allowed: --check, or none")
+    else:
+        sys.stdout.write(table())

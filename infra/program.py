@@ -1,7 +1,8 @@
 """The Pulumi program: validate the stack's config, then declare one component per concern.
 
 `declare(config)` builds everything and returns the stack outputs; `main()` is what
-`pulumi up` runs (through `infra/__main__.py`) and what `infra.mocks` runs offline.
+`pulumi up` runs (through `infra/__main__.py`) and what `azdl plan` runs offline (under
+`infra.mocks`).
 """
 
 import json

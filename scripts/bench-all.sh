@@ -20,5 +20,7 @@ if [ "${QUICK:-0}" != 1 ]; then
     "$op" benchmarks/p2_scaling.py
     "$op" benchmarks/p2_launchers.py
     "$op" benchmarks/p1_vs_horovod.py --rounds 2
+    "$op" benchmarks/teardown_stress.py --before 86465dd --before-runs 20
 fi
 ls -l benchmarks/results/
+"$op" benchmarks/targets.py --check

@@ -3,13 +3,16 @@ the `azdl plan` command, prod through the function it calls (each in its own sub
 
 A test that uses a rendering fixture (RENDERING, directly or through another fixture) is marked
 slow: rendering the program takes seconds, and `make test-fast` leaves slow tests out. A test
-that renders by itself carries the mark in its module.
+that renders by itself carries the mark in its module; one that renders without it fails
+(tests/support/slow_renders.py).
 
 Imports stay inside the fixtures: the training tests (.venv-train) load this file too."""
 
 import json
 
 import pytest
+
+pytest_plugins = ["tests.support.slow_renders"]
 
 # The fixtures that render the program (by name, wherever they are defined).
 RENDERING = {

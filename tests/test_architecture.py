@@ -251,3 +251,65 @@ def test_no_product_module_is_over_600_lines():
     assert len(sizes) > 100, "too few modules found: is this the repository root?"
     over = {name: n for name, n in sizes.items() if n > MAX_MODULE_LINES}
     assert not over, f"split these modules (over {MAX_MODULE_LINES} lines): {over}"
+
+
+# Test support lives in tests/ and only tests use it; a test module or a conftest is pytest's to
+# load, never a library: imported by name it is a second copy of the module (pytest imports a
+# test file by its own name), with its own caches, and the names shared go in a support module
+# (tests/support/, or one beside its users that is not named test_*.py).
+TESTS = ROOT / "tests"
+OUTSIDE_TESTS = (*PACKAGES, "docs", "benchmarks", "scripts", "examples")
+
+
+def imported_names(tree: ast.AST, path: Path) -> set[str]:
+    """Dotted names of the modules a source imports (relative ones resolved from `path`), and
+    for `from A import B` also A.B."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                package = list(path.relative_to(ROOT).parent.parts)
+                package = package[: len(package) - node.level + 1]
+                base = ".".join([*package, *([base] if base else [])])
+            names |= {base} | {f"{base}.{alias.name}" for alias in node.names}
+    return names
+
+
+def test_only_tests_import_test_support():
+    offenders = sorted(
+        f"{path.relative_to(ROOT)} imports {name}"
+        for folder in OUTSIDE_TESTS
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        for name in imported_names(ast.parse(path.read_text(), filename=str(path)), path)
+        if name == "tests" or name.startswith("tests.")
+    )
+    assert not offenders, "test support is for tests only:\n" + "\n".join(offenders)
+
+
+def is_test_module(name: str) -> bool:
+    last = name.rsplit(".", 1)[-1]
+    return last.startswith("test_") or last == "conftest"
+
+
+def test_no_module_imports_a_test_module_or_a_conftest():
+    offenders = sorted(
+        f"{path.relative_to(ROOT)} imports {name}"
+        for path in sorted(TESTS.rglob("*.py"))
+        for name in imported_names(ast.parse(path.read_text(), filename=str(path)), path)
+        if name.startswith("tests.") and is_test_module(name)
+    )
+    assert not offenders, (
+        "a test module or conftest is pytest's to load: put what is shared in a support module "
+        "(tests/support/, or a module beside its users not named test_*):\n" + "\n".join(offenders)
+    )
+
+
+def test_the_test_import_reader_sees_relative_imports(tmp_path):
+    path = TESTS / "infra" / "test_x.py"
+    tree = ast.parse("from .test_infra_access import stack\nfrom tests.support import planted\n")
+    names = imported_names(tree, path)
+    assert "tests.infra.test_infra_access" in names and "tests.support.planted" in names
+    assert is_test_module("tests.infra.conftest") and not is_test_module("tests.support.planted")

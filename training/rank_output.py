@@ -5,8 +5,10 @@ labels them (`[1]<stdout>:`):
 
 runs COMMAND (under torchrun, which sets RANK) and copies its stdout and stderr to its own, each
 line (ended by \\n or \\r, as Horovod splits them) written in one piece after its label. One write
-of up to PIPE_BUF bytes (4096 on Linux) to a pipe is never interleaved with another process's
-(POSIX write(2)), so the ranks' lines stay apart in the node's output.
+of up to PIPE_BUF bytes (4096 on Linux) to a pipe is never interleaved with another process's,
+and a longer one may be (POSIX write(2)): so lines go out in writes of whole lines of at most
+PIPE_BUF bytes, and the ranks' lines stay apart in the node's output. (A single line longer
+than PIPE_BUF cannot be kept whole by any writer; it goes in one write.)
 
 Why not torchrun's own labels (`--tee 3` with TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE="[${rank}]:",
 torch 2.13.0: torch/distributed/run.py reads the variable, elastic/multiprocessing/tail_log.py
@@ -14,7 +16,7 @@ labels what it reads back from each worker's log file): its tailer reads a file 
 which at the file's end returns the part of a line written so far, and labels that part as a
 line. Unbuffered Python (PYTHONUNBUFFERED=1, as both images run it) writes print()'s text and
 its newline in separate writes, so lines come out cut and merged with another rank's: 2 of 6,000
-lines in one of three runs here ("[1]:rank 1 l[0]:rank 0 line 1112 …"). Horovod's labeller reads
+lines in two of three runs here ("[1]:rank 1 l[0]:rank 0 line 1112 …"). Horovod's labeller reads
 each worker's pipe and writes whole lines only (horovod/runner/common/util/safe_shell_exec.py,
 prefix_connection, 0.28.1); so does this, and COMMAND runs unbuffered (PYTHONUNBUFFERED=1 unless
 set) so that its lines come as it writes them.
@@ -27,6 +29,7 @@ code or by the same signal, which torchrun reports as the worker's."""
 import argparse
 import os
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -56,6 +59,17 @@ def write_all(fd: int, data: bytes) -> None:
         data = data[os.write(fd, data) :]
 
 
+def atomic_writes(lines: list[bytes]) -> list[bytes]:
+    """`lines` joined into as few writes as keep each at most PIPE_BUF bytes, whole lines only."""
+    writes: list[bytes] = []
+    for line in lines:
+        if writes and len(writes[-1]) + len(line) <= select.PIPE_BUF:
+            writes[-1] += line
+        else:
+            writes.append(line)
+    return writes
+
+
 def copy(source: int, target: int, label: bytes) -> None:
     """Copy `source` to `target` until its end, a label before each line; a last line without
     an end gets one. If `target` goes (its reader ended), the rest is read and dropped, so that
@@ -65,7 +79,8 @@ def copy(source: int, target: int, label: bytes) -> None:
         lines, rest = complete_lines(rest + chunk)
         if open_target and lines:
             try:
-                write_all(target, b"".join(label + line for line in lines))
+                for data in atomic_writes([label + line for line in lines]):
+                    write_all(target, data)
             except BrokenPipeError:
                 open_target = False
     if rest and open_target:

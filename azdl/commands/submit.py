@@ -83,7 +83,8 @@ def register(subparsers) -> None:
         p,
         "horovod: Horovod, Azure ML's MPI with one process per GPU (default); torchrun: "
         "torch.distributed, one torchrun per node starting one worker per GPU "
-        "(--framework torch, or your own --script; docs/torchrun.md)",
+        "(--framework torch, or your own --script; docs/torchrun.md); with --script the "
+        "default is the one the script is written for, read from its source",
         CLUSTER_RENAMES,
     )
     p.add_argument(

@@ -88,7 +88,8 @@ def register(subparsers) -> None:
     add_launcher_option(
         p,
         "horovod: Horovod's workers (default); torchrun: torch.distributed's under torchrun "
-        "(--framework torch, or your own --script)",
+        "(--framework torch, or your own --script); with --script the default is the one the "
+        "script is written for, read from its source",
         LOCAL_RENAMES,
         transport="Horovod's: gloo: under horovodrun --gloo (default); mpi: under plain mpirun, "
         "as Azure ML launches MPI jobs (the default with --stall-timeout)",

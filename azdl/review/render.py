@@ -1,5 +1,6 @@
 """Render one stack offline: run the real infra program under the Pulumi SDK's mocks, as a
-`pulumi preview` of a new stack would, and record what it declares. `azdl.review.plan` runs it
+`pulumi preview` of a new stack would (`infra.mocks.PreviewMocks`, the preview the tests hold to
+pulumi-azure-native's source), and record what it declares. `azdl.review.plan` runs it
 in a fresh interpreter (`python -m azdl.review.render_cache`), because the Pulumi runtime's
 state is global."""
 
@@ -18,7 +19,7 @@ from azdl.envs import REPO_ROOT
 from azdl.review import manifest
 from infra.azure_facts import ENGINE_UNKNOWN
 from infra.config import PROJECT, read_stack_file, stack_name_of
-from infra.mocks import AzureMocks, preview_outputs
+from infra.mocks import PreviewMocks
 
 _ASSET_SIGS = {rpc._special_asset_sig, rpc._special_archive_sig}
 
@@ -59,24 +60,6 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
             urn = self.make_urn(request.parent, request.type, request.name)
             self.requests.append((urn, request))
         return super().RegisterResource(request)
-
-
-class PreviewMocks(pulumi.runtime.Mocks):
-    """The infra mocks, as a preview of a new stack sees Azure: invokes are answered; an
-    azure-native resource gets no id and the outputs pulumi-azure-native's preview gives it
-    (infra.mocks.preview_outputs: the inputs of the same name, the rest unknown); any other
-    resource (random, dynamic) gets none."""
-
-    def __init__(self, inner: pulumi.runtime.Mocks):
-        self.inner = inner
-
-    def call(self, args):
-        return self.inner.call(args)
-
-    def new_resource(self, args):
-        if args.typ.startswith("azure-native:"):
-            return "", preview_outputs(args.typ, args.inputs)
-        return "", {}
 
 
 # A dynamic resource's serialized provider (its pickled code): named, not shown.
@@ -153,7 +136,7 @@ def render(stack_file: Path) -> dict[str, Any]:
     pulumi.runtime.set_all_config(
         {k: v if isinstance(v, str) else json.dumps(v) for k, v in config.items()}
     )
-    mocks = PreviewMocks(AzureMocks())
+    mocks = PreviewMocks()
     monitor = RecordingMonitor(mocks)
     pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=True, monitor=monitor)
     pulumi_mocks.test(program.main)()

@@ -272,10 +272,13 @@ measure() {
 }
 
 # A Horovod WHEEL into $site, as the kit uses it, checked: `horovodrun --check-build` shows
-# PyTorch, Gloo (and NCCL on a GPU), and horovod loads from $site.
+# PyTorch, Gloo (and NCCL on a GPU), and horovod loads from $site. horovodrun is run as the
+# module its script calls (horovod.runner.launch:run_commandline, the wheel's entry point): the
+# carried cmake wheel has made $site/bin already, and pip --target adds nothing to a folder that
+# exists (it warns and skips it).
 install_horovod() {
     "$python" -m pip install -q --no-index --no-deps --no-compile --target "$site" "$1" || return 1
-    "$python" "$site/bin/horovodrun" --check-build | tee "$out/check-build.txt"
+    "$python" -m horovod.runner.launch --check-build | tee "$out/check-build.txt"
     local features=(PyTorch Gloo)
     [[ $mode == gpu ]] && features+=(NCCL)
     for feature in "${features[@]}"; do

@@ -29,55 +29,13 @@ How to add a setting (one place):
    the docs page regenerates itself.
 """
 
-from infra.azure_facts import REQUIRED_TAGS
-from infra.config.access import (
-    BASTION_SKUS,
-    PRINCIPAL_TYPES,
-    RESERVED_ADMIN_NAMES,
-    SSH_KEY_TYPES,
-    AccessSettings,
-    JumpHostConfig,
-    Operator,
-)
-from infra.config.compute import (
-    IMAGE_FRAMEWORKS,
-    NOT_IMAGE_BUILD,
-    PRIORITIES,
-    REGISTRY_SKUS,
-    ClusterSettings,
-    ImagesSettings,
-    RegistrySettings,
-)
-from infra.config.fields import (
-    ARM_ID_PATTERNS,
-    PROJECT,
-    REQUIRED,
-    VM_SIZE_NAMES,
-    Bool,
-    Cidr,
-    ConfigError,
-    Float,
-    Int,
-    Invalid,
-    Missing,
-    Str,
-    VmSizeName,
-    _Section,
-    arm_id,
-    azure_name,
-    matching,
-    one_of,
-    rule,
-    setting,
-)
+from infra.config.access import Operator
+from infra.config.compute import IMAGE_FRAMEWORKS
+from infra.config.fields import PROJECT, ConfigError
 from infra.config.load import (
-    KEYS,
-    OBJECT_KEYS,
     PROVIDER_LOCATION_KEY,
     SCHEMA,
     STRING_KEYS,
-    TYPE_WORDS,
-    _config_error,
     json_type,
     load_config,
     load_stack_file,
@@ -85,41 +43,13 @@ from infra.config.load import (
     stack_name_of,
     with_subscription,
 )
-from infra.config.network import (
-    ADDRESS_PLAN_KEYS,
-    DNS_ZONE_GROUP_MODES,
-    ENDPOINT_DNS_ZONES,
-    NETWORK_MODES,
-    OUTBOUND_MODES,
-    PRIVATE_DNS_ZONES,
-    ExistingSubnets,
-    NetworkSettings,
-    ZoneIds,
-)
-from infra.config.resource_groups import ResourceGroupsSettings
-from infra.config.stack import ENVIRONMENTS, NamePrefix, NameSuffix, Region, StackConfig, Tags
-from infra.config.storage import (
-    DATA_PROTECTION,
-    MIN_NFS_SHARE_GIB,
-    OUTPUTS_REDUNDANCY,
-    WORKSPACE_STORAGE_MODES,
-    ZONE_REDUNDANT,
-    StorageSettings,
-)
+from infra.config.network import ENDPOINT_DNS_ZONES
+from infra.config.stack import StackConfig
 
+# What the program, the CLI and the schema read: loading and validating a stack, the model it
+# gives, and the few constants they share. Declaring a setting takes `infra.config.fields`.
 __all__ = [
-    "ADDRESS_PLAN_KEYS", "ARM_ID_PATTERNS", "BASTION_SKUS", "DATA_PROTECTION",
-    "DNS_ZONE_GROUP_MODES", "ENDPOINT_DNS_ZONES", "ENVIRONMENTS", "IMAGE_FRAMEWORKS", "KEYS",
-    "MIN_NFS_SHARE_GIB", "NETWORK_MODES", "NOT_IMAGE_BUILD", "OBJECT_KEYS", "OUTBOUND_MODES",
-    "OUTPUTS_REDUNDANCY", "PRINCIPAL_TYPES", "PRIORITIES", "PRIVATE_DNS_ZONES", "PROJECT",
-    "PROVIDER_LOCATION_KEY", "REGISTRY_SKUS", "REQUIRED", "REQUIRED_TAGS", "RESERVED_ADMIN_NAMES",
-    "SCHEMA", "SSH_KEY_TYPES", "STRING_KEYS", "TYPE_WORDS", "VM_SIZE_NAMES",
-    "WORKSPACE_STORAGE_MODES", "ZONE_REDUNDANT", "AccessSettings", "Bool", "Cidr",
-    "ClusterSettings", "ConfigError", "ExistingSubnets", "Float", "ImagesSettings", "Int",
-    "Invalid", "JumpHostConfig", "Missing", "NamePrefix", "NameSuffix", "NetworkSettings",
-    "Operator", "Region", "RegistrySettings", "ResourceGroupsSettings", "StackConfig",
-    "StorageSettings", "Str", "Tags", "VmSizeName", "ZoneIds", "_Section", "_config_error",
-    "arm_id", "azure_name", "json_type",
-    "load_config", "load_stack_file", "matching", "one_of", "read_stack_file", "rule", "setting",
-    "stack_name_of", "with_subscription",
+    "ENDPOINT_DNS_ZONES", "IMAGE_FRAMEWORKS", "PROJECT", "PROVIDER_LOCATION_KEY", "SCHEMA",
+    "STRING_KEYS", "ConfigError", "Operator", "StackConfig", "json_type", "load_config",
+    "load_stack_file", "read_stack_file", "stack_name_of", "with_subscription",
 ]  # fmt: skip

@@ -9,8 +9,8 @@ from infra.config.fields import (
     GUID,
     Cidr,
     Invalid,
+    Section,
     Str,
-    _Section,
     matching,
     one_of,
     rule,
@@ -33,7 +33,7 @@ def _prefix_of(cidr: int, largest: str) -> Any:
     return rule(lambda net: net.prefixlen <= cidr, largest, shown=str)
 
 
-class Operator(_Section):
+class Operator(Section):
     """A person or group that runs `azdl data stage`, `azdl submit` and `azdl bench`."""
 
     object_id: Annotated[matching(GUID, "a Microsoft Entra object id, a GUID such as "
@@ -81,7 +81,7 @@ def _ssh_public_key(text: str) -> str:
     return key
 
 
-class JumpHostConfig(_Section):
+class JumpHostConfig(Section):
     """`access.jumpHost`: Azure Bastion plus a small Linux VM inside the stack's VNet."""
 
     bastion_subnet: Annotated[Cidr, _prefix_of(26, "a /26 or larger (Azure Bastion's "
@@ -123,7 +123,7 @@ class JumpHostConfig(_Section):
     )
 
 
-class AccessSettings(_Section):
+class AccessSettings(Section):
     """How operators reach a private stack (docs/access.md)."""
 
     jump_host: JumpHostConfig = setting(

@@ -9,8 +9,8 @@ from infra.config.fields import (
     Bool,
     Int,
     Invalid,
+    Section,
     VmSizeName,
-    _Section,
     azure_name,
     one_of,
     rule,
@@ -23,7 +23,7 @@ IMAGE_FRAMEWORKS = ("tensorflow", "pytorch")  # images/<framework>/Dockerfile
 PRIORITIES = {"dedicated": "Dedicated", "lowPriority": "LowPriority"}
 
 
-class RegistrySettings(_Section):
+class RegistrySettings(Section):
     """The container registry the training images go to (infra/registry.py)."""
 
     sku: one_of(REGISTRY_SKUS) = setting(
@@ -38,7 +38,7 @@ NOT_IMAGE_BUILD = rule(lambda name: name != IMAGE_BUILD_COMPUTE, f"any other com
                        "stacks create in the same workspace")  # fmt: skip
 
 
-class ClusterSettings(_Section):
+class ClusterSettings(Section):
     """The AmlCompute GPU cluster jobs run on (infra/cluster.py)."""
 
     name: Annotated[azure_name("compute"), NOT_IMAGE_BUILD] = setting(
@@ -94,7 +94,7 @@ def _image_refs(prebuilt: dict[str, str]) -> dict[str, str]:
     return prebuilt
 
 
-class ImagesSettings(_Section):
+class ImagesSettings(Section):
     """Images built elsewhere instead of by the stack (infra/images.py)."""
 
     prebuilt: Annotated[

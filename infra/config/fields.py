@@ -1,5 +1,5 @@
 """How a setting is declared and checked: `setting(...)`, the value types and checks a field
-takes, `_Section` (the base of every section model) and the errors a check raises."""
+takes, `Section` (the base of every section model) and the errors a check raises."""
 
 import difflib
 import ipaddress
@@ -76,7 +76,7 @@ def setting(
 ) -> Any:
     """One setting's declaration. `default_words`: a default derived from other keys, in words
     (the field's default is None; a validator fills it in). `by_environment`: a default per
-    environment, `{"prod": ..., "*": ...}`, filled in by `_Section`. `example`: a value for the
+    environment, `{"prod": ..., "*": ...}`, filled in by `Section`. `example`: a value for the
     reference's `pulumi config set` lines. `source`: where the rule comes from (a URL)."""
     extra = {"x-allowed": allowed, "x-example": example, "x-source": source}
     if by_environment is not None:
@@ -181,7 +181,7 @@ VM_SIZE_NAMES = WithJsonSchema({"type": "string", "enum": sorted(VM_SIZES)})
 VmSizeName = Annotated[VmSize, BeforeValidator(_to_vm_size), VM_SIZE_NAMES]
 
 
-class _Section(BaseModel):
+class Section(BaseModel):
     """A structured key: an object of known sub-keys (camelCase of the field names)."""
 
     model_config = ConfigDict(

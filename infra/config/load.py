@@ -47,7 +47,7 @@ TYPE_WORDS = {"string_type": "a string", "int_type": "an integer", "float_type":
               "dict_type": "an object"}  # fmt: skip
 
 
-def _config_error(exc: ValidationError) -> ConfigError:
+def config_error(exc: ValidationError) -> ConfigError:
     """The first problem pydantic found, in the project's words."""
     error = exc.errors()[0]
     key, cause = _key_of(error["loc"]), error.get("ctx", {}).get("error")
@@ -112,7 +112,7 @@ def load_config(
     try:
         return StackConfig.model_validate(own, context=context)
     except ValidationError as exc:
-        raise _config_error(exc) from None
+        raise config_error(exc) from None
 
 
 def with_subscription(cfg: StackConfig, subscription_id: str) -> StackConfig:

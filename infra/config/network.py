@@ -20,8 +20,8 @@ from infra.config.fields import (
     Cidr,
     Invalid,
     Missing,
+    Section,
     Str,
-    _Section,
     arm_id,
     one_of,
     setting,
@@ -89,7 +89,7 @@ ZoneIds = Annotated[
 ]  # fmt: skip
 
 
-class ExistingSubnets(_Section):
+class ExistingSubnets(Section):
     """`network.existing`: a landing zone's subnets, used instead of a VNet of the stack's own
     (the Azure Verified Module for Azure ML workspaces,
     Azure/terraform-azurerm-avm-res-machinelearningservices-workspace, likewise takes a subnet
@@ -127,7 +127,7 @@ class ExistingSubnets(_Section):
 ADDRESS_PLAN_KEYS = ("addressSpace", "trainingSubnet", "privateEndpointSubnet")
 
 
-class NetworkSettings(_Section):
+class NetworkSettings(Section):
     """The VNet, its two subnets and how services are reached (infra/network.py)."""
 
     address_space: Cidr = setting(

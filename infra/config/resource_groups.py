@@ -2,10 +2,10 @@
 
 from pydantic import model_validator
 
-from infra.config.fields import Invalid, _Section, azure_name, setting
+from infra.config.fields import Invalid, Section, azure_name, setting
 
 
-class ResourceGroupsSettings(_Section):
+class ResourceGroupsSettings(Section):
     """Existing resource groups to deploy into instead of the two the stack creates: the
     deploying identity then needs its roles on these two groups only, none on the subscription
     (docs/deploy.md, The deploying identity)."""

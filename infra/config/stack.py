@@ -21,8 +21,8 @@ from infra.config.fields import (
     Float,
     Invalid,
     Missing,
+    Section,
     VmSizeName,
-    _Section,
     matching,
     one_of,
     rule,
@@ -66,7 +66,7 @@ NameSuffix = matching(r"[a-z0-9]{4,12}", "4-12 lowercase letters and digits (it 
                        "subscription")  # fmt: skip
 
 
-class StackConfig(_Section):
+class StackConfig(Section):
     """Every `azdl:` key of a stack, validated; plus the stack's names (`names`), which derive
     from the project, stack and subscription (`load_config`'s context)."""
 

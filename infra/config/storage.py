@@ -4,7 +4,7 @@ from typing import Annotated
 
 from pydantic import ValidationInfo, model_validator
 
-from infra.config.fields import Int, Invalid, _Section, azure_name, one_of, rule, setting
+from infra.config.fields import Int, Invalid, Section, azure_name, one_of, rule, setting
 
 DATA_PROTECTION = ("protect", "retain", "none")
 MIN_NFS_SHARE_GIB = 100  # smallest premium (provisioned) file share Azure accepts
@@ -23,7 +23,7 @@ OUTPUTS_REDUNDANCY = ("LRS", "ZRS", "GZRS")
 ZONE_REDUNDANT = ("ZRS", "GZRS")
 
 
-class StorageSettings(_Section):
+class StorageSettings(Section):
     """The storage accounts: premium blob for training data, standard for outputs, optional
     premium NFS share (infra/storage.py)."""
 

@@ -1,37 +1,26 @@
-"""The Pulumi SDK's mocks the program runs offline under, answering as pulumi-azure-native,
-Azure and the Pulumi engine would (docs/architecture.md, "The mocks"): `render` /
-`render_stack_file` run the whole program for one stack and record what it declares."""
+"""What `azdl plan` renders the program under (docs/architecture.md, "The mocks"): the Pulumi
+SDK's mocks answering as `pulumi preview` of a new stack does, with Azure's answers to the
+program's invokes and pulumi-azure-native's preview of each resource."""
 
 from infra.mocks.azure_answers import (
-    ARM,
+    CLIENT_CONFIG,
     CLIENT_OBJECT_ID,
     SUBSCRIPTION_ID,
-    SUCCEEDED,
     TENANT_ID,
-    SourceStore,
-    arm_id,
+    client_config,
+    stable_guid,
 )
-from infra.mocks.engine import (
-    CREATE,
+from infra.mocks.provider_preview import (
     DYNAMIC,
-    MODES,
-    PREVIEW_CREATE,
-    PREVIEW_UPDATE,
     RANDOM_ID,
-    REPLACE,
-    SAME,
-    UPDATE,
-    UPDATED,
-    AzureMocks,
-    RecordedResource,
-    dynamic_provider,
+    PreviewMocks,
+    create_preview,
+    preview_outputs,
+    unsecret,
 )
-from infra.mocks.provider_preview import STABLE_OUTPUTS, preview_outputs
-from infra.mocks.recorder import Rendering, render, render_stack_file
 
 __all__ = [
-    "ARM", "CLIENT_OBJECT_ID", "CREATE", "DYNAMIC", "MODES", "PREVIEW_CREATE", "PREVIEW_UPDATE",
-    "RANDOM_ID", "REPLACE", "SAME", "STABLE_OUTPUTS", "SUBSCRIPTION_ID", "SUCCEEDED", "TENANT_ID",
-    "UPDATE", "UPDATED", "AzureMocks", "RecordedResource", "Rendering", "SourceStore", "arm_id",
-    "dynamic_provider", "preview_outputs", "render", "render_stack_file",
+    "CLIENT_CONFIG", "CLIENT_OBJECT_ID", "DYNAMIC", "RANDOM_ID", "SUBSCRIPTION_ID", "TENANT_ID",
+    "PreviewMocks", "client_config", "create_preview", "preview_outputs", "stable_guid",
+    "unsecret",
 ]  # fmt: skip

@@ -1,5 +1,10 @@
-"""What pulumi-azure-native answers in a preview: the outputs of a resource, from its inputs
-(docs/architecture.md, "The mocks")."""
+"""`PreviewMocks`: the Pulumi SDK's mocks answering as `pulumi preview` of a new stack does,
+which is what `azdl plan` renders the program under: the invokes as Azure answers them, and each
+resource as pulumi-azure-native's preview of a create gives it: no id, its outputs from its
+inputs (docs/architecture.md, "The mocks").
+
+The test engine (tests/support/mock_engine) answers its preview of a create with this very
+class, so the tests that hold the preview to the provider's source hold `azdl plan` to it."""
 
 import collections.abc
 import functools
@@ -9,11 +14,46 @@ from collections.abc import Mapping
 from typing import Any
 
 import pulumi
+from pulumi.dynamic.dynamic import PROVIDER_KEY
 from pulumi.runtime import rpc
 
-# Outputs the provider keeps from the old state in the preview of an update
-# (provider/pkg/provider/provider.go, `Update`, "stableOutputs"; commit 006a62af).
-STABLE_OUTPUTS = ("name", "location")
+from infra.mocks.azure_answers import CLIENT_CONFIG, SUBSCRIPTION_ID, client_config
+
+DYNAMIC = "pulumi-python:dynamic:Resource"  # a Python dynamic provider's resource
+RANDOM_ID = "random:index/randomId:RandomId"
+
+
+class PreviewMocks(pulumi.runtime.Mocks):
+    """`pulumi preview` of a new stack, offline. `subscription_id`: the subscription
+    `getClientConfig` answers with (the deploying identity's)."""
+
+    def __init__(self, subscription_id: str = SUBSCRIPTION_ID) -> None:
+        self.subscription_id = subscription_id
+
+    def call(self, args: pulumi.runtime.MockCallArgs):
+        if args.token == CLIENT_CONFIG:
+            return dict(client_config(self.subscription_id)), []
+        raise NotImplementedError(f"no Azure answer is mocked for the call {args.token}")
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs):
+        if not args.custom:  # a component: nothing of its own reaches a provider
+            return None, {}
+        return None, create_preview(args.typ, args.inputs)
+
+
+def create_preview(token: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """The outputs of a resource of type `token` in the preview of its create; its id is
+    unknown (pulumi-azure-native provider/pkg/provider/provider.go, `Create`, commit
+    006a62afe453b416e5d5c98d2d91c4c7281f52f9, returns none in a preview). A RandomId's computed
+    values are unknown until it is created; a dynamic resource shows its inputs (the dynamic
+    provider does not support preview)."""
+    if token.startswith("azure-native:"):
+        return preview_outputs(token, inputs)
+    if token == RANDOM_ID:
+        return unsecret(dict(inputs))
+    if token == DYNAMIC:
+        return {k: unsecret(v) for k, v in inputs.items() if k != PROVIDER_KEY}
+    raise NotImplementedError(f"no preview is mocked for the type {token}")
 
 
 def preview_outputs(token: str, inputs: Mapping[str, Any]) -> dict[str, Any]:

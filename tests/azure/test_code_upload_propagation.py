@@ -23,7 +23,7 @@ from azdl.jobs.workspace import ml_client
 from azdl.propagation import code_upload_refusals, while_propagating
 from tests.azure.blob_endpoint import BlobEndpoint
 from tests.azure.fake_clock import Clock
-from tests.jobs.conftest import stack_outputs
+from tests.support.job_fixtures import stack_outputs
 
 OUTPUTS = parse_outputs(stack_outputs(), "test outputs")
 

@@ -4,40 +4,14 @@ machinelearningservices 2024-10-01 examples Usage/list.json and VirtualMachineSi
 and of stable 2025-12-01's Compute/listNodes.json at 5485d5f, the response's body without its
 nextLink)."""
 
-import json
 from types import SimpleNamespace
 
 import pytest
-from azure.ai.ml._restclient.arm_ml_service.models import AmlComputeNodeInformation as RestNode
-from azure.ai.ml._restclient.arm_ml_service.models import Usage as RestUsage
-from azure.ai.ml._restclient.arm_ml_service.models import VirtualMachineSize as RestVmSize
-from azure.ai.ml.entities import AmlComputeNodeInfo, Usage, VmSize
 from azure.core.exceptions import HttpResponseError
 
 from azdl.cli import main
 from azdl.jobs.quota import read_quota
-from tests.azure.documented import DATA, documented, h100_size, h100_usages
-
-
-def sdk_usages(entries=None) -> list[Usage]:
-    """Usage entities as MLClient.compute.list_usage returns them (azure-ai-ml 1.35's
-    `Usage._from_rest_object` of each REST item)."""
-    return [Usage._from_rest_object(RestUsage(e)) for e in entries or documented("usage_list.json")]
-
-
-def sdk_sizes(entries=None) -> list[VmSize]:
-    entries = entries or documented("vm_sizes_list.json")
-    return [VmSize._from_rest_object(RestVmSize(e)) for e in entries]
-
-
-def sdk_nodes(states=None) -> list[AmlComputeNodeInfo]:
-    """A cluster's nodes as MLClient.compute.list_nodes returns them (azure-ai-ml 1.35's
-    `AmlComputeNodeInfo._from_rest_object`): the documented two (running, idle), or one of the
-    documented node for each state in `states`."""
-    nodes = json.loads((DATA / "compute_list_nodes.json").read_text())["nodes"]
-    if states is not None:
-        nodes = [nodes[1] | {"nodeId": f"tvm-{i}", "nodeState": s} for i, s in enumerate(states)]
-    return [AmlComputeNodeInfo._from_rest_object(RestNode(n)) for n in nodes]
+from tests.azure.documented import h100_size, h100_usages, sdk_nodes, sdk_sizes, sdk_usages
 
 
 def client_with(usages, sizes, tier="dedicated", nodes=()):

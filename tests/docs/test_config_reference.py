@@ -9,8 +9,11 @@ import pytest
 from pydantic import ValidationError
 
 from infra import config
+from infra.config.fields import Int, Section, rule, setting
+from infra.config.load import config_error
+from infra.config.storage import StorageSettings
 from infra.config_schema import reference_rows
-from tests.infra.test_infra_config import VALID
+from tests.support.minimal_config import VALID
 
 
 def load(values=VALID):
@@ -22,7 +25,7 @@ def model_keys(model, prefix=""):
     for field in model.model_fields.values():
         yield prefix + field.alias
         for kind in (field.annotation, *getattr(field.annotation, "__args__", ())):
-            if isinstance(kind, type) and issubclass(kind, config._Section):
+            if isinstance(kind, type) and issubclass(kind, Section):
                 sep = "[]." if getattr(field.annotation, "__origin__", None) is tuple else "."
                 yield from model_keys(kind, prefix + field.alias + sep)
 
@@ -68,13 +71,13 @@ def test_the_choices_in_the_reference_are_the_validations():
 def test_a_setting_declared_once_reaches_the_validation_the_schema_and_the_reference():
     """What docs/configuration.md ("Adding a setting") tells an engineer to write, and no more."""
 
-    class Storage(config.StorageSettings):
-        soft_delete_days: Annotated[config.Int, config.rule(lambda d: d >= 1, "at least 1")] = (
-            config.setting("Days deleted blobs are kept.", 7, allowed="1 or more")
+    class Storage(StorageSettings):
+        soft_delete_days: Annotated[Int, rule(lambda d: d >= 1, "at least 1")] = setting(
+            "Days deleted blobs are kept.", 7, allowed="1 or more"
         )
 
     class Stack(config.StackConfig):
-        storage: Storage = config.setting(Storage.__doc__, {})
+        storage: Storage = setting(Storage.__doc__, {})
 
     schema = Stack.model_json_schema(by_alias=True)
     row = {row.path: row for row in reference_rows(schema)}["storage.softDeleteDays"]
@@ -85,5 +88,5 @@ def test_a_setting_declared_once_reaches_the_validation_the_schema_and_the_refer
     own["storage"] = {"softDeleteDays": 0}
     with pytest.raises(ValidationError) as info:
         Stack.model_validate(own, context=context)
-    message = str(config._config_error(info.value))
+    message = str(config_error(info.value))
     assert message == "azdl:storage.softDeleteDays = 0 is invalid: at least 1"

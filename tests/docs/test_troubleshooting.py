@@ -13,8 +13,9 @@ import pytest
 from azdl.errors import AzdlError
 from azdl.jobs import stack_outputs
 from infra.config import ConfigError, load_config
-from tests.azure.test_propagation import Clock, _Refusing, container, retry  # noqa: F401
-from tests.infra.test_infra_config import VALID
+from tests.azure.fake_clock import Clock
+from tests.azure.refusing_endpoint import Refusing, container, retry  # noqa: F401 (a fixture)
+from tests.support.minimal_config import VALID
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "troubleshooting.md"
@@ -48,12 +49,12 @@ def test_the_403_retry_note_and_refusal(container):  # noqa: F811 (the fixture)
     clock, said = Clock(), []
     retry(container, clock, said.append)
     assert shows(quoted("…: Azure answered 403"), said[0]), said[0]
-    _Refusing.refusals = 10**6
+    Refusing.refusals = 10**6
     try:
         with pytest.raises(AzdlError) as refused:
             retry(container, Clock())
     finally:
-        _Refusing.refusals = 2
+        Refusing.refusals = 2
     assert shows(quoted("…: Azure still refuses access"), message(refused)), message(refused)
 
 

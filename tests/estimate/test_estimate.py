@@ -393,7 +393,7 @@ def test_quota_is_read_from_the_deployed_stack_and_marks_what_does_not_fit(monke
     from types import SimpleNamespace
 
     from azdl.jobs import stack_outputs, workspace
-    from tests.azure.test_quota import documented, sdk_sizes, sdk_usages
+    from tests.azure.documented import documented, sdk_sizes, sdk_usages
 
     size = documented("vm_sizes_list.json")[0] | {
         "name": "Standard_ND96isr_H100_v5",

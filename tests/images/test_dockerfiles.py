@@ -10,14 +10,22 @@ import sys
 from pathlib import Path
 
 import pytest
-from dockerfile_parse import DockerfileParser
 
 from infra.build_context import context_members
+from tests.images.dockerfiles import (
+    FRAMEWORKS,
+    IMAGES,
+    ROOT,
+    STEP_CALL,
+    STEPS,
+    TRAINING,
+    executed,
+    parse,
+    shared_pins,
+    stages,
+    step,
+)
 
-ROOT = Path(__file__).resolve().parents[2]
-IMAGES = ROOT / "images"
-TRAINING = ROOT / "training"
-FRAMEWORKS = {"tensorflow": "TENSORFLOW_VERSION", "pytorch": "TORCH_VERSION"}
 # The pip distribution each framework image installs for the pin in training/requirements.txt.
 FRAMEWORK_PINS = {"tensorflow": "tensorflow-cpu", "pytorch": "torch"}
 # The pinned requirements each image leaves out: the local CPU builds it replaces with GPU ones,
@@ -43,8 +51,6 @@ DISTRIBUTIONS = {
 }
 
 
-STEPS = TRAINING / "install" / "image-steps.sh"
-STEP_CALL = re.compile(r"bash /tmp/azdl-install/image-steps\.sh ([\w-]+)")
 SHARED_STEPS = {
     "build": [
         "build-packages",
@@ -58,29 +64,10 @@ SHARED_STEPS = {
 }
 
 
-def step(name: str) -> str:
-    """The commands of one step of image-steps.sh: the body of its shell function."""
-    match = re.search(rf"^{re.escape(name)}\(\) \{{\n(.*?)^\}}", STEPS.read_text(), re.M | re.S)
-    assert match, f"image-steps.sh has no step {name!r}"
-    return match.group(1)
-
-
 def commands(body: str) -> list[str]:
     """The commands of a step's body, one per entry (continued lines joined, comments left out)."""
     joined = re.sub(r"\\\n\s*", "", body)
     return [line.strip() for line in joined.splitlines() if line.strip() and line.strip()[0] != "#"]
-
-
-def shared_pins() -> dict[str, str]:
-    """The pins both images use, as image-steps.sh sets them."""
-    return dict(re.findall(r"^([A-Z0-9_]+)=(\S+)$", STEPS.read_text(), re.M))
-
-
-def executed(items: list[dict]) -> str:
-    """What the RUN instructions among `items` execute, each `image-steps.sh STEP` call followed
-    by the commands of that step."""
-    runs = [i["value"] for i in items if i["instruction"] == "RUN"]
-    return " ".join(run + "".join(step(s) for s in STEP_CALL.findall(run)) for run in runs)
 
 
 def requirement_pins() -> dict[str, str]:
@@ -92,23 +79,8 @@ def requirement_pins() -> dict[str, str]:
     return pins
 
 
-def parse(framework: str) -> DockerfileParser:
-    return DockerfileParser(path=str(IMAGES / framework / "Dockerfile"))
-
-
 def instructions(framework: str, kind: str) -> list[str]:
     return [i["value"] for i in parse(framework).structure if i["instruction"] == kind]
-
-
-def stages(framework: str) -> list[list[dict]]:
-    """The instructions of each build stage, in order."""
-    result: list[list[dict]] = []
-    for item in parse(framework).structure:
-        if item["instruction"] == "FROM":
-            result.append([])
-        if result:
-            result[-1].append(item)
-    return result
 
 
 def test_every_framework_has_an_image():

@@ -21,14 +21,15 @@ import pytest
 
 import infra.build_context as build_context
 import infra.images as images
-import infra.mocks as mocks
 from infra import build_outcome
 from infra.config import ConfigError, load_config, read_stack_file
 from infra.dockerignore import context_files, is_ignored, read_patterns
+from tests.shipped import STACK_FILES
+from tests.support import mock_engine as mocks
+from tests.support import renderings
 
 ROOT = Path(__file__).resolve().parents[2]
-DEV_STACK = ROOT / "stacks" / "Pulumi.dev.yaml"
-PROD_STACK = ROOT / "stacks" / "Pulumi.prod.yaml"
+DEV_STACK, PROD_STACK = STACK_FILES
 TASK = "azure-native:containerregistry:Task"
 TASK_RUN = "azure-native:containerregistry:TaskRun"
 UPLOAD = mocks.DYNAMIC
@@ -53,7 +54,8 @@ def render(extra: dict | None = None, stack=DEV_STACK, **kwargs):
 
 @pytest.fixture(scope="module")
 def built():
-    return render()
+    """The dev stack as deployed: the shared rendering (tests/support/renderings.py)."""
+    return renderings.rendered(DEV_STACK)
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +90,7 @@ def test_both_images_are_built_by_acr_tasks_tagged_by_content(built):
 
 
 def test_dev_and_prod_build_the_same_way(built):
-    prod = render(stack=PROD_STACK)
+    prod = renderings.rendered(PROD_STACK)
     for rendering in (built, prod):
         assert {r.name for r in rendering.of_type(TASK_RUN)} == {
             "pytorch-build",
@@ -113,7 +115,7 @@ ACR_PUSH = "8311e382-0749-4cb8-b61a-304f252e45ec"  # built-in-roles, Containers
 
 @pytest.mark.parametrize("stack", [DEV_STACK, PROD_STACK], ids=["dev", "prod"])
 def test_each_build_is_a_task_with_its_own_identity_that_may_push(built, stack):
-    rendering = built if stack == DEV_STACK else render(stack=PROD_STACK)
+    rendering = built if stack == DEV_STACK else renderings.rendered(PROD_STACK)
     registry = rendering.get(REGISTRY, "registry")
     login_server = rendering.outputs["registryLoginServer"]
     assignments = rendering.of_type("azure-native:authorization:RoleAssignment")

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from tests.images.test_dockerfiles import FRAMEWORKS, executed, shared_pins, stages
+from tests.images.dockerfiles import FRAMEWORKS, executed, shared_pins, stages
 from training.health.gate import BIN_DIR
 
 # NVIDIA/nccl-tests: tag v2.19.6 is commit a0b82b2260cf5152b9f8c061bbf7eaf0ba096432 (2026-07-09).

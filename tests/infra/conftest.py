@@ -1,26 +1,19 @@
-"""Render each stack file once per test session (the program under the SDK's mocks)."""
+"""The shipped stacks as fixtures, each rendered once per session (tests.support.renderings)."""
 
-import functools
 from pathlib import Path
 
 import pytest
 
 from infra.config import load_stack_file
-from infra.mocks import RANDOM_ID, SUBSCRIPTION_ID, render_stack_file
 from infra.naming import with_deployment
 from tests.shipped import STACK_FILES
+from tests.support.mock_engine import RANDOM_ID, SUBSCRIPTION_ID
+from tests.support.renderings import rendered
 
 
 @pytest.fixture(scope="session", params=STACK_FILES, ids=lambda p: p.name)
 def stack_file(request) -> Path:
     return request.param
-
-
-@functools.cache
-def rendered(stack_file: Path):
-    """Each stack file renders once per session: a parametrized session fixture is set up
-    again whenever pytest's test order switches between its parameters."""
-    return render_stack_file(stack_file)
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,7 @@
 """A resource operation that fails after Azure accepted it, as pulumi-azure-native reports it
 and as the Pulumi engine then hands it to the resource's error hooks: the failed-operation path
-the mock engine (infra/mocks) does not model yet. Written to be wired into it; the tests of the
-image builds use it meanwhile (tests/infra/test_build_failure.py).
+the mock engine (tests/support/mock_engine) does not model yet. Written to be wired into it; the
+tests of the image builds use it meanwhile (tests/infra/test_build_failure.py).
 
 The provider (pulumi/pulumi-azure-native, commit 006a62afe453b416e5d5c98d2d91c4c7281f52f9):
 - `putOrPatch` (provider/pkg/azure/client_azcore.go) polls a long-running PUT to its end; when

@@ -13,8 +13,9 @@ from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, unknown_checking_proxy
 
 from infra import azure_facts
 from infra.azure_facts import BUILT_IN_ROLES, ENGINE_UNKNOWN, ROLE_NAMES, UNKNOWN, lookup
-from tests.infra.conftest import STACK_FILES, rendered
-from tests.infra.test_infra_access import DOCUMENTED_ROLE_IDS, _prod_with_jump_host
+from tests.infra.documented_roles import DOCUMENTED_ROLE_IDS
+from tests.shipped import STACK_FILES
+from tests.support.renderings import prod_with_jump_host, rendered
 
 TOKENS = {
     name: value
@@ -38,7 +39,7 @@ def test_each_type_token_is_the_one_the_provider_registers(token):
 @pytest.mark.slow  # renders both stacks and a variant (seconds)
 def test_the_program_declares_no_azure_type_that_is_not_a_fact():
     """Every stack file, and the prod stack with the jump host (the types only it declares)."""
-    plans = [rendered(f) for f in STACK_FILES] + [_prod_with_jump_host()]
+    plans = [rendered(f) for f in STACK_FILES] + [prod_with_jump_host()]
     declared = {r.type for plan in plans for r in plan.resources if r.type.startswith("azure-")}
     assert declared - set(TOKENS.values()) == set()
 

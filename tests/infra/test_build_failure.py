@@ -12,8 +12,7 @@ from pathlib import Path
 import pulumi
 import pytest
 
-import infra.mocks as mocks
-import infra.mocks.recorder as recorder
+import tests.support.mock_engine.recorder as recorder
 from infra import build_outcome
 from infra.config import read_stack_file
 from tests.infra.provider_failure import (
@@ -23,6 +22,7 @@ from tests.infra.provider_failure import (
     create_with_hooks,
     operation_error,
 )
+from tests.support import mock_engine as mocks
 
 DEV = Path(__file__).resolve().parents[2] / "stacks" / "Pulumi.dev.yaml"
 TASK_RUN = "azure-native:containerregistry:TaskRun"

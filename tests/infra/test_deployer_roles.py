@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from infra.deployer import ASSIGNABLE_PRINCIPAL_TYPES, ASSIGNABLE_ROLES, rbac_condition
-from tests.infra.conftest import STACK_FILES, rendered
-from tests.infra.test_infra_access import _landing_zone, _prod_with_jump_host
+from tests.shipped import STACK_FILES
+from tests.support.renderings import landing_zone, prod_with_jump_host, rendered
 
 pytestmark = pytest.mark.slow  # the stacks and two variants, rendered (seconds)
 
@@ -21,7 +21,7 @@ GUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 
 @pytest.fixture(scope="module")
 def plans():
-    return [rendered(f) for f in STACK_FILES] + [_prod_with_jump_host(), _landing_zone()]
+    return [rendered(f) for f in STACK_FILES] + [prod_with_jump_host(), landing_zone()]
 
 
 def assigned(plans) -> tuple[set[str], set[str]]:

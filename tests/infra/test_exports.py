@@ -9,12 +9,12 @@ from azdl.errors import AzdlError
 from azdl.jobs.stack_outputs import parse_outputs
 from infra.config import read_stack_file
 from infra.exports import DESCRIPTIONS, FIELDS, ONLY_WITH, exported
-from tests.infra.test_infra_access import STACKS, _prod_with_jump_host
+from tests.support.renderings import STACKS, prod_with_jump_host
 
 
 @pytest.mark.slow  # renders a variant of the program (seconds)
 def test_a_stack_with_a_jump_host_exports_its_outputs_too():
-    outputs = _prod_with_jump_host().outputs
+    outputs = prod_with_jump_host().outputs
     assert set(outputs) == set(DESCRIPTIONS)
     assert set(ONLY_WITH) == {"bastionName", "jumpHostId"}
     prefix = read_stack_file(STACKS / "Pulumi.prod.yaml")["azdl:namePrefix"]

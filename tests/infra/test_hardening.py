@@ -5,7 +5,7 @@ Analytics workspace with categories Azure documents; the jump host encrypting at
 import pytest
 
 from infra.config import ConfigError, load_config
-from tests.infra.test_infra_access import _prod_with_jump_host, stack
+from tests.support.renderings import prod_with_jump_host, stack
 
 AZ = "azure-native:"
 
@@ -107,6 +107,7 @@ def test_every_service_logs_documented_categories_to_the_stacks_workspace(render
         assert categories <= DOCUMENTED_CATEGORIES[resource_type_of(uri)], uri
 
 
+@pytest.mark.slow  # renders a variant of the program (seconds)
 def test_jump_host_encrypts_at_host():
-    vm = one(_prod_with_jump_host(), "compute:VirtualMachine", "jump-host").inputs
+    vm = one(prod_with_jump_host(), "compute:VirtualMachine", "jump-host").inputs
     assert vm["securityProfile"]["encryptionAtHost"] is True

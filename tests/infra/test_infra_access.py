@@ -2,9 +2,7 @@
 workspace storage's networking: config validation (clear errors naming the key, before any
 resource) and the rendered plans, checked against what Azure documents."""
 
-import copy
 import fnmatch
-import functools
 import json
 import re
 from pathlib import Path
@@ -15,30 +13,26 @@ import pytest
 from infra import program
 from infra.config import ConfigError, load_config, read_stack_file
 from infra.deployer import ASSIGNABLE_ROLES
-from infra.mocks import PREVIEW_CREATE, SUBSCRIPTION_ID, TENANT_ID, AzureMocks, render
 from infra.network import security_rules
 from infra.role_assignments import role_assignment_name
+from tests.infra.documented_roles import DOCUMENTED_ROLE_IDS
+from tests.support import renderings
+from tests.support.mock_engine import PREVIEW_CREATE, SUBSCRIPTION_ID, TENANT_ID, AzureMocks
+from tests.support.renderings import (
+    CENTRAL,
+    HUB,
+    JUMP_HOST,
+    LANDING_ZONE_NETWORK,
+    LZ_VNET,
+    OPERATOR_GROUP,
+    OPERATOR_USER,
+    OPERATORS,
+    SSH_KEY,
+    STACKS,
+    stack,
+)
 
 AZ = "azure-native:"
-STACKS = Path(__file__).resolve().parents[2] / "stacks"
-
-# Azure's built-in role ids, transcribed from the tables of
-# https://learn.microsoft.com/azure/role-based-access-control/built-in-roles (ms.date
-# 2026-09-10: Privileged, General, Compute, Containers, AI + machine learning, Storage). The same
-# in every tenant.
-DOCUMENTED_ROLE_IDS = {
-    "Contributor": "b24988ac-6180-42a0-ab88-20f7382dd24c",
-    "Owner": "8e3af657-a8ff-443c-a75c-2fe8c4bcb635",
-    "Role Based Access Control Administrator": "f58310d9-a9f6-439a-9e8d-f62e7b41a168",
-    "User Access Administrator": "18d7d88d-d35e-4fb5-a5c3-7773c20a72d9",
-    "Reader": "acdd72a7-3385-48ef-bd42-f606fba81ae7",
-    "Virtual Machine User Login": "fb879df8-f326-4884-b1cf-06f3ad86be52",
-    "AcrPull": "7f951dda-4ed3-4680-a7ca-43fe172d538d",
-    "AcrPush": "8311e382-0749-4cb8-b61a-304f252e45ec",
-    "AzureML Data Scientist": "f6c7c914-8db3-469d-8ca1-694a8f32e121",
-    "Storage Blob Data Contributor": "ba92f5b4-2d11-453d-a403-e96b0029c9fe",
-    "Storage Blob Data Reader": "2a2b9908-6ea1-4ae2-8e65-a410df84e7d1",
-}
 
 # Outbound a compute cluster in a locked-down VNet needs, as (service tag, protocol, ports), per
 # rule: Azure ML's documented list (transcribed with its pages' dates in
@@ -58,40 +52,6 @@ DOCUMENTED_OUTBOUND = {
     ("AzureMonitor", "Tcp", ("443",)),
     ("AzureKeyVault.{region}", "Tcp", ("443",)),
 }
-
-OPERATOR_USER = "11111111-2222-3333-4444-555555555555"
-OPERATOR_GROUP = "66666666-7777-8888-9999-aaaaaaaaaaaa"
-OPERATORS = [
-    {"objectId": OPERATOR_USER, "principalType": "User", "name": "alice"},
-    {"objectId": OPERATOR_GROUP, "principalType": "Group", "name": "ml-team"},
-]
-SSH_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHkq0ZpWm8pGJk2b3r9pXbq2uYkXbZ1yq0t8p7oE6fM2 ops"
-JUMP_HOST = {"jumpHost": {"bastionSubnet": "10.50.17.0/26", "jumpHostSubnet": "10.50.18.0/29",
-                          "sshPublicKey": SSH_KEY}}  # fmt: skip
-HUB = "/subscriptions/{sub}/resourceGroups/hub-rg/providers/Microsoft.Network/virtualNetworks/hub"
-LZ_VNET = (f"/subscriptions/{SUBSCRIPTION_ID}/resourceGroups/spoke-rg/providers/"
-           "Microsoft.Network/virtualNetworks/spoke")  # fmt: skip
-CENTRAL = f"/subscriptions/{SUBSCRIPTION_ID}/resourceGroups/dns-rg/providers/Microsoft.Network"
-LANDING_ZONE_NETWORK = {
-    "mode": "privateEndpoints",
-    "publicNetworkAccess": False,
-    "existing": {"trainingSubnetId": f"{LZ_VNET}/subnets/aml-training",
-                 "privateEndpointSubnetId": f"{LZ_VNET}/subnets/endpoints"},
-    "privateDnsZoneIds": {
-        "privatelink.api.azureml.ms": f"{CENTRAL}/privateDnsZones/privatelink.api.azureml.ms",
-        "privatelink.notebooks.azure.net":
-            f"{CENTRAL}/privateDnsZones/privatelink.notebooks.azure.net",
-    },
-    "dnsZoneVnetLinks": [HUB.format(sub=SUBSCRIPTION_ID)],
-}  # fmt: skip
-
-
-def stack(name: str, **changes) -> dict:
-    """A shipped stack file's config with top-level `azdl:` keys replaced or added."""
-    config = copy.deepcopy(read_stack_file(STACKS / f"Pulumi.{name}.yaml"))
-    for key, value in changes.items():
-        config[f"azdl:{key}"] = value
-    return config
 
 
 def with_network(name: str, **network) -> dict:
@@ -257,40 +217,14 @@ def test_role_ids_are_azures_documented_built_in_roles():
 # ---- plans ---------------------------------------------------------------------------------
 
 
-# Module-level caches, not module-scoped fixtures: pytest's ordering around the parametrized
-# session fixtures would set a module fixture up twice (each render takes seconds).
-def prod_with_jump_host_config() -> dict:
-    """Prod with operators, a jump host and strict workspace storage."""
-    return stack("prod", operators=OPERATORS, access=JUMP_HOST,
-                 storage={**read_stack_file(STACKS / "Pulumi.prod.yaml")["azdl:storage"],
-                          "workspaceStorage": "strict"})  # fmt: skip
-
-
-def landing_zone_config() -> dict:
-    """Prod in a landing zone's network, with central DNS zones and one operator."""
-    storage = {**read_stack_file(STACKS / "Pulumi.prod.yaml")["azdl:storage"],
-               "workspaceStorage": "private"}  # fmt: skip
-    return stack("prod", network=LANDING_ZONE_NETWORK, operators=OPERATORS[:1], storage=storage)
-
-
-@functools.cache
-def _prod_with_jump_host():
-    return render(prod_with_jump_host_config(), "prod")
-
-
-@functools.cache
-def _landing_zone():
-    return render(landing_zone_config(), "prod")
-
-
 @pytest.fixture
 def prod_with_jump_host():
-    return _prod_with_jump_host()
+    return renderings.prod_with_jump_host()
 
 
 @pytest.fixture
 def landing_zone():
-    return _landing_zone()
+    return renderings.landing_zone()
 
 
 def one(rendering, short_type, name):

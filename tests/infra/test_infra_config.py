@@ -7,22 +7,8 @@ import pulumi
 import pytest
 
 from infra.config import ConfigError, load_config, load_stack_file
-from infra.mocks import AzureMocks, render
-
-VALID = {
-    "azdl:environment": "dev",
-    "azdl:location": "westeurope",
-    "azdl:namePrefix": "azdltest",
-    "azdl:tags": {"environment": "dev", "project": "azdl", "owner": "me", "costCenter": "cc1"},
-    "azdl:maxGpuSpendPerHourUsd": 10,
-    "azdl:network": {
-        "mode": "serviceEndpoints",
-        "addressSpace": "10.40.0.0/16",
-        "trainingSubnet": "10.40.0.0/20",
-        "privateEndpointSubnet": "10.40.16.0/24",
-    },
-    "azdl:cluster": {"vmSize": "Standard_NC24ads_A100_v4", "maxNodes": 2},
-}
+from tests.support.minimal_config import VALID
+from tests.support.mock_engine import AzureMocks, render
 
 
 def with_changes(**changes):

@@ -14,9 +14,9 @@ import pytest
 from azdl.jobs.stack_outputs import REQUIRED, parse_outputs
 from infra.deployer import ASSIGNABLE_ROLES
 from infra.exports import DESCRIPTIONS, ONLY_WITH
-from infra.mocks import SUBSCRIPTION_ID
 from infra.naming import RULES
 from infra.role_assignments import role_assignment_name
+from tests.support.mock_engine import SUBSCRIPTION_ID
 
 AZ = "azure-native:"
 ROOT = Path(__file__).resolve().parents[2]
@@ -464,7 +464,7 @@ def test_global_names_differ_between_subscriptions(rendering, stack_file):
     names (for the same subscription it asks for the same ones: test_rendering_is_deterministic).
     One stack suffices: the names come from the same code for every stack."""
     from infra.config import read_stack_file, stack_name_of
-    from infra.mocks import render
+    from tests.support.mock_engine import render
 
     config, stack = read_stack_file(stack_file), stack_name_of(stack_file)
     other = render(config, stack, subscription_id="11111111-2222-3333-4444-555555555555")
@@ -542,7 +542,7 @@ def test_private_endpoints_and_dns_zones(rendering, cfg):
 
 @pytest.mark.slow  # a second full rendering: ~3 s
 def test_rendering_is_deterministic(rendering, stack_file):
-    from infra.mocks import render_stack_file
+    from tests.support.mock_engine import render_stack_file
 
     again = render_stack_file(stack_file)
     assert again.outputs == rendering.outputs
@@ -559,7 +559,7 @@ def variant():
     """The dev stack with data retained, no NFS share, private endpoints and nodes without
     public IPs."""
     from infra.config import read_stack_file
-    from infra.mocks import render
+    from tests.support.mock_engine import render
 
     config = read_stack_file(ROOT / "stacks" / "Pulumi.dev.yaml")
     config["azdl:storage"] = {

@@ -1,4 +1,4 @@
-"""The pieces around the program: VM catalogue, naming, mocks, Pulumi.yaml and the entry point."""
+"""The pieces around the program: VM catalogue, naming, Pulumi.yaml and the entry point."""
 
 import json
 import runpy
@@ -7,12 +7,11 @@ from pathlib import Path
 import pulumi
 import pytest
 import yaml
-from pulumi_azure_native import storage
 
 from infra.catalogue import VM_SIZES, get_vm_size
 from infra.config import read_stack_file
-from infra.mocks import PREVIEW_CREATE, AzureMocks
 from infra.naming import derive_names, rule_violation, stable_suffix, with_deployment
+from tests.support.mock_engine import PREVIEW_CREATE, AzureMocks
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -103,75 +102,6 @@ def test_suffix_is_stable_and_differs_between_stacks_subscriptions_and_groups():
 )
 def test_naming_rules(kind, name, valid):
     assert (rule_violation(kind, name) is None) is valid
-
-
-# ---- mocks ------------------------------------------------------------------------------------
-
-
-def _run_under_mocks(fn):
-    mocks = AzureMocks()
-    pulumi.runtime.set_mocks(mocks, project="azdl", stack="unit", preview=False)
-    pulumi.runtime.test(fn)()
-    return mocks
-
-
-def test_mocks_do_not_fill_in_missing_required_properties():
-    def declare_without_kind():
-        storage.StorageAccount(
-            "incomplete", resource_group_name="rg", sku=storage.SkuArgs(name="Standard_LRS")
-        )
-
-    with pytest.raises(TypeError, match="kind"):
-        _run_under_mocks(declare_without_kind)
-
-
-def test_mocks_answer_client_config_and_refuse_other_calls():
-    from pulumi_azure_native import authorization
-
-    seen = {}
-
-    def call_client_config():
-        return authorization.get_client_config_output().subscription_id.apply(
-            lambda s: seen.update(subscription=s)
-        )
-
-    _run_under_mocks(call_client_config)
-    assert seen["subscription"]
-
-    def call_something_unmocked():
-        from pulumi_azure_native import storage as st
-
-        return st.list_storage_account_keys_output(account_name="a", resource_group_name="b").keys
-
-    with pytest.raises(Exception, match="no Azure answer is mocked"):
-        _run_under_mocks(call_something_unmocked)
-
-
-def test_mocks_return_arm_ids_and_computed_properties():
-    def declare():
-        account = storage.StorageAccount(
-            "acct",
-            storage.StorageAccountArgs(
-                resource_group_name="rg1",
-                account_name="acct1",
-                kind="StorageV2",
-                sku=storage.SkuArgs(name="Standard_LRS"),
-            ),
-        )
-        storage.BlobContainer(
-            "c", storage.BlobContainerArgs(resource_group_name="rg1", account_name=account.name)
-        )
-
-    mocks = _run_under_mocks(declare)
-    by_name = {r.name: r for r in mocks.resources}
-    assert by_name["acct"].id.endswith(
-        "/resourceGroups/rg1/providers/Microsoft.Storage/storageAccounts/acct1"
-    )
-    assert (
-        by_name["acct"].state["primaryEndpoints"]["blob"] == "https://acct1.blob.core.windows.net/"
-    )
-    assert by_name["c"].inputs["accountName"] == "acct1"
-    assert by_name["c"].id.endswith("/storageAccounts/acct1/blobServices/default/containers/c")
 
 
 # ---- the Pulumi project and entry point ---------------------------------------------------------

@@ -13,8 +13,8 @@ resource of those types whose publicNetworkAccess is not Disabled is denied.
 import pytest
 
 from infra.config import ConfigError, load_config
-from infra.mocks import render
-from tests.infra.test_infra_access import LANDING_ZONE_NETWORK, _landing_zone, stack
+from tests.support.mock_engine import render
+from tests.support.renderings import LANDING_ZONE_NETWORK, landing_zone, stack
 
 AZ = "azure-native:"
 DENIED_UNLESS_DISABLED = (
@@ -41,7 +41,7 @@ def public_endpoints(rendering) -> list[str]:
 
 @pytest.mark.slow  # renders a variant of the program (seconds)
 def test_private_workspace_storage_passes_deny_public_endpoints():
-    assert public_endpoints(_landing_zone()) == []
+    assert public_endpoints(landing_zone()) == []
 
 
 def test_the_default_firewall_mode_is_what_such_policies_deny(rendering, cfg):

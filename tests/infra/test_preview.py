@@ -1,29 +1,29 @@
 """`pulumi preview` as pulumi-azure-native answers it, before the first `up` and before an update.
 
-The mocks' preview modes follow the provider's own source (infra/mocks cites it):
-`provider/pkg/convert/previewOutputs.go` (pulumi/pulumi-azure-native, commit
-604cfd525f965477da629fdb2474063bdce7d798) and `Create` / `Update` in
-`provider/pkg/provider/provider.go` (commit 006a62afe453b416e5d5c98d2d91c4c7281f52f9). The first
-tests hold the mocks to those rules; the rest render the whole program in both preview modes for
-every shipped stack and the landing-zone and operators variants, and plant the read that a real
-first preview meets.
+`azdl plan` renders under `infra.mocks.PreviewMocks`, whose preview follows the provider's own
+source: `provider/pkg/convert/previewOutputs.go` (pulumi/pulumi-azure-native, commit
+604cfd525f965477da629fdb2474063bdce7d798) and `Create` in `provider/pkg/provider/provider.go`
+(commit 006a62afe453b416e5d5c98d2d91c4c7281f52f9); the test engine's preview of a create is the
+same class, and its preview of an update adds `Update`'s stable outputs. The first tests hold
+the preview to those rules; the rest render the whole program in both preview modes for every
+shipped stack and the landing-zone and operators variants, and plant the read that a real first
+preview meets, in `azdl plan` itself.
 """
 
 import copy
 import functools
+import os
 
 import pulumi
 import pytest
 
-from infra import mocks, registry
+from azdl.cli import main
+from infra import registry
 from infra.config import ConfigError, read_stack_file
-from tests.infra.conftest import STACK_FILES, rendered
-from tests.infra.test_infra_access import (
-    _landing_zone,
-    _prod_with_jump_host,
-    landing_zone_config,
-    prod_with_jump_host_config,
-)
+from infra.mocks import preview_outputs
+from tests.shipped import STACK_FILES
+from tests.support import mock_engine as mocks
+from tests.support import planted, renderings
 
 AZ = "azure-native:"
 REGISTRY = AZ + "resources:Resource"
@@ -42,7 +42,7 @@ def test_an_any_typed_output_is_the_whole_input_and_the_rest_is_unknown():
         "location": "westeurope",
         "properties": {"adminUserEnabled": False},
     }
-    out = mocks.preview_outputs(REGISTRY, inputs)
+    out = preview_outputs(REGISTRY, inputs)
     assert out["properties"] == {"adminUserEnabled": False}
     assert out["location"] == "westeurope"
     assert out["name"] is UNKNOWN and out["type"] is UNKNOWN and out["identity"] is UNKNOWN
@@ -52,7 +52,7 @@ def test_an_any_typed_output_is_the_whole_input_and_the_rest_is_unknown():
 def test_an_object_output_takes_its_inputs_and_leaves_computed_fields_unknown():
     """`#/types/...` objects are filled property by property (PreviewOutputs, recursively):
     a system identity's principal is unknown, its type is the input."""
-    out = mocks.preview_outputs(
+    out = preview_outputs(
         AZ + "containerregistry:Task",
         {"identity": {"type": "SystemAssigned"}, "timeout": 10800.0, "step": {"type": "Docker"}},
     )
@@ -61,68 +61,19 @@ def test_an_object_output_takes_its_inputs_and_leaves_computed_fields_unknown():
     assert out["timeout"] == 10800.0
     assert out["step"] == {"type": "Docker"}  # oneOf: the input as given
     # a property given a value of the wrong type is unknown, as is a nested unknown
-    wrong = mocks.preview_outputs(AZ + "containerregistry:Task", {"timeout": "long"})
+    wrong = preview_outputs(AZ + "containerregistry:Task", {"timeout": "long"})
     assert wrong["timeout"] is UNKNOWN
-    nested = mocks.preview_outputs(AZ + "containerregistry:Task", {"identity": UNKNOWN})
+    nested = preview_outputs(AZ + "containerregistry:Task", {"identity": UNKNOWN})
     assert nested["identity"] is UNKNOWN
 
 
 def test_maps_and_lists_are_shaped_element_by_element():
-    out = mocks.preview_outputs(
+    out = preview_outputs(
         AZ + "storage:StorageAccount",
         {"tags": {"a": "1", "b": UNKNOWN}, "kind": "StorageV2"},
     )
     assert out["tags"] == {"a": "1", "b": UNKNOWN}
     assert out["kind"] == "StorageV2" and out["primaryEndpoints"] is UNKNOWN
-
-
-def _run(mode, declare, state=None):
-    state = state or {}
-    instance = mocks.AzureMocks(mode=mode, state=state)
-    pulumi.runtime.set_mocks(instance, "azdl", "unit", preview=instance.preview)
-    seen = {}
-
-    @pulumi.runtime.test
-    def run():
-        resource = declare()
-        return pulumi.Output.all(resource.id, resource.name).apply(
-            lambda v: seen.update(id=v[0], name=v[1])
-        )
-
-    run()
-    return instance.resources[-1], seen
-
-
-def _group():
-    from pulumi_azure_native import resources
-
-    return resources.ResourceGroup("rg", resource_group_name="rg1", location="westeurope")
-
-
-def test_a_create_preview_has_no_id_and_an_update_preview_keeps_id_name_and_location():
-    created, seen = _run(mocks.PREVIEW_CREATE, _group)
-    assert created.id is None and seen == {}  # the id and `name` are unknown: no apply ran
-    deployed, _ = _run(mocks.UPDATE, _group)
-    assert deployed.state["name"] == "rg1" and deployed.id.endswith("/resourceGroups/rg1")
-
-    def changed():
-        from pulumi_azure_native import resources
-
-        return resources.ResourceGroup(
-            "rg", resource_group_name="rg1", location="westeurope", tags={"new": "tag"}
-        )
-
-    updated, seen = _run(mocks.PREVIEW_UPDATE, changed, {(deployed.type, "rg"): deployed})
-    assert updated.step == mocks.UPDATED
-    assert seen == {"id": deployed.id, "name": "rg1"}
-    assert updated.state["location"] == "westeurope" and updated.state["tags"] == {"new": "tag"}
-    same, _ = _run(mocks.PREVIEW_UPDATE, _group, {(deployed.type, "rg"): deployed})
-    assert same.step == mocks.SAME and same.state == deployed.state  # no provider call
-
-
-def test_the_update_mode_keeps_the_values_azure_computes():
-    out = rendered(STACK_FILES[0]).get(REGISTRY, "registry")
-    assert out.state["properties"]["loginServer"] == f"{out.inputs['resourceName']}.azurecr.io"
 
 
 # ---- the whole program in both preview modes ---------------------------------------------------
@@ -134,10 +85,10 @@ VARIANTS = ["dev", "prod", "prod-landing-zone", "prod-operators-jump-host"]
 def _variant(name: str) -> tuple[str, dict, mocks.Rendering]:
     """(stack, config, its rendering as `pulumi up` deployed it)."""
     if name in SHIPPED:
-        return name, read_stack_file(SHIPPED[name]), rendered(SHIPPED[name])
+        return name, read_stack_file(SHIPPED[name]), renderings.rendered(SHIPPED[name])
     if name == "prod-landing-zone":
-        return "prod", landing_zone_config(), _landing_zone()
-    return "prod", prod_with_jump_host_config(), _prod_with_jump_host()
+        return "prod", renderings.landing_zone_config(), renderings.landing_zone()
+    return "prod", renderings.prod_with_jump_host_config(), renderings.prod_with_jump_host()
 
 
 def _retagged(config: dict) -> dict:
@@ -174,48 +125,63 @@ def test_the_program_renders_in_both_preview_modes(name):
     assert tagged and all(r.step == mocks.UPDATED for r in tagged)
 
 
-def _old_login_server_read(monkeypatch):
-    """Planted: the login server read from the generic registry's computed properties (what
-    infra/registry.py did before), as an output of the registry component."""
-    real = registry.Registry.__init__
+# The plant in the interpreter `azdl plan` renders in: Python imports `sitecustomize` from the
+# import path when it starts (docs.python.org/3/library/site.html), and the render inherits
+# PYTHONPATH.
+PLANTED = """
+import infra.registry as registry
+from tests.support.planted import login_server_read
 
-    def reads_computed(self, name, args, opts=None):
-        real(self, name, args, opts)
-        read = self.registry.properties.apply(lambda p: p["loginServer"])
-        self.register_outputs({"loginServer": read})
-
-    monkeypatch.setattr(registry.Registry, "__init__", reads_computed)
+registry.Registry.__init__ = login_server_read(registry.Registry.__init__)
+"""
 
 
-def test_a_read_of_a_computed_property_fails_the_create_preview(monkeypatch):
-    config = read_stack_file(SHIPPED["dev"])
-    mocks.render(config, "dev", mode=mocks.PREVIEW_CREATE)  # the shipped program renders
-    _old_login_server_read(monkeypatch)
-    with pytest.raises(KeyError, match="loginServer"):
-        mocks.render(config, "dev", mode=mocks.PREVIEW_CREATE)
-    mocks.render(config, "dev")  # `pulumi up` alone never saw it: Azure fills it in
+@pytest.mark.slow  # renders the dev stack in azdl plan's interpreter (seconds)
+def test_a_read_of_a_computed_property_fails_azdl_plan(tmp_path, monkeypatch, capsys):
+    """`azdl plan` is the preview of a create: Azure has not filled in `loginServer`, so the
+    read fails there, as it fails a real first `pulumi preview`. The shipped program renders
+    (the cli_plan_output fixture)."""
+    (tmp_path / "sitecustomize.py").write_text(PLANTED)
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])
+    )
+    assert main(["plan", "dev", "--out", str(tmp_path / "plan")]) == 2
+    error = capsys.readouterr().err
+    assert "rendering stack 'dev' failed (the program raised)" in error
+    assert "KeyError: 'loginServer'" in error
+    assert not (tmp_path / "plan" / "dev.json").exists()
 
 
+@pytest.mark.slow  # two renderings of the dev stack (seconds)
 def test_a_preview_that_changes_the_registry_meets_the_same_trap(monkeypatch):
     """The update's preview of the registry is its inputs plus name and location."""
     path = SHIPPED["dev"]
     config = copy.deepcopy(read_stack_file(path))
     config["azdl:registry"] = {"sku": "Premium"}
-    state = rendered(path).state()
+    state = renderings.rendered(path).state()
     preview = mocks.render(config, "dev", mode=mocks.PREVIEW_UPDATE, state=state)
     assert preview.get(REGISTRY, "registry").step == mocks.UPDATED
-    _old_login_server_read(monkeypatch)
+    monkeypatch.setattr(
+        registry.Registry, "__init__", planted.login_server_read(registry.Registry.__init__)
+    )
     with pytest.raises(KeyError, match="loginServer"):
         mocks.render(config, "dev", mode=mocks.PREVIEW_UPDATE, state=state)
 
 
-def test_the_login_server_is_known_in_a_preview_and_is_azures(monkeypatch):
+@pytest.mark.slow  # reads the deployed prod stack (rendered once per session)
+def test_the_login_server_is_known_in_a_preview_and_is_azures():
     """The same value Azure answers after the create (the update mode's computed value), known
-    before it; and the cloud's registry domain where the provider deploys elsewhere."""
-    deployed = rendered(SHIPPED["prod"])
+    before it."""
+    deployed = renderings.rendered(SHIPPED["prod"])
     answered = deployed.get(REGISTRY, "registry").state["properties"]["loginServer"]
     assert deployed.outputs["registryLoginServer"] == answered
-    name = deployed.get(REGISTRY, "registry").inputs["resourceName"]
+
+
+def test_the_login_server_is_in_the_clouds_registry_domain(monkeypatch):
+    """Where the provider deploys to another cloud, the login server is in that cloud's
+    registry domain (infra/registry.py cites the domains)."""
+    name = "azdlprodacr1"
+    assert registry.login_server(name, registry.registry_domain()) == f"{name}.azurecr.io"
     monkeypatch.setenv("ARM_ENVIRONMENT", "usgovernment")
     assert registry.login_server(name, registry.registry_domain()) == f"{name}.azurecr.us"
     monkeypatch.setenv("ARM_ENVIRONMENT", "AzureChinaCloud")

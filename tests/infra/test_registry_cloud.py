@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-import infra.mocks as mocks
 from infra import registry
 from infra.config import read_stack_file
+from tests.support import mock_engine as mocks
 
 # Registries_Get's documented answer (azure-rest-api-specs, specification/containerregistry/
 # resource-manager/Microsoft.ContainerRegistry/Registry/stable/2025-11-01/examples/

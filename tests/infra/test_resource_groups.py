@@ -12,10 +12,10 @@ import re
 
 import pytest
 
-from infra import mocks
 from infra.config import ConfigError, load_config, read_stack_file
 from infra.naming import stable_suffix
-from tests.infra.conftest import STACK_FILES
+from tests.shipped import STACK_FILES
+from tests.support import mock_engine as mocks
 
 GROUPS = {"platform": "team-ml-rg", "data": "team-ml-data-rg"}
 SHIPPED = {p.stem.split(".", 1)[1]: p for p in STACK_FILES}

@@ -13,7 +13,7 @@ from azdl.cli import main
 from azdl.jobs import budget
 from azdl.jobs import submit as submit_service
 from azdl.review.prices import PRICES_FILE
-from tests.jobs.test_retry import NCCL_IB, NON_ZERO, cluster
+from tests.jobs.failed_jobs import NCCL_IB, NON_ZERO, cluster
 
 H100 = "Standard_ND96isr_H100_v5"
 

@@ -27,7 +27,7 @@ def gate_args(tmp_path, nodes: int, across: bool = False) -> list[str]:
     ND96isr_H100_v5 (azdl.jobs.health)."""
     from azdl.jobs.health import gate_step
     from azdl.jobs.stack_outputs import parse_outputs
-    from tests.jobs.conftest import stack_outputs
+    from tests.support.job_fixtures import stack_outputs
 
     step = gate_step(parse_outputs(stack_outputs(), "test"), nodes, across_nodes=across)
     words = shlex.split(step)

@@ -15,7 +15,7 @@ import pytest
 
 from azdl.envs import REPO_ROOT
 from azdl.jobs.retry import classify
-from tests.training.test_stall import azdl
+from tests.training.azdl_command import azdl
 from training import guard
 
 # NCCL 2.27.5's own line (src/init.cc, ncclCommInitRankFunc) for a communicator being set up.

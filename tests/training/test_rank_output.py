@@ -14,6 +14,7 @@ import time
 import pytest
 
 from azdl.envs import REPO_ROOT, training_env
+from training import rank_output
 
 LABELLER = [sys.executable, "-m", "training.rank_output", "--"]
 # Unbuffered, as both images run Python (PYTHONUNBUFFERED=1): print() writes its words, the
@@ -86,6 +87,46 @@ def test_two_ranks_writing_at_once_into_one_pipe_keep_their_lines_whole():
     )
     assert [line for line in output.splitlines() if not whole.fullmatch(line)] == []
     assert len(output.splitlines()) == 2 * 2 * lines
+
+
+# Each write is a burst of whole lines far over PIPE_BUF, as a worker's buffered block (8 KiB)
+# or a flushed progress dump arrives: the labeller must not pass it on in one write.
+BURSTY = """\
+import os, sys
+rank = os.environ["RANK"]
+for burst in range({bursts}):
+    sys.stdout.buffer.write(b"".join(
+        b"rank %s burst %d line %d sum 3 grad 3\\n" % (rank.encode(), burst, i) for i in range(2000)
+    ))
+    sys.stdout.flush()
+"""
+
+
+def test_bursts_of_many_lines_from_two_ranks_into_a_slow_pipe_keep_their_lines_whole():
+    """A write over PIPE_BUF to a full pipe may be split around another rank's write (POSIX
+    write(2)); a slow reader keeps the node's pipe full, as a busy log collector does."""
+    bursts = 8
+    read, write = os.pipe()
+    bursty = [sys.executable, "-c", BURSTY.format(bursts=bursts)]
+    procs = [labelled(rank, bursty, stdout=write) for rank in ("0", "1")]
+    os.close(write)
+    chunks = []
+    with os.fdopen(read, "rb", buffering=0) as pipe:
+        while chunk := pipe.read(1000):
+            chunks.append(chunk)
+            time.sleep(0.0002)
+    assert [p.wait(timeout=60) for p in procs] == [0, 0]
+    lines = b"".join(chunks).decode().splitlines()
+    whole = re.compile(r"\[(\d)\]<stdout>:rank \1 burst \d line \d+ sum 3 grad 3")
+    assert [line for line in lines if not whole.fullmatch(line)][:3] == []
+    assert len(lines) == 2 * bursts * 2000
+
+
+def test_writes_hold_whole_lines_of_at_most_pipe_buf_bytes():
+    lines = [b"x" * 1000 + b"\n"] * 9 + [b"y" * 5000 + b"\n", b"z\n"]
+    writes = rank_output.atomic_writes(lines)
+    assert b"".join(writes) == b"".join(lines)
+    assert [len(w) for w in writes] == [4004, 4004, 1001, 5001, 2]  # the long line alone
 
 
 DDP_CHATTY = """\

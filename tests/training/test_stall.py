@@ -7,7 +7,6 @@ import re
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -15,6 +14,7 @@ from azdl.commands import train
 from azdl.envs import REPO_ROOT
 from azdl.errors import AzdlError
 from azdl.jobs import safeguards
+from tests.training.azdl_command import azdl
 from training import guard
 
 # Rank 1 leaves the job after the first allreduce; rank 0 waits for it in the second.
@@ -31,18 +31,6 @@ if hvd.rank() == 1:
 hvd.allreduce(torch.ones(1), name="after_the_stall")
 print("not reached", flush=True)
 """
-
-
-def azdl(*args, cwd: Path, timeout: int) -> subprocess.CompletedProcess:
-    """The `azdl` command as a user runs it (the operator environment), this checkout's code."""
-    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"} | {
-        "PYTHONPATH": str(REPO_ROOT)
-    }
-    return subprocess.run(
-        [str(REPO_ROOT / ".venv" / "bin" / "python"), "-m", "azdl", *map(str, args)],
-        cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        timeout=timeout,
-    )  # fmt: skip
 
 
 @pytest.mark.slow

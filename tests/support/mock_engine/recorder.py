@@ -11,8 +11,8 @@ import pulumi
 from pulumi.runtime.mocks import MockMonitor
 
 from infra.config import PROJECT, read_stack_file, stack_name_of
-from infra.mocks.azure_answers import SUBSCRIPTION_ID
-from infra.mocks.engine import UPDATE, AzureMocks, RecordedResource
+from infra.mocks import SUBSCRIPTION_ID
+from tests.support.mock_engine.engine import UPDATE, AzureMocks, RecordedResource
 
 
 @dataclass

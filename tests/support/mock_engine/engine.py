@@ -1,6 +1,8 @@
 """`AzureMocks`: the Pulumi SDK's mocks answering as Azure and the engine would, in one of
 three modes (a preview of a create or an update, or `pulumi up`), each resource taking the
-engine's step against an earlier state (docs/architecture.md, "The mocks")."""
+engine's step against an earlier state (docs/architecture.md, "The mocks"). Its preview of a
+create is `azdl plan`'s own, `infra.mocks.PreviewMocks`: the engine adds the steps, the state
+and what Azure answers an update with."""
 
 import base64
 import hashlib
@@ -17,21 +19,21 @@ import pulumi.dynamic
 from pulumi.dynamic.dynamic import PROVIDER_KEY
 from pulumi.runtime import rpc
 
-from infra.mocks.azure_answers import (
-    ARM,
-    CLIENT_OBJECT_ID,
+from infra.mocks import (
+    DYNAMIC,
+    RANDOM_ID,
     SUBSCRIPTION_ID,
+    PreviewMocks,
+    preview_outputs,
+    unsecret,
+)
+from tests.support.mock_engine.azure_state import (
+    ARM,
     SUCCEEDED,
-    TENANT_ID,
     SourceStore,
     arm_id,
     computed_properties,
-    stable_guid,
 )
-from infra.mocks.provider_preview import STABLE_OUTPUTS, preview_outputs, unsecret
-
-DYNAMIC = "pulumi-python:dynamic:Resource"  # a Python dynamic provider's resource
-RANDOM_ID = "random:index/randomId:RandomId"
 
 PREVIEW_CREATE = "preview-create"  # `pulumi preview` of a new stack
 PREVIEW_UPDATE = "preview-update"  # `pulumi preview` of a stack that has a state
@@ -39,6 +41,11 @@ UPDATE = "update"  # `pulumi up`
 MODES = (PREVIEW_CREATE, PREVIEW_UPDATE, UPDATE)
 # The steps the engine takes for a resource (pulumi/pulumi, pkg/resource/deploy/step_generator.go).
 CREATE, SAME, UPDATED, REPLACE = "create", "same", "update", "replace"
+# Outputs the provider keeps from the old state in the preview of an update
+# (pulumi-azure-native provider/pkg/provider/provider.go, `Update`, "stableOutputs"; commit
+# 006a62afe453b416e5d5c98d2d91c4c7281f52f9).
+STABLE_OUTPUTS = ("name", "location")
+UPLOAD_URL = "azure-native:containerregistry:listRegistryBuildSourceUploadUrl"
 
 
 @dataclass
@@ -62,7 +69,7 @@ class RecordedResource:
     step: str = CREATE  # what the engine did with it (CREATE, SAME, UPDATED, REPLACE)
 
 
-class AzureMocks(pulumi.runtime.Mocks):
+class AzureMocks(PreviewMocks):
     """`subscription_id`: the subscription `getClientConfig` answers with (the deploying
     identity's); the global names derive from it (infra/naming.py). `mode`: PREVIEW_CREATE,
     PREVIEW_UPDATE or UPDATE (docs/architecture.md, "The mocks"). `state`: the Pulumi state
@@ -90,10 +97,10 @@ class AzureMocks(pulumi.runtime.Mocks):
             raise ValueError(f"mode {mode!r}: one of {', '.join(MODES)}")
         if mode == PREVIEW_UPDATE and not state:
             raise ValueError("the preview of an update needs the state of an earlier `up`")
+        super().__init__(subscription_id)
         self.random_bytes = random_bytes or (
             lambda name, n: hashlib.sha256(f"random/{name}".encode()).digest()[:n]
         )
-        self.subscription_id = subscription_id
         self.mode = mode
         self.preview = mode != UPDATE
         self.prior = dict(state or {})
@@ -112,14 +119,7 @@ class AzureMocks(pulumi.runtime.Mocks):
         return self._upload_endpoint
 
     def call(self, args: pulumi.runtime.MockCallArgs):
-        if args.token == "azure-native:authorization:getClientConfig":
-            return {
-                "clientId": stable_guid("client"),
-                "objectId": CLIENT_OBJECT_ID,
-                "subscriptionId": self.subscription_id,
-                "tenantId": TENANT_ID,
-            }, []
-        if args.token == "azure-native:containerregistry:listRegistryBuildSourceUploadUrl":
+        if args.token == UPLOAD_URL:
             # ACR answers with a SAS URL on storage of its own and the path a run names; every
             # call gets a new one.
             with self._lock:
@@ -129,7 +129,7 @@ class AzureMocks(pulumi.runtime.Mocks):
                 "uploadUrl": f"{self.upload_endpoint}/{blob}?sv=mock&sig=mock",
                 "relativePath": f"source/mock/{blob}",
             }, []
-        raise NotImplementedError(f"no Azure answer is mocked for the call {args.token}")
+        return super().call(args)
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs):
         urn = getattr(self._local, "urn", "")
@@ -151,23 +151,29 @@ class AzureMocks(pulumi.runtime.Mocks):
         # engine's applyReplaceOnChanges) or `pulumi up --replace` names the resource.
         replaced = urn in self.replace or "*" in getattr(self._local, "replace_on_changes", ())
         record.step = CREATE if old is None else REPLACE if replaced else UPDATED
-        if self.preview:
-            record.id, record.state = self._preview(args.typ, inputs, old, record.step)
+        if self.preview and record.step != UPDATED:
+            record.id, record.state = self._preview_create(args)
+        elif self.preview:
+            record.id, record.state = self._preview_update(args.typ, inputs, old)
         else:
             record.id, record.state = self._answer(args.typ, args.name, inputs)
         return record.id, record.state
 
-    def _preview(self, typ: str, inputs: dict, old: RecordedResource | None, step: str):
-        """(id, outputs) of a create's or an update's preview: no id for a create, the old id
-        and STABLE_OUTPUTS for an update (pulumi-azure-native provider/pkg/provider/provider.go,
-        `Create` and `Update`, commit 006a62afe453b416e5d5c98d2d91c4c7281f52f9)."""
-        if typ == RANDOM_ID:  # random's computed values are unknown until it is created
-            return (old.id, old.state) if step == UPDATED else (None, unsecret(inputs))
+    def _preview_create(self, args: pulumi.runtime.MockResourceArgs):
+        """`azdl plan`'s own answer (PreviewMocks), its unknowns recorded as one value."""
+        rid, outputs = super().new_resource(args)
+        return rid, _one_unknown(outputs)
+
+    def _preview_update(self, typ: str, inputs: dict, old: RecordedResource):
+        """(id, outputs) of an update's preview: the old id, and the outputs of a create's
+        preview plus STABLE_OUTPUTS from the old state (pulumi-azure-native
+        provider/pkg/provider/provider.go, `Update`, commit
+        006a62afe453b416e5d5c98d2d91c4c7281f52f9). A RandomId keeps what it drew."""
+        if typ == RANDOM_ID:
+            return old.id, old.state
         if not typ.startswith("azure-native:"):
             raise NotImplementedError(f"no preview is mocked for the type {typ}")
         outputs = preview_outputs(typ, inputs)
-        if step != UPDATED:
-            return None, outputs
         for key in STABLE_OUTPUTS:
             if key in old.state:
                 outputs[key] = old.state[key]
@@ -234,8 +240,11 @@ class AzureMocks(pulumi.runtime.Mocks):
                 return record.id, record.state
             else:
                 record.step = UPDATED
+        if self.preview and record.step != UPDATED:
+            record.id, record.state = self._preview_create(args)
+            return record.id, record.state
         if self.preview:
-            record.id = old.id if record.step == UPDATED else None
+            record.id = old.id
             return record.id, props
         if record.step == UPDATED:
             result = provider.update(old.id, old.state, props)
