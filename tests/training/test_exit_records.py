@@ -9,7 +9,7 @@ import time
 import pytest
 
 from tests.training import stand_ins
-from tests.training.test_hangs import run_guarded
+from tests.training.guarded import run_guarded
 from training import exits
 
 pytestmark = pytest.mark.slow

@@ -36,7 +36,7 @@ from azdl.envs import REPO_ROOT, training_env
 from azdl.jobs.request import JobRequest
 from azdl.jobs.stack_outputs import parse_outputs
 from azdl.runtime import module_command
-from tests.jobs.conftest import stack_outputs
+from tests.support.job_fixtures import stack_outputs
 from tests.training import stand_ins
 from training import rank_output
 
@@ -201,8 +201,8 @@ def verdict(status: str, error: str, logs: dict[str, str]):
     from unittest import mock
 
     from azdl.jobs import submit, workspace
-    from tests.azure.test_jobs_command import rest_job
-    from tests.jobs.test_retry import azure_error
+    from tests.azure.rest_jobs import rest_job
+    from tests.jobs.failed_jobs import azure_error
 
     now = datetime.now(UTC)
     client = mock.Mock()

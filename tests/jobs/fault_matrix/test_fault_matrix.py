@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.jobs.failed_jobs import PREEMPTED
 from tests.jobs.fault_matrix import harness
-from tests.jobs.test_retry import PREEMPTED
 from training import exits
 
 pytestmark = pytest.mark.slow
