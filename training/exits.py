@@ -14,6 +14,8 @@ import re
 import signal
 from dataclasses import asdict, dataclass
 
+from training.teardown import TEARDOWN_ABORT
+
 LINE = "azdl: exit "
 # A record's kind: what ended the rank.
 FINISHED = "finished"  # exit 0
@@ -56,9 +58,8 @@ NETWORK_SIGN = re.compile(r"ncclSystemError|unhandled system error|NCCL WARN NET
 # gloo/transport/tcp/pair.cc: "... Received data size doesn't match expected size. Is there a
 # distributed collective mismatch in your code?"): the ranks called different collectives.
 MISMATCH_SIGN = re.compile(r"Is there a distributed collective mismatch in your code")
-# libstdc++'s std::terminate handler with no exception in flight (__gnu_cxx::
-# __verbose_terminate_handler), then abort().
-TEARDOWN_SIGN = re.compile(r"terminate called without an active exception")
+# libstdc++'s std::terminate handler with no exception in flight, then abort() (training.teardown).
+TEARDOWN_SIGN = re.compile(re.escape(TEARDOWN_ABORT))
 SIGNS = (
     # cudaErrorECCUncorrectable's text (cudaGetErrorString), which PyTorch raises as "CUDA
     # error: <text>" (pytorch/pytorch c10/cuda/CUDAException.cpp at 0e4c6cd; NVIDIA's CUDA

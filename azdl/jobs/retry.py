@@ -8,7 +8,7 @@ import re
 import time
 from dataclasses import dataclass
 
-from training import exits, guard
+from training import exits, guard, teardown
 from training.health.gate import PREFIX as GATE
 from training.rank_output import LABEL
 
@@ -51,7 +51,8 @@ VERDICTS = {
         True,
         "a process was lost (a signal nobody in the job sent: the out-of-memory killer, the node)",
     ),
-    exits.TEARDOWN: (True, "a rank aborted as its process ended (std::terminate)"),
+    # Not retried: the script's process group outlived it, and every attempt would race the same.
+    exits.TEARDOWN: (False, "a rank aborted as its process ended (std::terminate)"),
 }
 # Kinds that are the node's fault, not the rank's: the reason names the node.
 NODE_KINDS = (exits.HARDWARE, exits.NETWORK, exits.INFINIBAND_STOP, exits.HANG)
@@ -141,6 +142,8 @@ def verdict(first: exits.Record) -> Outcome:
     where = f"{first.where()} failed first, at {clock(first)}"
     if first.kind in NODE_KINDS:
         return Outcome(retry, f"{what}{on_node(first.node)}: {where}: {first.line}")
+    if first.kind == exits.TEARDOWN:
+        return Outcome(False, f"{what}: {where}: {first.line}; {teardown.CURE}")
     if not retry:
         return Outcome(False, f"{what}: {where}: {first.line}; {USER_ADVICE}")
     return Outcome(True, f"{what}: {where}: {first.line}")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from azdl.jobs.retry import VERDICTS, classify
-from training import exits, guard
+from training import exits, guard, teardown
 
 FAULT_LOGS = Path(__file__).parent / "data" / "faults"
 NON_ZERO = "JobFailed: Submitted script failed with a non-zero exit code"
@@ -161,6 +161,20 @@ def test_the_signs_of_a_teardown_abort_and_an_error_line():
                "", "Traceback (most recent call last):", '  File "x.py", line 3, in <module>',
                "OSError: [Errno 28] No space left on device"]  # fmt: skip
     assert signs(chained)[1] == "ValueError: planted at step 6"
+
+
+def test_an_abort_at_a_ranks_end_is_not_retried_and_names_the_cure():
+    """Every attempt of the script would race the same way (training/teardown.py)."""
+    logs = "\n".join([
+        record(0, "node-a", exits.TEARDOWN, teardown.TEARDOWN_ABORT, 1795937109.4, code=134),
+        record(1, "node-b", exits.PEER, signs(RANK0)[1], 1795937111.9),
+    ])  # fmt: skip
+    outcome = classify("Failed", NON_ZERO, logs)
+    assert not outcome.retry
+    assert outcome.reason == (
+        "a rank aborted as its process ended (std::terminate): rank 0 on node-a failed first, at "
+        f"07:25:09 UTC: {teardown.TEARDOWN_ABORT}; {teardown.CURE}"
+    )
 
 
 def test_a_desync_is_the_scripts_bug_though_every_rank_only_timed_out():
