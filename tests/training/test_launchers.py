@@ -1,10 +1,10 @@
 """The local launcher (`azdl train`): Horovod over Gloo via horovodrun (the other tests) and
-plain mpirun (as Azure ML starts workers), the demo's arguments, and its errors."""
+plain mpirun (as Azure ML starts workers; two real workers of each TensorFlow flavour under it:
+test_tf_training.py, the TFRecord runs), the demo's arguments, and its errors."""
 
 import argparse
 
 import pytest
-from conftest import TINY, launch
 
 from azdl import local
 from azdl.commands import train
@@ -12,18 +12,6 @@ from azdl.errors import AzdlError
 from azdl.launchers import labelled
 from training import options
 from training.flavours import FRAMEWORKS
-from training.throughput import parse_throughput_lines
-
-
-@pytest.mark.slow
-@pytest.mark.training_env
-@pytest.mark.parametrize("framework", ["keras", "tf"])
-def test_two_workers_under_plain_mpirun(framework):
-    args = [*TINY, "--batch-size", 8, "--epochs", 1, "--steps-per-epoch", 4]
-    run = launch(framework, 2, [*args, "--timing-warmup-steps", 1], transport="mpi")
-    assert run.returncode == 0, run.output
-    (record,) = parse_throughput_lines(run.output)
-    assert record["workers"] == 2 and record["timed_steps"] == 3
 
 
 def test_mpi_command_is_plain_mpirun_with_the_environment_exported():

@@ -106,12 +106,13 @@ def test_rank0_writes_checkpoints_and_tensorboard(synthetic):
 
 
 @pytest.mark.parametrize("framework", ["keras", "tf"])
-def test_trains_on_a_tiny_tfrecord_set(framework, tmp_path):
+def test_trains_on_a_tiny_tfrecord_set_under_plain_mpirun(framework, tmp_path):
+    """Under plain mpirun, as Azure ML starts MPI workers (the other runs here: horovodrun)."""
     # One validation shard for 2 workers: rank 1 evaluates nothing, rank 0 all 24 images.
     data = write_tiny_tfrecords(tmp_path / "data", validation_shards=1)
     # Normalised JPEG pixels are larger than the synthetic ones: a gentler rate (0.25).
     args = [*TINY, *SGD, "--base-lr", 4, "--batch-size", 8, "--epochs", 4, "--data-dir", data]
-    run = launch(framework, 2, [*args, "--shuffle-buffer", 64])
+    run = launch(framework, 2, [*args, "--shuffle-buffer", 64], transport="mpi")
     assert run.returncode == 0, run.output
     (record,) = parse_throughput_lines(run.output)
     assert record["data_source"] == "tfrecord" and record["workers"] == 2

@@ -64,16 +64,15 @@ def test_torchrun_workers_stay_in_sync_and_rank0_reports(both):
     assert record["timed_steps"] == 3 * 5 - 2
 
 
-def test_fp16_allreduce_is_a_ddp_communication_hook(tmp_path):
+def test_fp16_allreduce_is_a_ddp_communication_hook(both, tmp_path):
     """--fp16-allreduce under torchrun: DDP's fp16_compress_hook. The same run with and without
-    it learns the same to fp16's precision, and not bit for bit (so the hook ran)."""
-    args = [*SAME, "--fp16-allreduce", "--dump-weights", tmp_path]
-    run = launch("torch", 2, args, "torchrun")
+    it (the `both` fixture's torchrun run) learns the same to fp16's precision, and not bit for
+    bit (so the hook ran)."""
+    root, runs = both
+    run = launch("torch", 2, [*SAME, "--fp16-allreduce", "--dump-weights", tmp_path], "torchrun")
     assert run.returncode == 0, run.output
-    plain = launch("torch", 2, [*SAME, "--dump-weights", tmp_path / "plain"], "torchrun")
-    assert plain.returncode == 0, plain.output
-    np.testing.assert_allclose(run.losses(), plain.losses(), rtol=2e-2)
-    fp16, fp32 = _weights(tmp_path), _weights(tmp_path / "plain")
+    np.testing.assert_allclose(run.losses(), runs["torchrun"].losses(), rtol=2e-2)
+    fp16, fp32 = _weights(tmp_path), _weights(root / "torchrun")
     assert any(not np.array_equal(fp16[k], fp32[k]) for k in fp32)
     for name in fp32:
         np.testing.assert_allclose(fp16[name], fp32[name], rtol=5e-2, atol=5e-3, err_msg=name)
