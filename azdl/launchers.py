@@ -8,6 +8,8 @@ No Azure calls."""
 import shlex
 
 from azdl.runtime import module_command
+from training import job_stop
+from training.health import gate
 
 LAUNCHERS = ("horovod", "torchrun")
 DEFAULT_LAUNCHER = "horovod"
@@ -23,6 +25,23 @@ DEFAULT_TRANSPORT = "gloo"
 # (torch/distributed/elastic/rendezvous/dynamic_rendezvous.py, torch 2.13.0: `use_agent_store`
 # and the "opt-out option of TCPStore sharing" in next_rendezvous).
 TORCHRUN_ENV = {"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}
+
+
+# How late one node may reach the rendezvous after another, for node 0's store to wait out
+# (c10d's read_timeout: a non-host node's store client waits that long for node 0's store, C++
+# retries inside, default 60 s; join_timeout: the rendezvous's own deadline, default 600 s;
+# torch 2.13 elastic/rendezvous/c10d_rendezvous_backend.py `_create_tcp_store`,
+# dynamic_rendezvous.py `create_handler`): what each node runs before its torchrun, at its
+# longest, the health gate (training/health/gate.py, its tools' timeouts added up: nvidia-smi
+# 2 x 60 s, all_reduce_perf 3 x 600 s, ib_write_bw 8 x (120 + 2 x 5) s) and a script job's pip
+# step (azdl/jobs/script_job.py runs it under PIP_TIMEOUT_S).
+PIP_TIMEOUT_S = 1200
+RENDEZVOUS_TIMEOUT_S = int(gate.WORST_CASE_S) + PIP_TIMEOUT_S
+# Set on each node before its torchrun: its own address for the others (training.node_address),
+# and the rendezvous's endpoint, which torchrun does not pass on to its workers (training.guard
+# closes the rendezvous through it after a stop that every restart would repeat).
+NODE_ADDRESS_ENV = "AZDL_NODE_ADDR"
+NODE_RANK_MISSING = "not set: Azure ML sets it on every node of a pytorch job"
 
 
 def labelled(python: str = "python") -> list[str]:
@@ -51,11 +70,24 @@ def node_torchrun(nodes: int, per_node: int, max_restarts: int, run_id: str) -> 
     (torch/distributed/run.py, "Fault tolerant": c10d backend, a fixed number of nodes,
     --max-restarts, one --rdzv-id for all nodes): node 0 hosts its store at MASTER_ADDR:
     MASTER_PORT, said explicitly with is_host rather than guessed from host names
-    (elastic/rendezvous/c10d_rendezvous_backend.py, `is_host`).
+    (elastic/rendezvous/c10d_rendezvous_backend.py, `is_host`); a node without NODE_RANK stops
+    with one line rather than host a store of its own. The rendezvous waits out
+    RENDEZVOUS_TIMEOUT_S of skew between nodes, and each node is reached at its own address.
+    torchrun runs under training.job_stop, which ends it when a node writes a stop into the
+    job's folder of stops (STOP_DIR_ENV, set by the job).
     """
+    conf = (
+        f"is_host=$(( ${{NODE_RANK:?{NODE_RANK_MISSING}}} == 0 )),"
+        f"read_timeout={RENDEZVOUS_TIMEOUT_S},join_timeout={RENDEZVOUS_TIMEOUT_S}"
+    )
     return " ".join([
+        f'export {NODE_ADDRESS_ENV}="$({shlex.join(module_command("training.node_address"))})"',
+        f'{job_stop.RENDEZVOUS_ENV}="$MASTER_ADDR:$MASTER_PORT" &&',
+        shlex.join(module_command("training.job_stop")),
+        f'run "${{{job_stop.STOP_DIR_ENV}:?}}" --',
         "torchrun", f"--nnodes={nodes}", f"--nproc-per-node={per_node}",
         "--rdzv-backend=c10d", '--rdzv-endpoint="$MASTER_ADDR:$MASTER_PORT"',
-        f"--rdzv-id={shlex.quote(run_id)}", '--rdzv-conf="is_host=$(( NODE_RANK == 0 ))"',
+        f"--rdzv-id={shlex.quote(run_id)}", f'--rdzv-conf="{conf}"',
+        f'--local-addr="${{{NODE_ADDRESS_ENV}:?no address of this node}}"',
         f"--max-restarts={max_restarts}", "--no-python",
     ])  # fmt: skip

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from training.teardown import TEARDOWN_ABORT
+from training.teardown import CURE, TEARDOWN_ABORT
 
 # horovodrun --gloo's own ending after a failed worker: `RuntimeError: Horovod detected that one
 # or more processes exited with non-zero status …`, then `Process name: N` and `Exit code: X`
@@ -37,8 +37,7 @@ def teardown_abort(rank: str) -> str:
     return (
         f'error: worker rank {rank} aborted (SIGABRT, "{TEARDOWN_ABORT}"), as a torch.distributed '
         f"process does when its process group outlives the script into the interpreter's exit; "
-        f"import torch.distributed.nn before init_process_group (docs/torchrun.md, "
-        f'"Ending cleanly")\n'
+        f"{CURE}\n"
     )
 
 

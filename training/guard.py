@@ -12,6 +12,7 @@ it, 4 when it hung (both retryable: azdl.jobs.retry). Design: docs/architecture.
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -25,8 +26,9 @@ import threading
 import time
 from pathlib import Path
 
-from training import heartbeat
+from training import exits, flight_recorder, heartbeat, job_stop
 from training.nccl_check import NcclCheck
+from training.ranks import host_of, record_host, save_exit
 
 IB_CHECK_FAILED = 3
 HUNG = 4
@@ -44,6 +46,8 @@ _INIT_START = re.compile(r"NCCL INFO .*- Init START")
 _INIT_COMPLETE = re.compile(r"NCCL INFO .*- Init COMPLETE")
 # How long the command's processes get to write their stacks before they are killed.
 DUMP_GRACE_S = 15
+# Each nvidia-smi query of the post-mortem after a failure (a lost GPU can make it hang).
+POST_MORTEM_TIMEOUT_S = 20
 TICK_S = 1.0
 
 
@@ -52,21 +56,6 @@ def this_rank() -> int | None:
         if os.environ.get(name, "").isdigit():
             return int(os.environ[name])
     return None
-
-
-def record_host(ranks_dir: Path, rank: int, host: str) -> None:
-    ranks_dir.mkdir(parents=True, exist_ok=True)
-    record = {"rank": rank, "host": host, "pid": os.getpid()}
-    tmp = ranks_dir / f".rank-{rank}.json.tmp"
-    tmp.write_text(json.dumps(record))
-    tmp.replace(ranks_dir / f"rank-{rank}.json")
-
-
-def host_of(ranks_dir: Path, rank: int) -> str:
-    path = ranks_dir / f"rank-{rank}.json"
-    if not path.is_file():
-        return f"host unknown: no {path}"
-    return json.loads(path.read_text())["host"]
 
 
 def say(message: str) -> None:
@@ -94,6 +83,11 @@ class Watch:
         self.init_started: float | None = None  # an NCCL communicator's Init START, not complete
         self.inits_complete = 0
         self.complete_at: float | None = None
+        self.signs = exits.Signs()  # the first sign of why the command ended (training.exits)
+        self.hang_for: float | None = None  # seconds the command had been stuck when found hung
+        self.stuck_since: float | None = None  # when it stopped moving (wall time): the failure
+        self.check_failed_at: float | None = None  # when the InfiniBand check stopped it
+        self.stopped_at: float | None = None  # when its launcher signalled the guard (wall time)
         self.lock = threading.Lock()
 
     @property
@@ -106,9 +100,10 @@ class Watch:
     def where(self) -> str:
         return f"rank {self.rank} on {self.host}"
 
-    def line(self, text: str) -> bool:
-        """Looks at one line; returns whether it goes on to the output."""
+    def line(self, text: str, stream: str = "stderr") -> bool:
+        """Looks at one line of `stream`; returns whether it goes on to the output."""
         with self.lock:
+            self.signs.feed(text, time.time(), stream)
             if match := _MISSING_RANK.match(text):
                 self.stalled[int(match.group(1))] = match.group(3)
                 if match.group(2):
@@ -153,9 +148,12 @@ class Watch:
                 self.hang = (
                     f"NCCL's communicator set-up (Init START) has not completed after {limit:g} s"
                 )
+                self.hang_for = now - self.init_started
             elif self.args.progress_timeout and self.beat_file is not None:
                 self.hang = self.progress_problem(now)
+                self.hang_for = self.stalled_for()
             if self.hang is not None:
+                self.stuck_since = time.time() - (self.hang_for or 0.0)
                 say(f"{HANG_LINE} {self.where()}: {self.hang}; dumping the Python stacks of its "
                     "processes, then stopping it (exit code 4, retryable)")  # fmt: skip
 
@@ -185,6 +183,7 @@ class Watch:
         elif self.args.nodes > 1:
             say(f"{IB_STOP_LINE} {self.where()}: {verdict.message}; stopping the job")
             self.failed_check = verdict
+            self.check_failed_at = time.time()
         else:
             say(f"warning: InfiniBand check on {self.where()}: {verdict.message} "
                 "(single node: goes on)")  # fmt: skip
@@ -200,6 +199,125 @@ class Watch:
             verdict = self.check.finish()
             say(f"InfiniBand not verified on rank {self.rank}: the command ended first "
                 f"({verdict.message})")  # fmt: skip
+
+
+def exit_record(watch: Watch, returncode: int, code: int, error_file: dict | None,
+                now: float) -> exits.Record:  # fmt: skip
+    """What ended the command (training.exits), from the guard's own stops, the signs in its
+    output, torchrun's error file of the rank and how it exited."""
+    sig = exits.signal_name(-returncode) if returncode < 0 else None
+    first = watch.signs.first
+    if first is None and error_file is not None:
+        first = (exits.kind_of(error_file["line"]) or exits.USER, error_file["line"],
+                 error_file["time"])  # fmt: skip
+    stopped = watch.stopped_at
+    if code == 0:
+        kind, line, at = exits.FINISHED, "", now
+    elif watch.stop == IB_CHECK_FAILED:
+        kind, line, at = exits.INFINIBAND_STOP, watch.failed_check.message, watch.check_failed_at
+    elif watch.stop == HUNG:  # the failure is when it stopped moving, not when it was ended
+        kind, line, at = exits.HANG, watch.hang, watch.stuck_since
+    elif first is not None and (stopped is None or first[2] <= stopped):
+        kind, line, at = first
+    elif stopped is not None:
+        kind, line, at = exits.STOPPED, "stopped by its launcher's signal", stopped
+    elif sig is not None:
+        kind, line, at = exits.KILLED, f"ended by {sig}", now
+    else:
+        kind, line, at = exits.USER, f"exited with code {code}: {watch.signs.last}", now
+    return exits.Record(
+        rank=watch.rank, node=watch.host, round=restart_round(), time=round(at, 3), exit=code,
+        signal=sig, kind=kind, line=line,
+    )  # fmt: skip
+
+
+def restart_round() -> int:
+    """torchrun's restart round of this worker (torch/distributed/run.py, "Environment
+    Variables": TORCHELASTIC_RESTART_COUNT); 0 under MPI."""
+    return int(os.environ.get("TORCHELASTIC_RESTART_COUNT") or 0)
+
+
+# torchrun gives each worker a file for its error (torch 2.13,
+# torch/distributed/elastic/multiprocessing/api.py: TORCHELASTIC_ERROR_FILE, `<log_dir>/<run id>/
+# attempt_<n>/<local rank>/error.json`); a worker under `errors.record` writes its exception
+# there (errors/error_handler.py `record_exception`: {"message": {"message": "Type: text",
+# "extraInfo": {"py_callstack": traceback, "timestamp": "<int seconds>"}}}), and the agent
+# prints the earliest one as its "Root Cause (first observed failure)" (errors/__init__.py,
+# `ProcessFailure`, which also takes {"message": "text", "timestamp": N}).
+ERROR_FILE_ENV = "TORCHELASTIC_ERROR_FILE"
+
+
+def read_error_file() -> dict | None:
+    """The exception the command wrote to torchrun's error file: {"line", "time"}, or None."""
+    path = os.environ.get(ERROR_FILE_ENV)
+    if not path or not Path(path).is_file():
+        return None
+    data = json.loads(Path(path).read_text())
+    message = data["message"]
+    if isinstance(message, dict):
+        text, stamp = message["message"], message["extraInfo"]["timestamp"]
+    else:
+        text, stamp = message, data.get("timestamp", 0)
+    return {"line": text.strip().splitlines()[0][: exits.MAX_LINE], "time": float(stamp)}
+
+
+def write_error_file(record: exits.Record) -> None:
+    """The rank's failure in torchrun's error file, when the command wrote none: torchrun's
+    "Root Cause" then shows it, with its time, instead of a hint to decorate the script."""
+    path = os.environ.get(ERROR_FILE_ENV)
+    if not path or Path(path).exists():
+        return
+    message = {"message": record.line, "extraInfo": {
+        "py_callstack": record.line, "timestamp": str(int(record.time))}}  # fmt: skip
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps({"message": message}))
+
+
+def save_record(ranks_dir: Path, record: exits.Record) -> None:
+    """The record printed (the job's logs) and written beside the rank's host record."""
+    print(record.text(), file=sys.stderr, flush=True)
+    if record.rank is not None:
+        save_exit(ranks_dir, record)
+
+
+def per_round_dumps(env: dict[str, str]) -> None:
+    """Under torchrun, the flight recorder's dumps go to this restart round's own folder
+    (training.flight_recorder.round_prefix): every round's rank R would write the same file."""
+    prefix = env.get(flight_recorder.DUMP_PREFIX_ENV)
+    if not prefix or "TORCHELASTIC_RESTART_COUNT" not in env:
+        return
+    env[flight_recorder.DUMP_PREFIX_ENV] = flight_recorder.round_prefix(prefix, restart_round())
+    # PyTorch's dump writer makes no folders.
+    Path(env[flight_recorder.DUMP_PREFIX_ENV]).parent.mkdir(parents=True, exist_ok=True)
+
+
+def post_mortem(gpus: int) -> list[str]:
+    """After a failure: the health gate's nvidia-smi checks of this node (GPU count, ECC, row
+    remaps; training.health), each under POST_MORTEM_TIMEOUT_S. What is wrong (empty: nothing):
+    a GPU lost since the start, a pending row remap, or nvidia-smi itself failing."""
+    from training.health import gate, nvidia_smi
+
+    found = []
+    for command, parse, problems in (
+        (nvidia_smi.COMMAND, nvidia_smi.parse, lambda g: nvidia_smi.problems(g, gpus)),
+        (nvidia_smi.REMAP_COMMAND, nvidia_smi.parse_remaps, nvidia_smi.remap_problems),
+    ):
+        code, text = gate.run_command(list(command), None, POST_MORTEM_TIMEOUT_S)
+        if code != 0:
+            last = text.strip().splitlines()[-1:] or ["no output"]
+            return [*found, f"nvidia-smi failed (exit {code}): {last[0]}"]
+        try:
+            found += problems(parse(text))
+        except ValueError as exc:  # a line that is not a GPU's ("Unable to determine ...")
+            return [*found, str(exc)]
+    return found
+
+
+def stop_the_job(why: str) -> None:
+    """Under a job's torchrun: no node restarts its workers (training.job_stop)."""
+    if folder := os.environ.get(job_stop.STOP_DIR_ENV):
+        job_stop.write(Path(folder), IB_CHECK_FAILED, why)
+    job_stop.close_rendezvous(why)
 
 
 def descendants(pid: int) -> list[int]:
@@ -240,8 +358,9 @@ def dump_and_kill(child: subprocess.Popen) -> None:
 
 
 def relay(stream, out, watch: Watch) -> None:
+    name = "stdout" if out is sys.stdout else "stderr"
     for text in iter(stream.readline, ""):
-        if watch.line(text.rstrip("\n")):
+        if watch.line(text.rstrip("\n"), name):
             out.write(text)
             out.flush()
 
@@ -250,7 +369,9 @@ def watchdog(watch: Watch, child: subprocess.Popen, done: threading.Event) -> No
     """Checks the deadlines every TICK_S and ends the command when the guard must."""
     while not done.wait(TICK_S):
         watch.tick()
-        if watch.stop == IB_CHECK_FAILED:
+        if watch.stop == IB_CHECK_FAILED:  # every restart would stop the same way: first
+            # the job is told, so that no node restarts when this rank ends
+            stop_the_job(f"{IB_STOP_LINE} {watch.where()}: {watch.failed_check.message}")
             child.terminate()
             return
         if watch.stop == HUNG:
@@ -293,6 +414,9 @@ def parse_args(argv):
     p.add_argument("--first-step-timeout", type=positive_seconds, default=1800.0, metavar="S",
                    help="with --progress-timeout: the allowance for the first step (default "
                    "1800)")  # fmt: skip
+    p.add_argument("--post-mortem-gpus", type=int, metavar="N",
+                   help="after a failure, check this node's N GPUs with nvidia-smi (the health "
+                   "gate's checks) and put what is wrong into the exit record")  # fmt: skip
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- then the rank's command")
     args = p.parse_args(argv)
     if args.command[:1] == ["--"]:
@@ -315,6 +439,7 @@ def main(argv=None) -> int:
     env = {"PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1"} | dict(os.environ)
     if beat_file is not None:
         env[heartbeat.ENV] = str(beat_file)
+    per_round_dumps(env)
     child = subprocess.Popen(
         args.command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1,
         errors="replace", env=env,
@@ -325,6 +450,7 @@ def main(argv=None) -> int:
         """mpirun ends a job by signalling its processes: the signal goes on to the command,
         after a stack dump when the command had stopped making steps (a hang another rank's
         guard found first)."""
+        watch.stopped_at = watch.stopped_at or time.time()
         stalled = watch.stalled_for()
         if stalled is not None and stalled >= min(60.0, args.progress_timeout / 2):
             say(f"{watch.where()} stopped by signal {signum} after {stalled:.0f} s without a "
@@ -348,9 +474,14 @@ def main(argv=None) -> int:
     for thread in threads[:2]:
         thread.join()
     watch.summary()
-    if watch.stop is not None:
-        return watch.stop
-    return code if code >= 0 else 128 - code
+    exit_code = watch.stop if watch.stop is not None else (code if code >= 0 else 128 - code)
+    record = exit_record(watch, code, exit_code, read_error_file(), time.time())
+    if args.post_mortem_gpus and exit_code != 0 and record.kind != exits.STOPPED:
+        record = dataclasses.replace(record, post_mortem=post_mortem(args.post_mortem_gpus))
+    if exit_code != 0:
+        write_error_file(record)
+    save_record(args.ranks_dir, record)
+    return exit_code
 
 
 if __name__ == "__main__":

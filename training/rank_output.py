@@ -36,6 +36,9 @@ import sys
 import threading
 
 STREAMS = {1: "stdout", 2: "stderr"}
+# A label as a regular expression, for readers of a node's log (azdl.jobs.retry): a line of the
+# guard's, or of the script's, starts with one under torchrun.
+LABEL = r"\[\d+\]<(?:stdout|stderr)>:"
 LINE = re.compile(rb"[^\n\r]*[\n\r]")
 # The signals torchrun (and a terminal) send the worker's process group, COMMAND included.
 STOPS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)

@@ -22,6 +22,9 @@ from pathlib import Path
 # libstdc++'s verbose terminate handler (libsupc++/vterminate.cc) when std::terminate is called
 # with no exception in flight: here, a forced unwind through a noexcept frame.
 TEARDOWN_ABORT = "terminate called without an active exception"
+# What a script that aborts this way changes; its job is not retried, as every attempt would race
+# the same way (azdl.jobs.retry).
+CURE = 'import torch.distributed.nn before init_process_group (docs/torchrun.md, "Ending cleanly")'
 
 # The native threads of torch.distributed's process groups and stores, by the names they give
 # themselves: torch 2.13 ProcessGroupGloo::runLoop "pt_gloo_runloop", LibUVStoreDaemon::run

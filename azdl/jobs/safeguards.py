@@ -69,10 +69,12 @@ def guard_command(
     nccl_debug: str | None = None,
     init_deadline: int | None = None,
     progress_timeout: int | None = None,
+    post_mortem_gpus: int | None = None,
     python: str = "python",
 ) -> list[str]:
     """The prefix that runs a rank's command under training.guard (then `--` and the command).
-    `nccl_debug`: the user's level, when the job set NCCL_DEBUG=INFO for the guard."""
+    `nccl_debug`: the user's level, when the job set NCCL_DEBUG=INFO for the guard;
+    `post_mortem_gpus`: the node's GPUs, checked after a failure."""
     cmd = [*module_command("training.guard", python), "--ranks-dir", ranks_dir]
     if check_infiniband:
         cmd += ["--check-infiniband", "--nodes", str(nodes)]
@@ -84,6 +86,8 @@ def guard_command(
     if progress_timeout is not None:
         first = max(FIRST_STEP_TIMEOUT_S, progress_timeout)
         cmd += ["--progress-timeout", str(progress_timeout), "--first-step-timeout", str(first)]
+    if post_mortem_gpus:
+        cmd += ["--post-mortem-gpus", str(post_mortem_gpus)]
     return [*cmd, "--"]
 
 
@@ -97,8 +101,9 @@ def job_safeguards(request, vm_size) -> tuple[dict[str, str], list[str]]:
     """(environment variables, guard prefix) of a cluster job: the stall inspector (under
     torchrun the collective timeout, NCCL watchdog and flight recorder); on GPU sizes NCCL's
     INIT/NET log for the guard's init deadline, Azure's NCCL topology file where the size needs
-    one (training.nccl_topology) and, on InfiniBand sizes, the transport check; the progress
-    watchdog where the request has a timeout for it. `request`: a JobRequest."""
+    one (training.nccl_topology), the post-mortem of the node's GPUs after a failure and, on
+    InfiniBand sizes, the transport check; the progress watchdog where the request has a timeout
+    for it. `request`: a JobRequest."""
     from training import nccl_topology
 
     if request.launcher == "torchrun":
@@ -117,6 +122,7 @@ def job_safeguards(request, vm_size) -> tuple[dict[str, str], list[str]]:
         nccl_debug=request.nccl_debug if gpu else None,
         init_deadline=NCCL_INIT_DEADLINE_S if gpu else None,
         progress_timeout=request.progress_timeout,
+        post_mortem_gpus=vm_size.gpus if gpu else None,
     )
     return env, prefix
 

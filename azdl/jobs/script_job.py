@@ -9,6 +9,7 @@ from azdl.jobs import code_folder
 from azdl.jobs import script as own_script
 from azdl.jobs.request import JobPart, JobRequest, OwnScript, copy_step, data_folder
 from azdl.jobs.stack_outputs import StackOutputs
+from azdl.launchers import PIP_TIMEOUT_S
 from azdl.paths import existing_file, folder_or_nothing
 from azdl.runtime import module_command
 
@@ -91,7 +92,8 @@ _LOCAL_RANK = "${OMPI_COMM_WORLD_LOCAL_RANK:-${MPI_LOCALRANKID:-0}}"
 
 def install_step(script: OwnScript) -> list[str]:
     """`pip install -r REQUIREMENTS` once per node before training (from the wheel folder only,
-    when there is one), failing the job if it fails."""
+    when there is one), failing the job if it fails or runs past PIP_TIMEOUT_S (the skew the
+    nodes' torchrun rendezvous allows for, azdl.launchers)."""
     if script.requirements is None:
         return []
     pip = [*module_command("pip"), "install", "--no-cache-dir", "--disable-pip-version-check"]
@@ -99,8 +101,10 @@ def install_step(script: OwnScript) -> list[str]:
         pip += ["--no-index", "--find-links", script.relative(script.wheels)]
     pip += ["-r", script.relative(script.requirements)]
     ok, failed = f'"{_PIP_MARKER}.ok"', f'"{_PIP_MARKER}.failed"'
+    why = shlex.quote(f"azdl: pip install failed, or ran past its {PIP_TIMEOUT_S} s")
     return [
-        f'if [ "{_LOCAL_RANK}" = 0 ]; then {shlex.join(pip)} && touch {ok} || touch {failed}; '
+        f'if [ "{_LOCAL_RANK}" = 0 ]; then timeout {PIP_TIMEOUT_S} {shlex.join(pip)} && touch {ok} '
+        f"|| {{ echo {why} >&2; touch {failed}; }}; "
         f"else while [ ! -e {ok} ] && [ ! -e {failed} ]; do sleep 1; done; fi",
         f"[ -e {ok} ]",
     ]

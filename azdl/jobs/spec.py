@@ -21,7 +21,7 @@ from azdl.jobs.request import STORAGE_MODES, JobPart, JobRequest
 from azdl.jobs.stack_outputs import StackOutputs
 from azdl.launchers import LAUNCHERS, TORCHRUN_ENV, labelled, node_torchrun
 from azdl.runtime import module_command
-from training import flight_recorder
+from training import flight_recorder, job_stop
 from training.flavours import FRAMEWORKS
 
 # A job name as it appears in the outputs container's folders (Azure ML job names are letters,
@@ -102,6 +102,8 @@ def job_part(request: JobRequest, threads: int, guard: list[str] = ()) -> JobPar
 # and how long a node waits for the other nodes' dumps to appear there before it names ranks.
 DUMPS = "${{outputs.logs}}/flight-recorder"
 DUMP_WAIT_S = 60
+# Where a node of a torchrun job writes a stop that every restart would repeat (training.job_stop).
+STOPS = "${{outputs.logs}}/stops"
 
 
 def workers_command(request: JobRequest, part: JobPart, per_node: int) -> str:
@@ -123,10 +125,22 @@ def workers_command(request: JobRequest, part: JobPart, per_node: int) -> str:
     ])  # fmt: skip
     torchrun = node_torchrun(request.nodes, per_node, request.max_restarts, request.run_id)
     return (
-        f"export {flight_recorder.DUMP_PREFIX_ENV}={shlex.quote(prefix)} && "
+        f"export {flight_recorder.DUMP_PREFIX_ENV}={shlex.quote(prefix)} "
+        f"{job_stop.STOP_DIR_ENV}={shlex.quote(STOPS)} && "
         f"mkdir -p {shlex.quote(DUMPS)} && "
         f"{{ {torchrun} {worker} || {{ code=$?; {report}; exit $code; }}; }}"
     )
+
+
+def gate_step(outputs: StackOutputs, request: JobRequest) -> str:
+    """The health gate; under torchrun, a node whose gate fails writes a stop, which ends the
+    other nodes' torchrun (waiting in the rendezvous for it) at once."""
+    gate = health.gate_step(outputs, request.nodes)
+    if request.launcher != "torchrun":  # mpirun ends every process when one fails
+        return gate
+    stop = shlex.join([*module_command("training.job_stop"), "write", STOPS, "--exit", "1",
+                       "--why", "its health gate failed (azdl-health: FAIL above)"])  # fmt: skip
+    return f"{{ {gate} || {{ {stop}; exit 1; }}; }}"
 
 
 def training_command(request: JobRequest, threads: int, guard=(), per_node: int = 1) -> str:
@@ -190,7 +204,7 @@ def build_job(outputs: StackOutputs, request: JobRequest):
         request.experiment,
         description=f"azdl {part.what}, {request.nodes} node(s), {request.storage} data",
         command=" && ".join(
-            ([health.gate_step(outputs, request.nodes)] if request.health_check else [])
+            ([gate_step(outputs, request)] if request.health_check else [])
             + [*part.steps, workers_command(request, part, per_node)]
         ),
         code=part.code,

@@ -298,6 +298,27 @@ def nccl_baselines() -> str:
     return "\n".join(lines)
 
 
+FAULT_MATRIX = ROOT / "tests" / "jobs" / "fault_matrix" / "results.json"
+
+
+def fault_matrix() -> str:
+    """The fault matrix's table, from the results file its test run wrote."""
+    results = json.loads(FAULT_MATRIX.read_text())
+    lines = [
+        f"Run on {results['date']} ({results['machine']}), commit {results['commit']}: "
+        f"`{results['command']}`",
+        "",
+        "| fault | launcher | job status | retried | reason | seconds to the verdict |",
+        "| --- | --- | --- | --- | --- | ---: |",
+    ]
+    for r in results["rows"]:
+        seconds = "" if r["seconds"] is None else f"{r['seconds']:g}"
+        retried = "yes" if r["retry"] else "no"
+        lines.append(f"| {_cell(r['fault'])} | {r['launcher']} | {r['status']} | {retried} | "
+                     f"{_cell(r['reason'])} | {seconds} |")  # fmt: skip
+    return "\n".join(lines)
+
+
 GENERATORS = {
     "config-reference": config_reference,
     "stack-outputs": stack_outputs,
@@ -314,6 +335,7 @@ GENERATORS = {
     "benchmark-targets": benchmark_targets,
     "benchmark-code": benchmark_code,
     "private-sdk-surfaces": private_surfaces.markdown,
+    "fault-matrix": fault_matrix,
 }
 
 

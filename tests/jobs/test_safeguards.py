@@ -29,11 +29,11 @@ def test_an_infiniband_job_runs_its_training_under_the_guard_with_the_check(outp
     assert env["HOROVOD_STALL_CHECK_TIME_SECONDS"] == "60"
     assert env["HOROVOD_STALL_SHUTDOWN_TIME_SECONDS"] == "600"  # the cluster default
     # The HCA count is the catalogue's (8 on ND H100 v5); NCCL's init under a deadline; the
-    # built-in script's steps under the watchdog.
+    # built-in script's steps under the watchdog; the node's 8 GPUs checked after a failure.
     assert job.command.startswith(
         f"{runs('training.guard')} --ranks-dir '${{{{outputs.logs}}}}/ranks' --check-infiniband "
         "--nodes 2 --hcas 8 --nccl-debug WARN --init-deadline 600 --progress-timeout 900 "
-        "--first-step-timeout 1800 -- python -m training.torch.train "
+        "--first-step-timeout 1800 --post-mortem-gpus 8 -- python -m training.torch.train "
     )
     assert job.limits.timeout == 24 * 3600  # no --timeout, no --max-cost: the default
 

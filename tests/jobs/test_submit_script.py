@@ -298,15 +298,21 @@ def test_a_script_job_starts_none_of_azdls_modules_with_python_m(
                  "--wheels", str(project / "wheels"), "--export", str(path)]) == 0  # fmt: skip
     command = load_job(path).command
     assert not re.search(r"python3? -m ", command), command
-    # Its words, a worker's `bash -c SCRIPT` (torchrun with the copy step) split as well.
+    # Its words, a worker's `bash -c SCRIPT` (torchrun with the copy step) split as well, and
+    # a command substitution's module (a torchrun node's address), read from the text: shlex
+    # takes `"$(...)"` for a double-quoted string and strips the quotes inside it.
     words = shlex.split(command)
     for i in [i for i in range(len(words) - 2) if words[i : i + 2] == ["bash", "-c"]]:
         words += shlex.split(words[i + 2])
+    runtime = shlex.join(module_command("")[:3])
+    for inner in re.findall(rf"\$\({re.escape(runtime)} ([\w.]+)\)", command):
+        words += [*module_command("")[:3], inner]
     started = {
         words[i + 3] for i in range(len(words) - 3) if words[i : i + 3] == module_command("")[:3]
     }
     expected = {"training.health.gate", "pip", "training.data.copy_shards", "training.guard"}
-    torchrun = {"training.rank_output", "training.flight_recorder"}
+    torchrun = {"training.rank_output", "training.flight_recorder", "training.job_stop",
+                "training.node_address"}  # fmt: skip
     assert started == expected | (torchrun if launcher == "torchrun" else set())
 
 

@@ -14,6 +14,8 @@ from job_commands import runs
 from azdl.cli import main
 from azdl.jobs.request import JobRequest
 from azdl.jobs.spec import build_job
+from azdl.launchers import PIP_TIMEOUT_S, RENDEZVOUS_TIMEOUT_S
+from training.health import gate
 
 
 def export(outputs_file, tmp_path, *extra, **stack) -> tuple[dict, object]:
@@ -36,17 +38,24 @@ def test_export_loads_as_a_pytorch_distribution_job_with_one_torchrun_per_node(
     assert job.resources.instance_count == 2
     assert job._validate().passed
     torchrun = re.search(r"torchrun (.*?) --no-python ", job.command).group(1)
+    # Node 0 hosts the store and waits out the other nodes' gate and pip step; NODE_RANK is
+    # required; each node is reached at its own address (training.node_address).
+    wait = RENDEZVOUS_TIMEOUT_S
     assert torchrun == (
         "--nnodes=2 --nproc-per-node=8 --rdzv-backend=c10d "
         '--rdzv-endpoint="$MASTER_ADDR:$MASTER_PORT" --rdzv-id=tr-1 '
-        '--rdzv-conf="is_host=$(( NODE_RANK == 0 ))" --max-restarts=2'
+        '--rdzv-conf="is_host=$(( ${NODE_RANK:?not set: Azure ML sets it on every node of a '
+        f'pytorch job}} == 0 )),read_timeout={wait},join_timeout={wait}" '
+        '--local-addr="${AZDL_NODE_ADDR:?no address of this node}" --max-restarts=2'
     )
+    assert wait >= gate.WORST_CASE_S + PIP_TIMEOUT_S
     worker = job.command.split(" --no-python ", 1)[1]
     assert worker.startswith(
         f"{runs('training.rank_output')} -- "  # each line labelled with its rank
         f"{runs('training.guard')} --ranks-dir '${{{{outputs.logs}}}}/ranks' --check-infiniband "
         "--nodes 2 --hcas 8 --nccl-debug WARN --init-deadline 600 --progress-timeout 900 "
-        "--first-step-timeout 1800 -- python -m training.torch.train --epochs 3 "
+        "--first-step-timeout 1800 --post-mortem-gpus 8 -- python -m training.torch.train "
+        "--epochs 3 "
     )  # the guard as under MPI: init deadline and step watchdog too
     assert job.tags["azdl.launcher"] == "torchrun"
 
@@ -65,8 +74,11 @@ def test_torchrun_jobs_get_pytorchs_watchdog_and_flight_recorder_in_the_logs_fol
     # The dump prefix points into the job's logs output (Azure ML fills in ${{...}} in the
     # command only), made before torchrun starts; a failed torchrun is followed by the report.
     assert (
-        "export TORCH_FR_DUMP_TEMP_FILE='${{outputs.logs}}/flight-recorder/rank_' && "
-        "mkdir -p '${{outputs.logs}}/flight-recorder' && { torchrun " in job.command
+        "export TORCH_FR_DUMP_TEMP_FILE='${{outputs.logs}}/flight-recorder/rank_' "
+        "AZDL_STOP_DIR='${{outputs.logs}}/stops' && mkdir -p '${{outputs.logs}}/flight-recorder' "
+        f'&& {{ export AZDL_NODE_ADDR="$({runs("training.node_address")})" '
+        f'AZDL_RDZV_ENDPOINT="$MASTER_ADDR:$MASTER_PORT" && {runs("training.job_stop")} run '
+        '"${AZDL_STOP_DIR:?}" -- torchrun ' in job.command
     )
     assert job.command.endswith(
         f"|| {{ code=$?; {runs('training.flight_recorder')} "
@@ -78,7 +90,12 @@ def test_torchrun_jobs_get_pytorchs_watchdog_and_flight_recorder_in_the_logs_fol
 def test_the_health_gate_runs_once_per_node_before_torchrun(ml_client, outputs_file, tmp_path):
     _, job = export(outputs_file, tmp_path, "--nodes", "2")  # multi-node IB: gate on
     gate, rest = job.command.split(" && ", 1)
-    assert gate.startswith(f"{runs('training.health.gate')} --gpus=8 --nodes=2 ")
+    assert gate.startswith(f"{{ {runs('training.health.gate')} --gpus=8 --nodes=2 ")
+    # A node whose gate failed tells the others' torchrun to end (training.job_stop).
+    assert gate.endswith(
+        f" || {{ {runs('training.job_stop')} write '${{{{outputs.logs}}}}/stops' --exit 1 --why "
+        "'its health gate failed (azdl-health: FAIL above)'; exit 1; }; }"
+    )
     assert rest.startswith("export TORCH_FR_DUMP_TEMP_FILE=")
 
 
@@ -138,3 +155,24 @@ def test_horovod_stays_the_default(outputs):
     assert isinstance(job.distribution, MpiDistribution)
     assert job.distribution.process_count_per_instance == 8
     assert "torchrun" not in job.command and job.tags["azdl.launcher"] == "horovod"
+
+
+def test_a_node_without_node_rank_stops_with_one_line(tmp_path):
+    """The node's shell words as the job runs them, with Azure ML's variables but NODE_RANK:
+    bash stops at the words, before anything starts."""
+    import os
+    import subprocess
+
+    from azdl.envs import REPO_ROOT
+    from azdl.launchers import node_torchrun
+
+    env = {k: v for k, v in os.environ.items() if k != "NODE_RANK"} | {
+        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500", "AZDL_STOP_DIR": str(tmp_path),
+        "PYTHONPATH": str(REPO_ROOT),
+    }  # fmt: skip
+    run = subprocess.run(["bash", "-c", node_torchrun(2, 1, 0, "r") + " true"], env=env,
+                         capture_output=True, text=True, check=False)  # fmt: skip
+    assert run.returncode != 0
+    assert run.stderr.strip().endswith(
+        "NODE_RANK: not set: Azure ML sets it on every node of a pytorch job"
+    )

@@ -7,15 +7,13 @@ which stops: both ranks' stacks are dumped."""
 import os
 import re
 import signal
-import subprocess
-import sys
 import time
 
 import pytest
 
-from azdl.envs import REPO_ROOT
 from azdl.jobs.retry import classify
 from tests.training.azdl_command import azdl
+from tests.training.guarded import run_guarded
 from training import guard
 
 # NCCL 2.27.5's own line (src/init.cc, ncclCommInitRankFunc) for a communicator being set up.
@@ -23,26 +21,6 @@ INIT_START = (
     "node-a:4127:4321 [0] NCCL INFO ncclCommInitRank comm 0x55d1c8a3e0a0 rank 1 nranks 2 "
     "cudaDev 0 nvmlDev 0 busId 1000 commId 0x6b1f0c8e2d4a9f37 - Init START"
 )
-
-
-def run_guarded(tmp_path, code: str, *options: str, signal_after: float | None = None):
-    """`python -c code` under the guard as rank 1; optionally SIGTERM the guard after a while
-    (what mpirun does when another rank ends the job). Returns (run, seconds it took)."""
-    script = tmp_path / "rank.py"
-    script.write_text(code)
-    argv = [sys.executable, "-m", "training.guard", "--ranks-dir", str(tmp_path / "ranks"),
-            *options, "--", sys.executable, str(script)]  # fmt: skip
-    env = os.environ | {"OMPI_COMM_WORLD_RANK": "1", "PYTHONPATH": str(REPO_ROOT)}
-    started = time.monotonic()
-    process = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True)  # fmt: skip
-    if signal_after is not None:
-        time.sleep(signal_after)
-        process.send_signal(signal.SIGTERM)
-    out, err = process.communicate(timeout=120)
-    return subprocess.CompletedProcess(argv, process.returncode, out, err), (
-        time.monotonic() - started
-    )
 
 
 STEPS_THEN_STUCK = """

@@ -30,6 +30,8 @@ ALL_REDUCE_TIMEOUT_S = 600  # one all_reduce_perf run (16 GiB x 25 iterations is
 IB_WRITE_TIMEOUT_S = 120  # one HCA's loopback
 SERVER_START_S = 5  # azure_ib_write_bw_gdr.nhc waits this long for the server to listen
 TIMED_OUT = 124  # the exit status `timeout` uses, for a tool stopped at its timeout
+REPEATS = 3  # all_reduce_perf runs at most (NHC's REPEATS)
+HCAS = 8  # InfiniBand HCAs of the largest sizes (infra/vm_sizes.yaml)
 # A command, the folder to put first on its library path, its timeout, and a server command to
 # start first (ib_write_bw's loopback) -> (exit status, the client's stdout and stderr).
 Runner = Callable[..., tuple[int, str]]
@@ -83,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--repeats",
         type=int,
-        default=3,
+        default=REPEATS,
         help="all_reduce_perf runs at most, the best judged (NHC's REPEATS)",
     )
     p.add_argument(
@@ -257,10 +259,21 @@ def _rank(name: str) -> int:
     return int(os.environ.get(f"OMPI_COMM_WORLD_{name}", "0"))
 
 
+def checks_s(repeats: int, hcas: int | None, infiniband: bool) -> float:
+    """How long local rank 0's checks may take at most: its tools' timeouts added up (two
+    nvidia-smi queries, `repeats` all_reduce_perf runs, a loopback per HCA with its server's
+    start and wait)."""
+    ib = (hcas or HCAS) * (IB_WRITE_TIMEOUT_S + 2 * SERVER_START_S) if infiniband else 0
+    return 2 * NVIDIA_SMI_TIMEOUT_S + repeats * ALL_REDUCE_TIMEOUT_S + ib
+
+
+# The gate on one node at its longest, with the defaults and every check on.
+WORST_CASE_S = checks_s(REPEATS, HCAS, infiniband=True)
+
+
 def node_timeout(args: argparse.Namespace) -> float:
-    """How long local rank 0's checks may take at most (its tools' timeouts added up)."""
-    ib = (args.hcas or 8) * (IB_WRITE_TIMEOUT_S + 2 * SERVER_START_S) if args.ib_write_gbps else 0
-    return 2 * NVIDIA_SMI_TIMEOUT_S + args.repeats * ALL_REDUCE_TIMEOUT_S + ib + 60
+    """How long the node's other ranks wait for local rank 0's verdict."""
+    return checks_s(args.repeats, args.hcas, bool(args.ib_write_gbps)) + 60
 
 
 def wait_for(path: Path, timeout: float, sleep: Callable[[float], None] = time.sleep,
