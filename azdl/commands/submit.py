@@ -19,6 +19,7 @@ from azdl.commands.options import (
     script_args,
 )
 from azdl.errors import AzdlError
+from azdl.jobs import own_environment
 from azdl.jobs import script as own_script
 from azdl.jobs.budget import DEFAULT_TIMEOUT_S
 from azdl.jobs.request import DEFAULT_LOCAL_DIR, STORAGE_MODES, JobRequest, OwnScript
@@ -79,6 +80,14 @@ def register(subparsers) -> None:
         "(pip --no-index; for private package registries and clusters without internet)",
     )
     p.add_argument("--nodes", type=positive_int, default=1, help="cluster nodes (default 1)")
+    p.add_argument(
+        "--environment",
+        type=environment_reference,
+        metavar="NAME@VERSION",
+        help="run on this Azure ML environment of the workspace instead of azdl's image; it "
+        "needs the azdl runtime of this release (pip install --no-deps azdl==VERSION), which "
+        'the job checks first; no health gate (docs/jobs.md, "Your own environment")',
+    )
     add_launcher_option(
         p,
         "horovod: Horovod, Azure ML's MPI with one process per GPU (default); torchrun: "
@@ -220,6 +229,13 @@ def usd(text: str) -> float:
     return value
 
 
+def environment_reference(text: str) -> str:
+    try:
+        return own_environment.parse(text)
+    except AzdlError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--environment ")) from None
+
+
 def shm_size(text: str) -> str:
     """Docker's shared-memory size as Azure ML takes it: <number><unit>, unit b, k, m or g."""
     if not re.fullmatch(r"[1-9][0-9]*[bkmg]", text):
@@ -302,6 +318,9 @@ def run(args: argparse.Namespace) -> int:
     from azdl.jobs.submit import new_run_id, send, send_with_retries
 
     outputs = load_outputs(args.stack, args.outputs)
+    own_env = args.environment is not None
+    if own_env and args.health_check is None and health.wanted(outputs, args.nodes, None, False):
+        print(f"azdl: {health.NO_GATE_IN_OWN_ENVIRONMENT}", file=sys.stderr)
     what = script.path.stem if script else framework
     request = JobRequest(
         framework=framework,
@@ -316,7 +335,7 @@ def run(args: argparse.Namespace) -> int:
         nccl_debug=args.nccl_debug,
         script=script,
         resume_from=args.resume_from,
-        health_check=health.wanted(outputs, args.nodes, args.health_check),
+        health_check=health.wanted(outputs, args.nodes, args.health_check, own_env),
         stall_timeout=stall_timeout_of(args, script, launcher),
         timeout=args.timeout,
         max_cost=args.max_cost,
@@ -324,6 +343,7 @@ def run(args: argparse.Namespace) -> int:
         infiniband_check=args.infiniband_check,
         launcher=launcher,
         max_restarts=args.max_restarts,
+        environment=args.environment,
     )
     job = build_job(outputs, request)
     for warning in warnings(request):

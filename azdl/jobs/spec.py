@@ -8,7 +8,7 @@ import shlex
 from types import ModuleType
 
 from azdl.errors import AzdlError
-from azdl.jobs import budget, builtin_job, health, safeguards, script_job
+from azdl.jobs import budget, builtin_job, health, own_environment, safeguards, script_job
 from azdl.jobs.azureml import (
     command_job,
     data_input,
@@ -38,6 +38,8 @@ def validate(outputs: StackOutputs, request: JobRequest) -> None:
     """Every check of a request that can fail before Azure is called."""
     if request.health_check:
         health.require_gpus(outputs)
+        if request.environment is not None:
+            raise AzdlError(health.NOT_IN_OWN_ENVIRONMENT)
     if request.framework not in FRAMEWORKS:
         raise AzdlError(
             f"unknown framework {request.framework!r}; allowed: {', '.join(FRAMEWORKS)}"
@@ -198,17 +200,26 @@ def build_job(outputs: StackOutputs, request: JobRequest):
         tags[budget.RATE_TAG] = f"{rate:g}"
     if request.max_cost is not None:
         tags[budget.MAX_COST_TAG] = f"{request.max_cost:g}"
+    command = " && ".join(
+        ([gate_step(outputs, request)] if request.health_check else [])
+        + [*part.steps, workers_command(request, part, per_node)]
+    )
+    environment = outputs.environment(request.framework)
+    if request.environment is not None:  # the team's own: its azdl runtime checked first
+        first = [own_environment.probe_step(command)]
+        if "NCCL_TOPO_FILE" in guards:  # a file of azdl's images (training.nccl_topology)
+            first.append(own_environment.topology_step(guards["NCCL_TOPO_FILE"]))
+        command = " && ".join([*first, command])
+        environment = own_environment.azureml_reference(request.environment)
+        tags["azdl.environment"] = request.environment
     return command_job(
         outputs,
         request.run_id,
         request.experiment,
         description=f"azdl {part.what}, {request.nodes} node(s), {request.storage} data",
-        command=" && ".join(
-            ([gate_step(outputs, request)] if request.health_check else [])
-            + [*part.steps, workers_command(request, part, per_node)]
-        ),
+        command=command,
         code=part.code,
-        environment=outputs.environment(request.framework),
+        environment=environment,
         instance_count=request.nodes,
         distribution=distribution,
         inputs=inputs,
