@@ -26,6 +26,7 @@ from azdl.jobs.request import DEFAULT_LOCAL_DIR, STORAGE_MODES, JobRequest, OwnS
 from azdl.jobs.safeguards import (
     CLUSTER_PROGRESS_TIMEOUT_S,
     CLUSTER_STALL_TIMEOUT_S,
+    LEFT_OUT,
     SCRIPT_SETS_ITS_TIMEOUT,
 )
 from azdl.jobs.submit import JSON_SCHEMA
@@ -212,6 +213,13 @@ def add_safeguard_options(p: argparse.ArgumentParser) -> None:
         "when given, and the script calls training.heartbeat.beat)",
     )
     p.add_argument(
+        "--no-safeguards",
+        dest="safeguards",
+        action="store_false",
+        help="with --environment, on an environment without the azdl runtime: run each rank "
+        "without azdl's guard (says what is lost; Horovod jobs with mount, nfs or synthetic data)",
+    )
+    p.add_argument(
         "--no-infiniband-check",
         dest="infiniband_check",
         action="store_false",
@@ -287,8 +295,8 @@ def launcher_of(args: argparse.Namespace, script: OwnScript | None) -> str:
 
 def progress_timeout_of(args: argparse.Namespace, script: OwnScript | None) -> int | None:
     """--progress-timeout, else the cluster default for the built-in scripts (they beat) and
-    none for a user's script (it may not)."""
-    if args.progress_timeout is not None or script is not None:
+    none for a user's script (it may not) or without the guard (--no-safeguards)."""
+    if args.progress_timeout is not None or script is not None or not args.safeguards:
         return args.progress_timeout
     return CLUSTER_PROGRESS_TIMEOUT_S
 
@@ -344,8 +352,11 @@ def run(args: argparse.Namespace) -> int:
         launcher=launcher,
         max_restarts=args.max_restarts,
         environment=args.environment,
+        safeguards=args.safeguards,
     )
     job = build_job(outputs, request)
+    if not request.safeguards:
+        print(f"azdl: {LEFT_OUT}", file=sys.stderr)
     for warning in warnings(request):
         print(f"warning: {warning}", file=sys.stderr)
     if args.export is not None:

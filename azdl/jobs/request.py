@@ -59,6 +59,7 @@ class JobRequest:
     # NAME@VERSION of the team's own Azure ML environment instead of azdl's image (None: azdl's;
     # azdl.jobs.own_environment)
     environment: str | None = None
+    safeguards: bool = True  # False: no guard around the ranks (--no-safeguards; own environment)
 
 
 @dataclass(frozen=True)

@@ -71,7 +71,28 @@ def validate(outputs: StackOutputs, request: JobRequest) -> None:
             f"--resume-from {request.resume_from!r}: expected the name of an earlier job "
             "(letters, digits, '-' and '_')"
         )
+    if not request.safeguards:
+        _check_without_safeguards(request)
     kind_of(request).check(outputs, request)
+
+
+def _check_without_safeguards(request: JobRequest) -> None:
+    """--no-safeguards: on an own environment only, and not for jobs that need the runtime."""
+    if request.environment is None:
+        raise AzdlError(
+            "--no-safeguards goes with --environment: azdl's image has the guard, so keep it"
+        )
+    reasons = safeguards.NEEDS_THE_RUNTIME
+    why = (
+        reasons["torchrun"] if request.launcher == "torchrun"
+        else reasons["copy"] if request.storage == "copy"
+        else reasons["progress"] if request.progress_timeout is not None
+        else None
+    )  # fmt: skip
+    if why is not None:
+        raise AzdlError(f"--no-safeguards: {why}; or install the azdl runtime into the "
+                        'environment and leave --no-safeguards out (docs/jobs.md, "Your own '
+                        'environment")')  # fmt: skip
 
 
 def warnings(request: JobRequest) -> list[str]:
@@ -207,6 +228,7 @@ def build_job(outputs: StackOutputs, request: JobRequest):
     environment = outputs.environment(request.framework)
     if request.environment is not None:  # the team's own: its azdl runtime checked first
         first = [own_environment.probe_step(command)]
+        first = first if own_environment.runtime_modules(command) else []
         if "NCCL_TOPO_FILE" in guards:  # a file of azdl's images (training.nccl_topology)
             first.append(own_environment.topology_step(guards["NCCL_TOPO_FILE"]))
         command = " && ".join([*first, command])

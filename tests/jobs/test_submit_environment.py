@@ -145,3 +145,47 @@ def test_the_first_step_run_as_a_node_stops_in_one_line_without_the_runtime(
     (tmp_path / "ndv5-topo.xml").write_text("<system/>")
     ready = node(str(ROOT), probe.replace(topology, str(tmp_path / "ndv5-topo.xml")))
     assert (ready.returncode, ready.stderr) == (0, "")
+
+
+HOROVOD_SCRIPT = ROOT / "examples" / "segmentation" / "train_segmentation.py"
+
+
+def test_no_safeguards_runs_the_ranks_without_the_guard_and_says_what_is_lost(
+    ml_client, outputs_file, capsys
+):
+    argv = ["submit", "--outputs", str(outputs_file()), "--script", str(HOROVOD_SCRIPT),
+            "--name", "bare-1", "--environment", "team-pytorch@3", "--no-safeguards"]  # fmt: skip
+    assert main(argv) == 0
+    job = ml_client.return_value.jobs.create_or_update.call_args.args[0]
+    assert own_environment.runtime_modules(job.command) == []
+    assert own_environment.MISSING_RUNTIME not in job.command  # nothing to check for
+    # An ND H100 v5 size: NCCL's topology file is still the job's, and still checked first.
+    assert job.command.startswith("test -f /opt/azdl/nccl-topology/ndv5-topo.xml || ")
+    assert job.command.endswith(" && python train_segmentation.py")
+    variables = job.environment_variables
+    assert variables["HOROVOD_STALL_SHUTDOWN_TIME_SECONDS"] == "600"  # Horovod's own
+    assert "NCCL_DEBUG_SUBSYS" not in variables  # the guard's reading of NCCL's log
+    err = capsys.readouterr().err
+    assert "azdl: --no-safeguards: the job runs without azdl's guard around each rank: " in err
+
+
+@pytest.mark.parametrize(
+    ("extra", "script", "error"),
+    [
+        ([], HOROVOD_SCRIPT, "--no-safeguards goes with --environment"),
+        (["--environment", "e@1"], SCRIPT, "--no-safeguards: under torchrun, azdl's runtime"),
+        (["--environment", "e@1", "--storage", "copy"], HOROVOD_SCRIPT,
+         "--no-safeguards: --storage copy is azdl's runtime"),
+        (["--environment", "e@1", "--progress-timeout", "60"], HOROVOD_SCRIPT,
+         "--no-safeguards: --progress-timeout is the guard's watchdog"),
+    ],
+)  # fmt: skip
+def test_no_safeguards_is_refused_in_one_line_where_the_job_needs_the_runtime(
+    extra, script, error, ml_client, outputs_file, capsys
+):
+    argv = ["submit", "--outputs", str(outputs_file()), "--script", str(script),
+            "--no-safeguards", *extra]  # fmt: skip
+    assert main(argv) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert len(err) == 1 and err[0].startswith(f"error: {error}"), err
+    ml_client.assert_not_called()
