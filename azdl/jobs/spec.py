@@ -227,8 +227,8 @@ def build_job(outputs: StackOutputs, request: JobRequest):
     )
     environment = outputs.environment(request.framework)
     if request.environment is not None:  # the team's own: its azdl runtime checked first
-        first = [own_environment.probe_step(command)]
-        first = first if own_environment.runtime_modules(command) else []
+        runtime = own_environment.runtime_modules(command)
+        first = [own_environment.probe_step(command)] if runtime else []
         if "NCCL_TOPO_FILE" in guards:  # a file of azdl's images (training.nccl_topology)
             first.append(own_environment.topology_step(guards["NCCL_TOPO_FILE"]))
         command = " && ".join([*first, command])
