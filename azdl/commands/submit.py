@@ -19,12 +19,14 @@ from azdl.commands.options import (
     script_args,
 )
 from azdl.errors import AzdlError
+from azdl.jobs import own_environment
 from azdl.jobs import script as own_script
 from azdl.jobs.budget import DEFAULT_TIMEOUT_S
 from azdl.jobs.request import DEFAULT_LOCAL_DIR, STORAGE_MODES, JobRequest, OwnScript
 from azdl.jobs.safeguards import (
     CLUSTER_PROGRESS_TIMEOUT_S,
     CLUSTER_STALL_TIMEOUT_S,
+    LEFT_OUT,
     SCRIPT_SETS_ITS_TIMEOUT,
 )
 from azdl.jobs.submit import JSON_SCHEMA
@@ -79,6 +81,14 @@ def register(subparsers) -> None:
         "(pip --no-index; for private package registries and clusters without internet)",
     )
     p.add_argument("--nodes", type=positive_int, default=1, help="cluster nodes (default 1)")
+    p.add_argument(
+        "--environment",
+        type=environment_reference,
+        metavar="NAME@VERSION",
+        help="run on this Azure ML environment of the workspace instead of azdl's image; it "
+        "needs the azdl runtime of this release (pip install --no-deps azdl==VERSION), which "
+        'the job checks first; no health gate (docs/jobs.md, "Your own environment")',
+    )
     add_launcher_option(
         p,
         "horovod: Horovod, Azure ML's MPI with one process per GPU (default); torchrun: "
@@ -203,6 +213,13 @@ def add_safeguard_options(p: argparse.ArgumentParser) -> None:
         "when given, and the script calls training.heartbeat.beat)",
     )
     p.add_argument(
+        "--no-safeguards",
+        dest="safeguards",
+        action="store_false",
+        help="with --environment, on an environment without the azdl runtime: run each rank "
+        "without azdl's guard (says what is lost; Horovod jobs with mount, nfs or synthetic data)",
+    )
+    p.add_argument(
         "--no-infiniband-check",
         dest="infiniband_check",
         action="store_false",
@@ -218,6 +235,13 @@ def usd(text: str) -> float:
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"{text!r}: expected an amount in USD above 0")
     return value
+
+
+def environment_reference(text: str) -> str:
+    try:
+        return own_environment.parse(text)
+    except AzdlError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--environment ")) from None
 
 
 def shm_size(text: str) -> str:
@@ -271,8 +295,8 @@ def launcher_of(args: argparse.Namespace, script: OwnScript | None) -> str:
 
 def progress_timeout_of(args: argparse.Namespace, script: OwnScript | None) -> int | None:
     """--progress-timeout, else the cluster default for the built-in scripts (they beat) and
-    none for a user's script (it may not)."""
-    if args.progress_timeout is not None or script is not None:
+    none for a user's script (it may not) or without the guard (--no-safeguards)."""
+    if args.progress_timeout is not None or script is not None or not args.safeguards:
         return args.progress_timeout
     return CLUSTER_PROGRESS_TIMEOUT_S
 
@@ -302,6 +326,9 @@ def run(args: argparse.Namespace) -> int:
     from azdl.jobs.submit import new_run_id, send, send_with_retries
 
     outputs = load_outputs(args.stack, args.outputs)
+    own_env = args.environment is not None
+    if own_env and args.health_check is None and health.wanted(outputs, args.nodes, None, False):
+        print(f"azdl: {health.NO_GATE_IN_OWN_ENVIRONMENT}", file=sys.stderr)
     what = script.path.stem if script else framework
     request = JobRequest(
         framework=framework,
@@ -316,7 +343,7 @@ def run(args: argparse.Namespace) -> int:
         nccl_debug=args.nccl_debug,
         script=script,
         resume_from=args.resume_from,
-        health_check=health.wanted(outputs, args.nodes, args.health_check),
+        health_check=health.wanted(outputs, args.nodes, args.health_check, own_env),
         stall_timeout=stall_timeout_of(args, script, launcher),
         timeout=args.timeout,
         max_cost=args.max_cost,
@@ -324,8 +351,12 @@ def run(args: argparse.Namespace) -> int:
         infiniband_check=args.infiniband_check,
         launcher=launcher,
         max_restarts=args.max_restarts,
+        environment=args.environment,
+        safeguards=args.safeguards,
     )
     job = build_job(outputs, request)
+    if not request.safeguards:
+        print(f"azdl: {LEFT_OUT}", file=sys.stderr)
     for warning in warnings(request):
         print(f"warning: {warning}", file=sys.stderr)
     if args.export is not None:

@@ -9,7 +9,7 @@ from azdl.jobs.azureml import command_job, nccl_environment, output_folder
 from azdl.jobs.stack_outputs import StackOutputs
 from azdl.runtime import module_command
 from infra.nccl_baselines import Level, baseline
-from training.health.gate import PREFIX
+from training.health.gate import BIN_DIR, PERFTEST_DIR, PREFIX
 
 # Where the gate's JSON goes: a job output of its own, beside checkpoints and logs.
 OUTPUT = "health"
@@ -26,10 +26,21 @@ def require_gpus(outputs: StackOutputs) -> None:
         )
 
 
-def wanted(outputs: StackOutputs, nodes: int, flag: bool | None) -> bool:
-    """--health-check / --no-health-check, else on for multi-node jobs on InfiniBand sizes."""
+# The gate runs nccl-tests and perftest as azdl's images build them; a team's own environment
+# (azdl submit --environment) has not got them.
+_TOOLS = f"nccl-tests and perftest as azdl's images build them ({BIN_DIR}, {PERFTEST_DIR})"
+NOT_IN_OWN_ENVIRONMENT = (
+    f"--health-check runs {_TOOLS}, which an --environment of your own has not got: leave "
+    "--health-check out, or leave --environment out to run on azdl's image"
+)
+NO_GATE_IN_OWN_ENVIRONMENT = f"--environment: no health gate before training (it runs {_TOOLS})"
+
+
+def wanted(outputs: StackOutputs, nodes: int, flag: bool | None, own_environment: bool) -> bool:
+    """--health-check / --no-health-check, else on for multi-node jobs on InfiniBand sizes on
+    azdl's image (never on a team's own environment, which has not got the gate's tools)."""
     if flag is None:
-        return nodes > 1 and outputs.vm_size.infiniband
+        return nodes > 1 and outputs.vm_size.infiniband and not own_environment
     return flag
 
 

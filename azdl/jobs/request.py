@@ -56,6 +56,10 @@ class JobRequest:
     # process per GPU; torchrun, one per node (`distribution: pytorch`; docs/torchrun.md)
     launcher: str = "horovod"
     max_restarts: int = 0  # torchrun restarts every worker this many times after a failure
+    # NAME@VERSION of the team's own Azure ML environment instead of azdl's image (None: azdl's;
+    # azdl.jobs.own_environment)
+    environment: str | None = None
+    safeguards: bool = True  # False: no guard around the ranks (--no-safeguards; own environment)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ import re
 import time
 from dataclasses import dataclass
 
+from azdl.jobs.own_environment import MISSING_RUNTIME, MISSING_TOPOLOGY
 from training import exits, guard, teardown
 from training.health.gate import PREFIX as GATE
 from training.rank_output import LABEL
@@ -84,6 +85,11 @@ USER_CODE = (
 # Azure/MachineLearningNotebooks#1360: the script exited non-zero; said of any failed command,
 # so it decides only when no other sign is there.
 NON_ZERO_EXIT = re.compile(r"Submitted script failed with a non-zero exit code")
+# The first step of a job on a team's own environment (azdl.jobs.own_environment): the line that
+# says what the environment lacks and how to add it. Running the job again cannot help.
+OWN_ENVIRONMENT = re.compile(
+    rf"(?:{re.escape(MISSING_RUNTIME)}|{re.escape(MISSING_TOPOLOGY)}) [^\n]*"
+)
 # training.flight_recorder's finding that the ranks called different collectives.
 DESYNC = re.compile(r"azdl: (?:\(restart round \d+\) )?(desync at collective .*)")
 PEER_LOST = "a rank lost its peers, and no rank's own failure was recorded: a lost process or node"
@@ -162,6 +168,8 @@ def from_signs(status: str, text: str) -> Outcome:
     for pattern, reason in TRANSIENT:
         if pattern.search(text):
             return Outcome(True, reason + bad_nodes(text) + mpi_first(text))
+    if lacking := OWN_ENVIRONMENT.search(text):
+        return Outcome(False, lacking.group(0).removeprefix("azdl: "))
     for pattern, reason in USER_CODE:
         if pattern.search(text):
             return Outcome(False, f"{reason}{mpi_first(text)}: {USER_ADVICE}")

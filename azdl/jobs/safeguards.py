@@ -91,6 +91,22 @@ def guard_command(
     return [*cmd, "--"]
 
 
+# What `azdl submit --no-safeguards` leaves out: the guard around each rank (training.guard).
+LEFT_OUT = (
+    "--no-safeguards: the job runs without azdl's guard around each rank: no rank-to-host or "
+    "exit records (--max-retries judges a failure by the log's words alone), no NCCL init "
+    "deadline, no InfiniBand transport check, no post-mortem of the GPUs after a failure; "
+    "Horovod's own stall inspector (--stall-timeout) stays"
+)
+# Why some jobs need the runtime all the same (azdl.jobs.spec.validate).
+NEEDS_THE_RUNTIME = {
+    "torchrun": "under torchrun, azdl's runtime also starts the nodes (the rendezvous address, "
+    "one node's stop ending the others, rank labels): use --launcher horovod",
+    "copy": "--storage copy is azdl's runtime copying each node's shards: use mount or nfs",
+    "progress": "--progress-timeout is the guard's watchdog",
+}
+
+
 def local_mlflow_uri(run_dir: Path) -> str:
     """MLflow's store for a local run: a SQLite file in the run's folder (MLflow 3's default
     backend; `mlflow ui --backend-store-uri` takes the same URI)."""
@@ -111,6 +127,8 @@ def job_safeguards(request, vm_size) -> tuple[dict[str, str], list[str]]:
     else:
         env = stall_environment(request.stall_timeout)
     gpu = vm_size.gpus > 0
+    if not request.safeguards:  # Horovod's own stall inspector and NCCL's settings only
+        return env | (nccl_topology.nccl_environment(vm_size.name) if gpu else {}), []
     check = request.infiniband_check and vm_size.infiniband and gpu
     if gpu:
         env |= nccl_topology.nccl_environment(vm_size.name) | GUARD_NCCL_ENV

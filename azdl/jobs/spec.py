@@ -8,7 +8,7 @@ import shlex
 from types import ModuleType
 
 from azdl.errors import AzdlError
-from azdl.jobs import budget, builtin_job, health, safeguards, script_job
+from azdl.jobs import budget, builtin_job, health, own_environment, safeguards, script_job
 from azdl.jobs.azureml import (
     command_job,
     data_input,
@@ -38,6 +38,8 @@ def validate(outputs: StackOutputs, request: JobRequest) -> None:
     """Every check of a request that can fail before Azure is called."""
     if request.health_check:
         health.require_gpus(outputs)
+        if request.environment is not None:
+            raise AzdlError(health.NOT_IN_OWN_ENVIRONMENT)
     if request.framework not in FRAMEWORKS:
         raise AzdlError(
             f"unknown framework {request.framework!r}; allowed: {', '.join(FRAMEWORKS)}"
@@ -69,7 +71,28 @@ def validate(outputs: StackOutputs, request: JobRequest) -> None:
             f"--resume-from {request.resume_from!r}: expected the name of an earlier job "
             "(letters, digits, '-' and '_')"
         )
+    if not request.safeguards:
+        _check_without_safeguards(request)
     kind_of(request).check(outputs, request)
+
+
+def _check_without_safeguards(request: JobRequest) -> None:
+    """--no-safeguards: on an own environment only, and not for jobs that need the runtime."""
+    if request.environment is None:
+        raise AzdlError(
+            "--no-safeguards goes with --environment: azdl's image has the guard, so keep it"
+        )
+    reasons = safeguards.NEEDS_THE_RUNTIME
+    why = (
+        reasons["torchrun"] if request.launcher == "torchrun"
+        else reasons["copy"] if request.storage == "copy"
+        else reasons["progress"] if request.progress_timeout is not None
+        else None
+    )  # fmt: skip
+    if why is not None:
+        raise AzdlError(f"--no-safeguards: {why}; or install the azdl runtime into the "
+                        'environment and leave --no-safeguards out (docs/jobs.md, "Your own '
+                        'environment")')  # fmt: skip
 
 
 def warnings(request: JobRequest) -> list[str]:
@@ -198,17 +221,27 @@ def build_job(outputs: StackOutputs, request: JobRequest):
         tags[budget.RATE_TAG] = f"{rate:g}"
     if request.max_cost is not None:
         tags[budget.MAX_COST_TAG] = f"{request.max_cost:g}"
+    command = " && ".join(
+        ([gate_step(outputs, request)] if request.health_check else [])
+        + [*part.steps, workers_command(request, part, per_node)]
+    )
+    environment = outputs.environment(request.framework)
+    if request.environment is not None:  # the team's own: its azdl runtime checked first
+        runtime = own_environment.runtime_modules(command)
+        first = [own_environment.probe_step(command)] if runtime else []
+        if "NCCL_TOPO_FILE" in guards:  # a file of azdl's images (training.nccl_topology)
+            first.append(own_environment.topology_step(guards["NCCL_TOPO_FILE"]))
+        command = " && ".join([*first, command])
+        environment = own_environment.azureml_reference(request.environment)
+        tags["azdl.environment"] = request.environment
     return command_job(
         outputs,
         request.run_id,
         request.experiment,
         description=f"azdl {part.what}, {request.nodes} node(s), {request.storage} data",
-        command=" && ".join(
-            ([gate_step(outputs, request)] if request.health_check else [])
-            + [*part.steps, workers_command(request, part, per_node)]
-        ),
+        command=command,
         code=part.code,
-        environment=outputs.environment(request.framework),
+        environment=environment,
         instance_count=request.nodes,
         distribution=distribution,
         inputs=inputs,

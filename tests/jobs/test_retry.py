@@ -8,6 +8,7 @@ import pytest
 from azure.ai.ml.exceptions import ErrorCategory, ErrorTarget, JobException
 
 from azdl.cli import main
+from azdl.jobs import own_environment
 from azdl.jobs.retry import Outcome, classify
 from tests.jobs.failed_jobs import NCCL_IB, NON_ZERO, PREEMPTED, TRACEBACK, cluster
 
@@ -59,6 +60,21 @@ def test_a_code_error_is_not_retried(ml_client, outputs_file, capsys):
     assert client.jobs.create_or_update.call_count == 1
     err = capsys.readouterr().err
     assert "not retried: the script raised a Python exception: fix the code" in err
+
+
+def test_a_job_whose_own_environment_lacks_the_runtime_is_not_retried_and_says_why(
+    ml_client, outputs_file, capsys
+):
+    """The line the first step of an --environment job prints (azdl.jobs.own_environment)."""
+    hint = own_environment.install_hint()
+    line = (f"{own_environment.MISSING_RUNTIME} (missing: training.guard): install it into the "
+            f"environment with {hint}, or submit without --environment")  # fmt: skip
+    client = cluster(ml_client, {"r1": ("Failed", NON_ZERO, line + "\n")})
+    assert submit(outputs_file, "--max-retries", "3", "--environment", "team-pytorch@3") == 1
+    assert client.jobs.create_or_update.call_count == 1
+    err = capsys.readouterr().err
+    assert "not retried: this environment lacks the azdl runtime (missing: training.guard): " in err
+    assert hint in err
 
 
 def test_running_out_of_retries_says_so(ml_client, outputs_file, capsys):
