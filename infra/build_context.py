@@ -16,6 +16,7 @@ TaskRun sees no change, and nothing is rebuilt.
 
 import gzip
 import hashlib
+import importlib.util
 import io
 import sys
 import tarfile
@@ -30,9 +31,15 @@ import pulumi.dynamic
 
 from infra.dockerignore import context_files
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-IMAGES_DIR = REPO_ROOT / "images"
-TRAINING_DIR = REPO_ROOT / "training"
+
+def package_folder(name: str) -> Path:
+    """The folder of the installed package `name` (a checkout's own when run from one), found
+    without importing it: the build contexts are its files, not its code."""
+    return Path(importlib.util.find_spec(name).origin).resolve().parent
+
+
+IMAGES_DIR = package_folder("images")
+TRAINING_DIR = package_folder("training")
 # Where training/ sits inside the context (the Dockerfiles `COPY training/...`).
 TRAINING_IN_CONTEXT = "training"
 
@@ -56,10 +63,13 @@ def context_members(framework: str) -> list[tuple[str, Path]]:
 
 
 def content_hash(framework: str) -> str:
-    """16 hex digits of SHA-256 over the context's paths (as in the repository) and bytes."""
+    """16 hex digits of SHA-256 over the context's paths (as in the repository: `images/...`,
+    `training/...`, wherever azdl is installed) and bytes."""
     digest = hashlib.sha256()
-    for _, path in context_members(framework):
-        digest.update(path.relative_to(REPO_ROOT).as_posix().encode() + b"\0")
+    for name, path in context_members(framework):
+        in_training = name.startswith(f"{TRAINING_IN_CONTEXT}/")
+        in_repo = name if in_training else f"images/{framework}/{name}"
+        digest.update(in_repo.encode() + b"\0")
         digest.update(path.read_bytes() + b"\0")
     return digest.hexdigest()[:16]
 
