@@ -16,7 +16,6 @@ TaskRun sees no change, and nothing is rebuilt.
 
 import gzip
 import hashlib
-import importlib.util
 import io
 import sys
 import tarfile
@@ -31,15 +30,12 @@ import pulumi.dynamic
 
 from infra.dockerignore import context_files
 
-
-def package_folder(name: str) -> Path:
-    """The folder of the installed package `name` (a checkout's own when run from one), found
-    without importing it: the build contexts are its files, not its code."""
-    return Path(importlib.util.find_spec(name).origin).resolve().parent
-
-
-IMAGES_DIR = package_folder("images")
-TRAINING_DIR = package_folder("training")
+# Package data: the `images` and `training` packages sit beside `infra`, in a checkout's root or
+# in the site-packages the wheel installed them into. Found by place, not by import: Pulumi runs
+# the program with its own folder (infra/) first on the path, where `images` is infra/images.py.
+PACKAGES_ROOT = Path(__file__).resolve().parent.parent
+IMAGES_DIR = PACKAGES_ROOT / "images"
+TRAINING_DIR = PACKAGES_ROOT / "training"
 # Where training/ sits inside the context (the Dockerfiles `COPY training/...`).
 TRAINING_IN_CONTEXT = "training"
 
