@@ -180,7 +180,8 @@ def test_renderer_reports_the_programs_config_error_without_a_traceback(tmp_path
     broken = tmp_path / "Pulumi.dev.yaml"
     broken.write_text(text.replace("maxNodes: 2", "maxNodes: 0"))
     result = subprocess.run(
-        [sys.executable, "-m", "azdl.review.render_cache", str(broken), str(tmp_path / "in")],
+        [sys.executable, "-m", "azdl.review.render_cache", str(broken), str(tmp_path / "in"),
+         str(PACKAGES_ROOT / "infra")],
         cwd=PACKAGES_ROOT, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert result.returncode == CONFIG_ERROR_EXIT
