@@ -120,17 +120,14 @@ def test_setup_operator_ends_with_the_line_that_puts_azdl_on_path(tmp_path):
     makes `azdl` resolve to the environment it set up."""
     import hashlib
 
-    for name in (
-        "requirements.txt",
-        "requirements-runtime.txt",
-        "pyproject.toml",
-        "scripts/setup-operator.sh",
-    ):
+    stamped = ("requirements.txt", "requirements-runtime.txt", "pyproject.toml",
+               "scripts/setup-operator.sh")  # what setup-operator.sh's stamp hashes  # fmt: skip
+    for name in stamped:
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / name, tmp_path / name)
     digest = hashlib.sha256(b"".join(
         (tmp_path / n).read_bytes()
-        for n in ("requirements.txt", "requirements-runtime.txt", "pyproject.toml", "scripts/setup-operator.sh")
+        for n in stamped
     )).hexdigest()  # fmt: skip
     (tmp_path / ".venv" / "bin").mkdir(parents=True)
     (tmp_path / ".venv" / ".setup-stamp").write_text(digest + "\n")
