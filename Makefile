@@ -1,5 +1,5 @@
 # The two commands a newcomer needs: `make demo` and `make test`. Everything else is `azdl --help`.
-.PHONY: demo test test-fast docs bench setup setup-operator setup-training setup-azurite lint
+.PHONY: demo test test-fast docs bench dist setup setup-operator setup-training setup-azurite lint
 
 # The set-ups run side by side (make -j): the operator's install and Azurite's are mostly one
 # core of unpacking and byte-compiling, beside the training one's downloads; its Horovod build
@@ -22,6 +22,11 @@ docs: setup-operator  ## the docs site, strictly (broken links and missing pages
 
 bench: setup  ## re-run every benchmark, rewriting benchmarks/results/ (QUICK=1: minutes, not an hour)
 	scripts/bench-all.sh
+
+dist: setup-operator  ## the wheel a team pins (version from git tags): dist/azdl-<version>-py3-none-any.whl
+	rm -rf dist build
+	.venv/bin/python -m pip wheel --quiet --no-deps --no-build-isolation --wheel-dir dist .
+	@ls dist/*.whl
 
 setup:
 	$(MAKE) --no-print-directory -j3 setup-operator setup-training setup-azurite

@@ -10,10 +10,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from azdl.envs import REPO_ROOT
+from azdl.envs import PACKAGES_ROOT
 from azdl.errors import AzdlError
 
-AZURITE_BLOB = REPO_ROOT / "node_modules" / ".bin" / "azurite-blob"
+AZURITE_BLOB = PACKAGES_ROOT / "node_modules" / ".bin" / "azurite-blob"
 # Azurite's published development account (from Microsoft's documentation; not a secret).
 DEV_ACCOUNT = "devstoreaccount1"
 DEV_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="

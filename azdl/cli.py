@@ -16,12 +16,12 @@ from importlib.metadata import PackageNotFoundError, version
 
 import shtab
 
-from azdl import console, suggest
-from azdl.commands import bench, cluster, data, estimate, jobs, plan, policy, submit, train
+from azdl import console, project, suggest
+from azdl.commands import bench, cluster, data, estimate, init, jobs, plan, policy, submit, train
 from azdl.commands import diff as diff_command
 from azdl.errors import AzdlError, Unreachable
 
-COMMANDS = [train, data, plan, diff_command, policy, submit, bench, estimate, jobs, cluster]
+COMMANDS = [init, train, data, plan, diff_command, policy, submit, bench, estimate, jobs, cluster]
 
 
 def package_version() -> str:
@@ -64,6 +64,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     no_color = "no colour in the output (as does a non-empty NO_COLOR)"
     parser.add_argument("--no-color", action="store_true", help=no_color)
+    parser.add_argument(
+        "--project-dir",
+        metavar="DIR",
+        help="the project (a folder with Pulumi.yaml: its stacks, runs/ and out/); "
+        "default: the nearest one up from the current folder",
+    )
     # `eval "$(azdl --print-completion bash)"`: the script is generated from these parsers.
     shtab.add_argument_to(parser, ["--print-completion"], help="print a shell completion script")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -136,6 +142,7 @@ def run(argv: list[str] | None) -> int:
     if args.no_color:
         console.disable_color()
     try:
+        project.choose(args.project_dir)
         return int(args.func(args) or 0)
     except (AzdlError, *loaded("infra.config", "ConfigError")) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -35,11 +35,11 @@ import sys
 from rich.console import Console
 from rich.table import Table
 
-from azdl.envs import REPO_ROOT, training_bin, training_env
+from azdl.envs import PACKAGES_ROOT, training_bin, training_env
 from azdl.local import launch_command
 from training.throughput import parse_throughput_lines
 
-OUT = REPO_ROOT / "benchmarks" / "results"  # charts beside the results files the docs show
+OUT = PACKAGES_ROOT / "benchmarks" / "results"  # charts beside the results files the docs show
 # The code its figures depend on (bench_results.Run adds every module these import): the
 # baseline, our two TF scripts as the launcher starts them, the pinned libraries and Horovod's
 # build (its flags are in setup-training.sh).
@@ -57,7 +57,7 @@ def baseline_command(a) -> list[str]:
     w = str(a.workers)
     return [
         str(training_bin("horovodrun")), "--gloo", "-np", w, "-H", f"localhost:{w}",
-        str(training_bin("python")), str(REPO_ROOT / "benchmarks" / "p1_horovod_baseline.py"),
+        str(training_bin("python")), str(PACKAGES_ROOT / "benchmarks" / "p1_horovod_baseline.py"),
         "--image-size", str(a.image_size), "--batch-size", str(a.batch_size),
         "--num-classes", str(a.num_classes), "--num-iters", str(a.num_iters),
         "--num-batches-per-iter", str(a.num_batches_per_iter),
@@ -77,7 +77,7 @@ def ours_command(framework: str, a) -> list[str]:
 
 def images_per_sec(cmd: list[str]) -> float:
     env = training_env({"TF_CPP_MIN_LOG_LEVEL": "2"})
-    proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True)
+    proc = subprocess.run(cmd, cwd=PACKAGES_ROOT, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         sys.exit(f"error: benchmark run failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     for line in proc.stdout.splitlines():

@@ -24,12 +24,12 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from azdl.envs import REPO_ROOT
+from azdl.envs import PACKAGES_ROOT
 from azdl.local import launch_command, local_env
 from training.flavours import entry_module
 from training.throughput import parse_throughput_lines
 
-OUT = REPO_ROOT / "benchmarks" / "results"  # charts beside the results files the docs show
+OUT = PACKAGES_ROOT / "benchmarks" / "results"  # charts beside the results files the docs show
 # The code its figures depend on, with the flavour's training script (measures()): bench_results
 # adds every module these import, the launch path (azdl/local.py) among them; the pinned
 # libraries, and Horovod's build (its flags are in setup-training.sh).
@@ -65,7 +65,7 @@ def images_per_sec(
                          transport=getattr(a, "transport", "gloo"))  # fmt: skip
     env = local_env(launcher, workers)
     procs = [
-        subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, text=True)
+        subprocess.Popen(cmd, cwd=PACKAGES_ROOT, env=env, stdout=subprocess.PIPE, text=True)
         for _ in range(jobs)
     ]
     total = 0.0

@@ -29,7 +29,7 @@ from azure.storage.blob import BlobServiceClient
 from rich.console import Console
 
 from azdl.azurite import running_azurite
-from azdl.envs import REPO_ROOT
+from azdl.envs import PACKAGES_ROOT
 from azdl.staging import SINGLE_PUT_MAX, container_client, stage
 from training.data.prepare.manifest import Manifest, ShardEntry, SplitSummary, file_digests
 
@@ -185,9 +185,9 @@ def main() -> None:
                     f"{ratio:.2f}× ({min(base_s) / min(ours_s):.2f}×)",
                 ]
             )
-    chart = REPO_ROOT / "benchmarks" / "results" / "p5_staging.png"
+    chart = PACKAGES_ROOT / "benchmarks" / "results" / "p5_staging.png"
     plot(results, chart)
-    print(f"chart: {chart.relative_to(REPO_ROOT)}")
+    print(f"chart: {chart.relative_to(PACKAGES_ROOT)}")
     run.write(
         "p5_staging",
         f"P5, staging: azdl data stage vs a single-stream sequential upload to Azurite (in "

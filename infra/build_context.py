@@ -30,9 +30,12 @@ import pulumi.dynamic
 
 from infra.dockerignore import context_files
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-IMAGES_DIR = REPO_ROOT / "images"
-TRAINING_DIR = REPO_ROOT / "training"
+# Package data: the `images` and `training` packages sit beside `infra`, in a checkout's root or
+# in the site-packages the wheel installed them into. Found by place, not by import: Pulumi runs
+# the program with its own folder (infra/) first on the path, where `images` is infra/images.py.
+PACKAGES_ROOT = Path(__file__).resolve().parent.parent
+IMAGES_DIR = PACKAGES_ROOT / "images"
+TRAINING_DIR = PACKAGES_ROOT / "training"
 # Where training/ sits inside the context (the Dockerfiles `COPY training/...`).
 TRAINING_IN_CONTEXT = "training"
 
@@ -56,10 +59,13 @@ def context_members(framework: str) -> list[tuple[str, Path]]:
 
 
 def content_hash(framework: str) -> str:
-    """16 hex digits of SHA-256 over the context's paths (as in the repository) and bytes."""
+    """16 hex digits of SHA-256 over the context's paths (as in the repository: `images/...`,
+    `training/...`, wherever azdl is installed) and bytes."""
     digest = hashlib.sha256()
-    for _, path in context_members(framework):
-        digest.update(path.relative_to(REPO_ROOT).as_posix().encode() + b"\0")
+    for name, path in context_members(framework):
+        in_training = name.startswith(f"{TRAINING_IN_CONTEXT}/")
+        in_repo = name if in_training else f"images/{framework}/{name}"
+        digest.update(in_repo.encode() + b"\0")
         digest.update(path.read_bytes() + b"\0")
     return digest.hexdigest()[:16]
 

@@ -1,11 +1,13 @@
 """The Pulumi program: validate the stack's config, then declare one component per concern.
 
-`declare(config)` builds everything and returns the stack outputs; `main()` is what
-`pulumi up` runs (through `infra/__main__.py`) and what `azdl plan` runs offline (under
-`infra.mocks`).
+`declare(config)` builds everything and returns the stack outputs; `platform()` declares it
+from the stack's settings and exports them; `main()` is what `pulumi up` runs (through
+`infra/__main__.py`) and what `azdl plan` runs offline (under `infra.mocks`). A team's own
+program (`azdl init`) calls `platform()` and adds its own resources.
 """
 
 import json
+from types import SimpleNamespace
 from typing import Any
 
 import pulumi
@@ -23,7 +25,7 @@ from infra.config import (
     load_config,
     with_subscription,
 )
-from infra.exports import exported
+from infra.exports import FIELDS, exported
 from infra.images import TrainingImages, TrainingImagesArgs
 from infra.naming import DEPLOYMENT_ID_BYTES, with_deployment
 from infra.network import Network, NetworkArgs
@@ -252,6 +254,18 @@ def declare(cfg: StackConfig) -> dict[str, Any]:
     )
 
 
-def main() -> None:
-    for key, value in declare(read_config()).items():
+def platform() -> SimpleNamespace:
+    """azdl's platform for this stack: every resource, declared from the stack's `azdl:*`
+    settings, and its outputs exported. Returned by field name (infra/exports.py,
+    `StackOutputs`: `platform().resource_group_name`), as Pulumi outputs that a team's own
+    resources can take (`azdl init` writes a program that does)."""
+    outputs = declare(read_config())
+    for key, value in outputs.items():
         pulumi.export(key, value)
+    return SimpleNamespace(
+        **{name: outputs[field.alias] for name, field in FIELDS.items() if field.alias in outputs}
+    )
+
+
+def main() -> None:
+    platform()

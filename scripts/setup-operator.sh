@@ -14,7 +14,7 @@ on_path() {
     echo "azdl is $PWD/$venv/bin/azdl; to type just azdl, run (or add to ~/.bashrc):"
     echo "export PATH=\"$PWD/$venv/bin:\$PATH\""
 }
-want=$(cat requirements.txt pyproject.toml scripts/setup-operator.sh | sha256sum | cut -d' ' -f1)
+want=$(cat requirements.txt requirements-runtime.txt pyproject.toml scripts/setup-operator.sh | sha256sum | cut -d' ' -f1)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
     echo "operator environment is up to date ($venv)"
     on_path

@@ -107,7 +107,7 @@ def test_bash_offers_the_launchers(tmp_path, capsys, command):
 
 
 def test_shtab_is_pinned_and_the_readme_says_how_to_enable_completion():
-    pins = (ROOT / "requirements.txt").read_text()
+    pins = (ROOT / "requirements-runtime.txt").read_text()
     assert f"shtab=={version('shtab')}\n" in pins
     readme = " ".join((ROOT / "README.md").read_text().split())
     assert 'eval "$(azdl --print-completion bash)"' in readme
@@ -120,12 +120,14 @@ def test_setup_operator_ends_with_the_line_that_puts_azdl_on_path(tmp_path):
     makes `azdl` resolve to the environment it set up."""
     import hashlib
 
-    for name in ("requirements.txt", "pyproject.toml", "scripts/setup-operator.sh"):
+    stamped = ("requirements.txt", "requirements-runtime.txt", "pyproject.toml",
+               "scripts/setup-operator.sh")  # what setup-operator.sh's stamp hashes  # fmt: skip
+    for name in stamped:
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / name, tmp_path / name)
     digest = hashlib.sha256(b"".join(
         (tmp_path / n).read_bytes()
-        for n in ("requirements.txt", "pyproject.toml", "scripts/setup-operator.sh")
+        for n in stamped
     )).hexdigest()  # fmt: skip
     (tmp_path / ".venv" / "bin").mkdir(parents=True)
     (tmp_path / ".venv" / ".setup-stamp").write_text(digest + "\n")

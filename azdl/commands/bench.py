@@ -7,6 +7,7 @@ import sys
 import time
 from pathlib import Path
 
+from azdl import project
 from azdl.commands.options import (
     LOCAL_RENAMES,
     add_launcher_option,
@@ -15,7 +16,6 @@ from azdl.commands.options import (
     script_args,
 )
 from azdl.console import print_json
-from azdl.envs import REPO_ROOT
 from azdl.errors import AzdlError
 from azdl.launchers import DEFAULT_LAUNCHER, DEFAULT_TRANSPORT
 from training.flavours import DEFAULT_FRAMEWORK, FRAMEWORKS
@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     from azdl.jobs import bench  # the sweep's machinery, once the counts are known good
     from azdl.jobs.stack_outputs import load_outputs
 
-    out = args.out or REPO_ROOT / "runs" / time.strftime("bench-%Y%m%d-%H%M%S", time.gmtime())
+    out = args.out or project.runs_dir() / time.strftime("bench-%Y%m%d-%H%M%S", time.gmtime())
     launcher = args.launcher or DEFAULT_LAUNCHER
     if args.transport is not None and (launcher == "torchrun" or not args.local):
         raise AzdlError(

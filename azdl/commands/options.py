@@ -9,10 +9,8 @@ script come after `--` (`script_args`).
 
 import argparse
 import re
-import shlex
 from pathlib import Path
 
-from azdl.envs import REPO_ROOT
 from azdl.errors import AzdlError
 from azdl.launchers import LAUNCHERS, TRANSPORTS
 
@@ -22,11 +20,13 @@ from azdl.launchers import LAUNCHERS, TRANSPORTS
 JOB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,255}")
 
 
-# Shell completion of a stack name: the stack files of this repository's stacks/ folder, listed
-# when the user presses Tab, so a stack added later is offered too.
+# Shell completion of a stack name: the stack files of the project the shell is in (the nearest
+# folder up with a Pulumi.yaml, as azdl.project finds it), in its stacks/ folder or its own,
+# listed when the user presses Tab, so a stack added later is offered too.
 LIST_STACKS = (
-    f"ls -1 {shlex.quote(str(REPO_ROOT / 'stacks'))} 2>/dev/null"
-    " | sed -n 's/^Pulumi\\.\\(.*\\)\\.yaml$/\\1/p'"
+    'd=$PWD; while [ "$d" != / ] && [ ! -f "$d/Pulumi.yaml" ]; do d=$(dirname "$d"); done;'
+    ' ls -1 "$d/stacks" "$d" 2>/dev/null'
+    " | sed -n 's/^Pulumi\\.\\(.*\\)\\.yaml$/\\1/p' | sort -u"
 )
 
 

@@ -18,7 +18,6 @@ from training.data.imagenet import IMAGENET_TRAIN_IMAGES
 if TYPE_CHECKING:
     from azdl.review import cost
 
-DEFAULT_OUT = Path("out/plan")
 JSON_SCHEMA = "azdl.plan-result/v1"
 BUDGET_KEY = "maxGpuSpendPerHourUsd"
 
@@ -27,12 +26,14 @@ def register(subparsers) -> None:
     p = subparsers.add_parser(
         "plan",
         help="render a stack offline: JSON manifest, resource tree, cost estimate",
-        description="Run the real Pulumi program for stacks/Pulumi.STACK.yaml under the "
+        description="Run the project's Pulumi program for its stack STACK under the "
         "Pulumi SDK's mocks (no cloud access, no Pulumi CLI) and write a deterministic JSON "
         "manifest (OUT/STACK.json), print the resource tree and an estimated cost.",
     )
     add_stacks_argument(p, "STACK", "stack name(s), e.g. dev prod")
-    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="manifest folder (out/plan)")
+    p.add_argument(
+        "--out", type=Path, help="manifest folder (default: out/plan in the project's folder)"
+    )
     p.add_argument(
         "--json",
         action="store_true",
@@ -105,8 +106,14 @@ def cost_json(est: cost.Estimate) -> dict[str, Any]:
     }
 
 
+def shown(path: Path) -> Path:
+    """`path` as the user would type it here: relative to the current folder when inside it."""
+    here = Path.cwd()
+    return path.relative_to(here) if path.is_relative_to(here) else path
+
+
 def run(args: argparse.Namespace) -> int:
-    from azdl import pulumi_cli
+    from azdl import project, pulumi_cli
     from azdl.review import cost, manifest
     from azdl.review.plan import check_stack_file, render_stack, stack_file
     from azdl.review.prices import load_prices
@@ -123,10 +130,11 @@ def run(args: argparse.Namespace) -> int:
     console = make_console()
     throughput = cost.throughput_from(args.throughput) if args.throughput else None
     results = []
+    out = args.out or shown(project.out_dir() / "plan")
     for stack in stacks:
         doc, seconds = render_stack(stack)
-        args.out.mkdir(parents=True, exist_ok=True)
-        target = args.out / f"{stack}.json"
+        out.mkdir(parents=True, exist_ok=True)
+        target = out / f"{stack}.json"
         target.write_text(manifest.dumps(doc))
         prices = load_prices(args.prices, region=cost.region_of(doc))
         est = cost.estimate(doc, prices)

@@ -11,6 +11,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from azdl import project
 from azdl.commands.options import (
     LOCAL_RENAMES,
     add_launcher_option,
@@ -19,7 +20,7 @@ from azdl.commands.options import (
     positive_int,
     script_args,
 )
-from azdl.envs import REPO_ROOT, training_bin
+from azdl.envs import PACKAGES_ROOT, training_bin
 from azdl.errors import AzdlError
 from azdl.jobs import safeguards
 from azdl.jobs import script as own_script
@@ -124,7 +125,7 @@ def register(subparsers) -> None:
 
 
 def demo_run_dir(framework: str) -> Path:
-    return REPO_ROOT / "runs" / f"demo-{framework}-{time.strftime('%Y%m%d-%H%M%S')}"
+    return project.runs_dir() / f"demo-{framework}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
 def demo_args(framework: str, workers: int, run_dir: Path | None = None) -> list[str]:
@@ -184,7 +185,7 @@ def run(args: argparse.Namespace) -> int:
             )
         framework = args.framework or DEFAULT_FRAMEWORK
         check_launcher(framework, launcher, False)  # before the demo's banner
-        run_dir = REPO_ROOT / "runs"  # one MLflow store for runs with their own folders
+        run_dir = project.runs_dir()  # one MLflow store for runs with their own folders
         if user_args:
             check_training_options(framework, user_args, args.workers)
         else:
@@ -199,7 +200,7 @@ def run(args: argparse.Namespace) -> int:
             max_restarts=args.max_restarts, transport=transport,
         )  # fmt: skip
         env = local_env(launcher, args.workers) | extra
-        return run_launcher(cmd, launcher, transport, env, watched, args.workers, REPO_ROOT)
+        return run_launcher(cmd, launcher, transport, env, watched, args.workers, PACKAGES_ROOT)
 
     if args.framework is not None:
         raise AzdlError("--framework picks a built-in script; leave it out with --script")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from azdl.envs import REPO_ROOT
+from azdl.envs import PACKAGES_ROOT
 from azdl.errors import AzdlError
 from azdl.jobs import quota
 from azdl.jobs.azureml import processes_per_node
@@ -85,7 +85,11 @@ def run_local(
         cmd = launch_command(framework, n, launcher, [*LOCAL_ARGS, *args], transport=transport)
         with console.status(f"{framework}: {n} local worker(s), log in {log}"), log.open("w") as f:
             code = subprocess.call(
-                cmd, env=local_env(launcher, n), cwd=REPO_ROOT, stdout=f, stderr=subprocess.STDOUT
+                cmd,
+                env=local_env(launcher, n),
+                cwd=PACKAGES_ROOT,
+                stdout=f,
+                stderr=subprocess.STDOUT,
             )
         record, error = record_of(log.read_text(errors="replace"))
         status = "Completed" if code == 0 else f"exit {code}"

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import PrivateAttr, ValidationError
 
-from azdl.envs import REPO_ROOT
+from azdl import project
 from azdl.errors import AzdlError
 from azdl.paths import existing_file
 from infra import exports
@@ -127,7 +127,7 @@ def _pulumi_outputs(stack: str | None) -> Any:
         [pulumi, "stack", "output", "--json", "--stack", stack],
         capture_output=True,
         text=True,
-        cwd=REPO_ROOT,  # where Pulumi.yaml is
+        cwd=project.root(),  # where Pulumi.yaml is
     )
     if result.returncode != 0:
         raise AzdlError(f"stack {stack!r}: `pulumi stack output` failed: {result.stderr.strip()}")

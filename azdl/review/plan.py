@@ -10,18 +10,20 @@ import time
 from pathlib import Path
 from typing import Any
 
-from azdl.envs import REPO_ROOT
+from azdl import project
 from azdl.errors import AzdlError
 from azdl.review import manifest, render_cache
 
-STACKS_DIR = REPO_ROOT / "stacks"
 
-
-def known_stacks(stacks_dir: Path = STACKS_DIR) -> list[str]:
+def known_stacks(stacks_dir: Path | None = None) -> list[str]:
+    """The stacks in `stacks_dir` (default: the project's)."""
+    stacks_dir = stacks_dir or project.stacks_dir()
     return sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in stacks_dir.glob("Pulumi.*.yaml"))
 
 
-def stack_file(stack: str, stacks_dir: Path = STACKS_DIR) -> Path:
+def stack_file(stack: str, stacks_dir: Path | None = None) -> Path:
+    """The file of `stack`, in `stacks_dir` (default: the project's)."""
+    stacks_dir = stacks_dir or project.stacks_dir()
     path = stacks_dir / f"Pulumi.{stack}.yaml"
     if not path.is_file():
         known = ", ".join(known_stacks(stacks_dir)) or "none"
@@ -48,24 +50,33 @@ def check_stack_file(path: Path) -> None:
 
 
 def render_stack(
-    stack: str, stacks_dir: Path = STACKS_DIR, reuse: bool = False
+    stack: str, stacks_dir: Path | None = None, reuse: bool = False
 ) -> tuple[dict[str, Any], float]:
     """The manifest of `stack` and the seconds it took (subprocess included). Every render is
     kept with its inputs; with `reuse`, one from unchanged inputs is handed back instead of
-    rendering again."""
+    rendering again. The program is the project's (Pulumi.yaml's `main`), as `pulumi preview`
+    runs it, in the project's folder."""
     path = stack_file(stack, stacks_dir)
+    cache_dir = render_cache.cache_dir()
     check_stack_file(path)
     started = time.perf_counter()
-    if reuse and (kept := render_cache.lookup(path, render_cache.CACHE_DIR)) is not None:
+    if reuse and (kept := render_cache.lookup(path, cache_dir)) is not None:
         return manifest.validate(kept, f"kept plan of {stack}"), time.perf_counter() - started
-    # Made before the render: a folder the render lists (the repository's, by the import
-    # system) would otherwise change under the inputs it recorded.
-    render_cache.CACHE_DIR.mkdir(parents=True, exist_ok=True)
+    # Made before the render: a folder the render lists (the project's, by the import system)
+    # would otherwise change under the inputs it recorded.
+    cache_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="azdl-render-") as tmp:
         inputs_file = Path(tmp) / "inputs.json"
         result = subprocess.run(
-            [sys.executable, "-m", "azdl.review.render_cache", str(path), str(inputs_file)],
-            cwd=REPO_ROOT,
+            [
+                sys.executable,
+                "-m",
+                "azdl.review.render_cache",
+                str(path),
+                str(inputs_file),
+                str(project.program()),
+            ],
+            cwd=project.root(),
             capture_output=True,
             text=True,
             timeout=600,
@@ -77,7 +88,7 @@ def render_stack(
             tail = "\n".join(result.stderr.strip().splitlines()[-15:])
             raise AzdlError(f"rendering stack {stack!r} failed (the program raised):\n{tail}")
         doc = manifest.validate(json.loads(result.stdout), f"plan of {stack}")
-        render_cache.store(path, json.loads(inputs_file.read_text()), doc, render_cache.CACHE_DIR)
+        render_cache.store(path, json.loads(inputs_file.read_text()), doc, cache_dir)
     return doc, seconds
 
 
@@ -87,7 +98,7 @@ def _is_file_ref(ref: str) -> bool:
     return ref.endswith(".json") or "/" in ref or (os.altsep is not None and os.altsep in ref)
 
 
-def load_plans(refs: list[str], stacks_dir: Path = STACKS_DIR) -> list[dict[str, Any]]:
+def load_plans(refs: list[str], stacks_dir: Path | None = None) -> list[dict[str, Any]]:
     """Manifests from files (`*.json` or a path such as `out/plan/dev`) or from stack names,
     rendered or reused from unchanged inputs; every stack name is checked before the first one
     renders."""

@@ -5,6 +5,7 @@ import contextlib
 import importlib.util
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -19,16 +20,16 @@ from pulumi_policy import (
 )
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError, unknown_checking_proxy
 
-from azdl.envs import REPO_ROOT
+import policies
 from azdl.review import manifest as mf
 
-RULES_PACKAGE = REPO_ROOT / "policies" / "rules"
+RULES_PACKAGE = Path(policies.__file__).resolve().parent / "rules"  # package data, installed
 BUDGET_KEY = "maxGpuSpendPerHourUsd"
 
 
 def load_rules() -> ModuleType:
-    """The pack's `rules` package, imported from the repository (it is not installed) under
-    the name it has in the pack."""
+    """The pack's `rules` package, imported under the name it has in the pack (`rules`, with
+    the pack's folder on the path) from wherever azdl is installed."""
     if "rules" in sys.modules:
         return sys.modules["rules"]
     spec = importlib.util.spec_from_file_location(

@@ -4,7 +4,9 @@ pulumi-azure-native's source), and record what it declares. `azdl.review.plan` r
 in a fresh interpreter (`python -m azdl.review.render_cache`), because the Pulumi runtime's
 state is global."""
 
+import functools
 import json
+import runpy
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +17,7 @@ from pulumi.runtime import rpc
 from pulumi.runtime.settings import get_root_resource
 from pulumi.runtime.sync_await import _sync_await
 
-from azdl.envs import REPO_ROOT
+from azdl import project
 from azdl.review import manifest
 from infra.azure_facts import ENGINE_UNKNOWN
 from infra.config import PROJECT, read_stack_file, stack_name_of
@@ -26,11 +28,11 @@ _ASSET_SIGS = {rpc._special_asset_sig, rpc._special_archive_sig}
 
 def plain(value: Any, sources: list[str]) -> Any:
     """An engine value as manifest JSON: unknowns marked (from `sources`), secrets redacted,
-    resource references as keys, paths inside the repository made relative."""
+    resource references as keys, paths inside the project made relative."""
     if value == ENGINE_UNKNOWN:
         return manifest.unknown(sources)
     if isinstance(value, str):
-        root = f"{REPO_ROOT}/"
+        root = _project_prefix()
         return "./" + value[len(root) :] if value.startswith(root) else value
     if isinstance(value, float) and value.is_integer():
         return int(value)  # the wire format has only doubles; Azure's integers stay integers
@@ -46,6 +48,11 @@ def plain(value: Any, sources: list[str]) -> Any:
             return {"$asset": plain(value.get("path") or value.get("uri") or "", sources)}
         return {k: plain(v, sources) for k, v in value.items()}
     return value
+
+
+@functools.cache
+def _project_prefix() -> str:
+    return f"{project.root()}/"
 
 
 class RecordingMonitor(pulumi_mocks.MockMonitor):
@@ -127,10 +134,10 @@ def redact_config(config: dict[str, Any]) -> dict[str, Any]:
     return {k: redact(v) for k, v in sorted(config.items())}
 
 
-def render(stack_file: Path) -> dict[str, Any]:
-    """Run the program for `stack_file` under mocks; the manifest. Once per interpreter."""
-    from infra import program  # imported here: it pulls in the azure-native modules
-
+def render(stack_file: Path, program: Path) -> dict[str, Any]:
+    """Run `program` (a folder with __main__.py, or a file) for `stack_file` under mocks, as
+    Pulumi's Python host runs it (`runpy.run_path(program, run_name="__main__")`,
+    pulumi-language-python-exec); the manifest. Once per interpreter."""
     stack = stack_name_of(stack_file)
     config = read_stack_file(stack_file)
     pulumi.runtime.set_all_config(
@@ -139,7 +146,7 @@ def render(stack_file: Path) -> dict[str, Any]:
     mocks = PreviewMocks()
     monitor = RecordingMonitor(mocks)
     pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=True, monitor=monitor)
-    pulumi_mocks.test(program.main)()
+    pulumi_mocks.test(lambda: runpy.run_path(str(program), run_name="__main__"))()
     outputs = {k: _known_output(v) for k, v in get_root_resource().outputs.items()}
     resources = sorted((resource_entry(u, r) for u, r in monitor.requests), key=lambda r: r["key"])
     return {

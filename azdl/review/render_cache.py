@@ -1,7 +1,8 @@
 """Plans kept for reuse: a stack renders again only when something the render read has changed.
 
-`python -m azdl.review.render_cache STACK_FILE INPUTS_FILE` is the render `azdl.review.plan`
-runs in a fresh interpreter: it prints `azdl.review.render`'s manifest (exit CONFIG_ERROR_EXIT
+`python -m azdl.review.render_cache STACK_FILE INPUTS_FILE PROGRAM` is the render
+`azdl.review.plan` runs in a fresh interpreter: it prints `azdl.review.render`'s manifest of
+the project's PROGRAM (exit CONFIG_ERROR_EXIT
 for an invalid config, the message on stderr), with every input recorded through the
 interpreter's audit events (PEP 578; docs.python.org/3/library/audit_events.html): each file
 opened for reading (`open`) and each folder listed (`os.listdir`, `os.scandir`: globs of the
@@ -12,7 +13,7 @@ rewrites; any other (the stack file, the program, the build contexts) by the SHA
 content; a folder by the SHA-256 of its sorted entries. The interpreter, the PULUMI_*
 environment and the provider's cloud variables (ARM_ENVIRONMENT, ...) are part of it too.
 
-An entry (`CACHE_DIR/<stack>-<hash of the stack file's path>.json`) holds the fingerprints and
+An entry (`cache_dir()/<stack>-<hash of the stack file's path>.json`) holds the fingerprints and
 the manifest. `lookup` hands the manifest back only when every fingerprint is what it was.
 """
 
@@ -24,10 +25,9 @@ import sysconfig
 from pathlib import Path
 from typing import Any
 
-from azdl.envs import REPO_ROOT
+from azdl import project
 from infra.azure_facts import PROVIDER_CLOUD_ENV
 
-CACHE_DIR = REPO_ROOT / "out" / "cache" / "render"
 FORMAT = "azdl.render-cache/v1"
 CONFIG_ERROR_EXIT = 3  # exit code of the render for an invalid config
 # The environment the Pulumi runtime reads (its settings), and the provider's cloud variables,
@@ -142,7 +142,12 @@ def entry_path(stack_file: Path, cache_dir: Path) -> Path:
     return cache_dir / f"{name}-{digest}.json"
 
 
-def lookup(stack_file: Path, cache_dir: Path = CACHE_DIR) -> dict[str, Any] | None:
+def cache_dir() -> Path:
+    """The project's kept plans."""
+    return project.out_dir() / "cache" / "render"
+
+
+def lookup(stack_file: Path, cache_dir: Path) -> dict[str, Any] | None:
     """The manifest rendered last from `stack_file`, if nothing it read has changed since."""
     path = entry_path(stack_file, cache_dir)
     try:
@@ -155,7 +160,7 @@ def lookup(stack_file: Path, cache_dir: Path = CACHE_DIR) -> dict[str, Any] | No
 
 
 def store(
-    stack_file: Path, inputs: dict[str, Any], manifest: dict[str, Any], cache_dir: Path = CACHE_DIR
+    stack_file: Path, inputs: dict[str, Any], manifest: dict[str, Any], cache_dir: Path
 ) -> Path:
     """Keep `manifest` with the fingerprints of what its render read (written whole, then
     renamed, so a reader never sees half an entry)."""
@@ -168,15 +173,16 @@ def store(
 
 
 def main(argv: list[str]) -> int:
-    """Print the manifest of STACK_FILE and write what its render read to INPUTS_FILE."""
-    stack_file, inputs_file = argv
+    """Print the manifest of STACK_FILE under PROGRAM and write what its render read to
+    INPUTS_FILE."""
+    stack_file, inputs_file, program = argv
     recorder = Recorder().start()
     # Imported once the recorder runs: the program and the SDK it imports are inputs too.
     from azdl.review import manifest, render
     from infra.config import ConfigError
 
     try:
-        document = render.render(Path(stack_file))
+        document = render.render(Path(stack_file), Path(program))
     except ConfigError as exc:
         print(str(exc), file=sys.stderr)
         return CONFIG_ERROR_EXIT

@@ -17,7 +17,7 @@ from rich.console import Console
 
 from azdl import staging
 from azdl.cli import main
-from azdl.envs import REPO_ROOT
+from azdl.envs import PACKAGES_ROOT
 
 pytestmark = pytest.mark.slow
 MB = 1024 * 1024
@@ -78,7 +78,7 @@ def test_interrupted_upload_resumes_with_nothing_missing_or_corrupt(
         "1",
     ]
     proc = subprocess.Popen(
-        cmd, env=env, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        cmd, env=env, cwd=PACKAGES_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     deadline = time.monotonic() + 60
     while proc.poll() is None and time.monotonic() < deadline:

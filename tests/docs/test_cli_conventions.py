@@ -36,6 +36,7 @@ NO_STACK = {
     "data sample": "writes local files",
     "data prepare": "converts local files",
     "data copy": "runs on a cluster node, from folders the job mounts",
+    "init": "writes a new project, which has stacks only once it is written",
 }
 # Arguments a command needs besides the stack, so that `-s prod` alone parses.
 ALSO_NEEDS = {"data stage": ["shards"], "diff": ["base.json"]} | {
@@ -288,6 +289,7 @@ NO_JSON = {
     "data sample": "writes a dataset; its files are the record",
     "data prepare": "writes shards; the manifest.json it writes is the record",
     "data copy": "runs on a cluster node inside a job",
+    "init": "writes a repository; its files are the record",
 }
 SCHEMA_NAME = re.compile(r"\bazdl\.[a-z-]+/v\d+\b")
 

@@ -38,7 +38,6 @@ def tree(tmp_path, monkeypatch):
     shutil.copytree(
         ROOT / "training", tmp_path / "training", ignore=shutil.ignore_patterns("__pycache__")
     )
-    monkeypatch.setattr(build_context, "REPO_ROOT", tmp_path)
     monkeypatch.setattr(build_context, "IMAGES_DIR", tmp_path / "images")
     monkeypatch.setattr(build_context, "TRAINING_DIR", tmp_path / "training")
     return tmp_path

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from azdl.envs import REPO_ROOT
+from azdl.envs import PACKAGES_ROOT
 from training import job_stop, node_address
 
 
@@ -23,7 +23,7 @@ def test_the_earliest_stop_is_the_one_reported(tmp_path):
 def test_a_stop_ends_the_command_within_the_poll(tmp_path):
     stops = tmp_path / "stops"
     argv = [sys.executable, "-m", "training.job_stop", "run", str(stops), "--", "sleep", "60"]
-    process = subprocess.Popen(argv, cwd=REPO_ROOT, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(argv, cwd=PACKAGES_ROOT, stderr=subprocess.PIPE, text=True)
     time.sleep(1)
     job_stop.write(stops, 3, "InfiniBand check FAILED on rank 1 on node-1")
     written = time.monotonic()
@@ -37,7 +37,7 @@ def test_a_stop_ends_the_command_within_the_poll(tmp_path):
 def test_a_command_that_ends_by_itself_gives_its_own_status(tmp_path):
     argv = [sys.executable, "-m", "training.job_stop", "run", str(tmp_path), "--", "sh", "-c",
             "exit 7"]  # fmt: skip
-    assert subprocess.run(argv, cwd=REPO_ROOT, check=False).returncode == 7
+    assert subprocess.run(argv, cwd=PACKAGES_ROOT, check=False).returncode == 7
 
 
 def test_outside_a_jobs_torchrun_nothing_is_closed(monkeypatch):

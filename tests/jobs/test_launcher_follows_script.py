@@ -12,13 +12,13 @@ import pytest
 from azure.ai.ml import MpiDistribution, PyTorchDistribution, load_job
 
 from azdl.cli import main
-from azdl.envs import REPO_ROOT
+from azdl.envs import PACKAGES_ROOT
 from azdl.jobs import script as own_script
 
 # Trap A: written as PyTorch's DDP tutorial writes it (init_process_group from torchrun's env://).
-DDP = REPO_ROOT / "examples" / "torchrun" / "ddp_minimal.py"
+DDP = PACKAGES_ROOT / "examples" / "torchrun" / "ddp_minimal.py"
 # A plain Horovod script (trap B's): the segmentation example imports horovod.torch.
-HOROVOD = REPO_ROOT / "examples" / "segmentation" / "train_segmentation.py"
+HOROVOD = PACKAGES_ROOT / "examples" / "segmentation" / "train_segmentation.py"
 
 WRONG = {
     (DDP, "horovod"): "--launcher horovod does not fit ddp_minimal.py, which calls "

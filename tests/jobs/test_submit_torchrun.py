@@ -163,12 +163,12 @@ def test_a_node_without_node_rank_stops_with_one_line(tmp_path):
     import os
     import subprocess
 
-    from azdl.envs import REPO_ROOT
+    from azdl.envs import PACKAGES_ROOT
     from azdl.launchers import node_torchrun
 
     env = {k: v for k, v in os.environ.items() if k != "NODE_RANK"} | {
         "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500", "AZDL_STOP_DIR": str(tmp_path),
-        "PYTHONPATH": str(REPO_ROOT),
+        "PYTHONPATH": str(PACKAGES_ROOT),
     }  # fmt: skip
     run = subprocess.run(["bash", "-c", node_torchrun(2, 1, 0, "r") + " true"], env=env,
                          capture_output=True, text=True, check=False)  # fmt: skip

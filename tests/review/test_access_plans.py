@@ -5,9 +5,12 @@ the shipped stacks (test_shipped_stacks.py)."""
 import pytest
 import yaml
 
-from azdl.review.plan import STACKS_DIR, render_stack
+from azdl.envs import PACKAGES_ROOT
+from azdl.review.plan import render_stack
 from azdl.review.policy import check
 from infra.config import read_stack_file
+
+STACKS_DIR = PACKAGES_ROOT / "stacks"  # the shipped stacks
 
 pytestmark = pytest.mark.slow  # each variant renders in a fresh interpreter (seconds)
 

@@ -9,7 +9,7 @@ from google.protobuf import struct_pb2
 from pulumi.runtime.proto import resource_pb2
 
 from azdl.cli import main
-from azdl.envs import REPO_ROOT
+from azdl.envs import PACKAGES_ROOT
 from azdl.errors import AzdlError
 from azdl.review import manifest
 from azdl.review.plan import (
@@ -50,7 +50,7 @@ def test_plain_marks_unknowns_redacts_secrets_and_relativises_repo_paths():
     assert plain(UNKNOWN, sources) == {"$unknown": sources}
     assert plain({"id": UNKNOWN}, sources) == {"id": {"$unknown": sources}}
     assert plain(SECRET, sources) == manifest.SECRET
-    assert plain(f"{REPO_ROOT}/images/Dockerfile", []) == "./images/Dockerfile"
+    assert plain(f"{PACKAGES_ROOT}/images/Dockerfile", []) == "./images/Dockerfile"
     assert plain(4.0, []) == 4 and isinstance(plain(4.0, []), int)
     assert plain(0.5, []) == 0.5
 
@@ -61,9 +61,12 @@ def test_plain_records_assets_and_archives_as_the_sdk_serializes_them():
     from pulumi.runtime.rpc import serialize_property
     from pulumi.runtime.sync_await import _sync_await
 
-    for value in (FileAsset(f"{REPO_ROOT}/images/Dockerfile"), FileArchive(f"{REPO_ROOT}/images")):
+    for value in (
+        FileAsset(f"{PACKAGES_ROOT}/images/Dockerfile"),
+        FileArchive(f"{PACKAGES_ROOT}/images"),
+    ):
         engine = _sync_await(serialize_property(value, [], None))
-        assert plain(engine, []) == {"$asset": "./" + value.path[len(f"{REPO_ROOT}/") :]}
+        assert plain(engine, []) == {"$asset": "./" + value.path[len(f"{PACKAGES_ROOT}/") :]}
 
 
 def test_resource_entry_records_what_the_engine_sees():
@@ -129,7 +132,7 @@ def test_malformed_stack_file(tmp_path):
 
 
 def test_invalid_config_reports_the_programs_own_config_error(tmp_path):
-    text = (REPO_ROOT / "stacks" / "Pulumi.dev.yaml").read_text()
+    text = (PACKAGES_ROOT / "stacks" / "Pulumi.dev.yaml").read_text()
     broken = tmp_path / "Pulumi.dev.yaml"
     broken.write_text(text.replace("vmSize: Standard_NC24ads_A100_v4", "vmSize: Standard_NC24r"))
     with pytest.raises(AzdlError) as info:
@@ -163,9 +166,9 @@ def test_a_stack_name_that_is_no_file_is_looked_up_as_a_stack(capsys):
 
 
 def test_a_bare_name_is_a_stack_even_with_a_file_of_that_name_here(tmp_path, monkeypatch, capsys):
-    monkeypatch.chdir(tmp_path)
+    monkeypatch.chdir(tmp_path)  # outside the project: it is named
     (tmp_path / "qa").write_text(manifest.dumps(plan(storage())))
-    assert main(["diff", "qa", "qa"]) == 2
+    assert main(["--project-dir", str(PACKAGES_ROOT), "diff", "qa", "qa"]) == 2
     assert "unknown stack 'qa'; known stacks" in capsys.readouterr().err
     assert main(["diff", "./qa", "./qa"]) == 0  # with a folder it is a file
 
@@ -173,12 +176,13 @@ def test_a_bare_name_is_a_stack_even_with_a_file_of_that_name_here(tmp_path, mon
 @pytest.mark.slow
 def test_renderer_reports_the_programs_config_error_without_a_traceback(tmp_path):
     """The path `azdl plan` takes if the program itself rejects a config (exit code 3)."""
-    text = (REPO_ROOT / "stacks" / "Pulumi.dev.yaml").read_text()
+    text = (PACKAGES_ROOT / "stacks" / "Pulumi.dev.yaml").read_text()
     broken = tmp_path / "Pulumi.dev.yaml"
     broken.write_text(text.replace("maxNodes: 2", "maxNodes: 0"))
     result = subprocess.run(
-        [sys.executable, "-m", "azdl.review.render_cache", str(broken), str(tmp_path / "in")],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=300,
+        [sys.executable, "-m", "azdl.review.render_cache", str(broken), str(tmp_path / "in"),
+         str(PACKAGES_ROOT / "infra")],
+        cwd=PACKAGES_ROOT, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert result.returncode == CONFIG_ERROR_EXIT
     assert result.stderr.strip() == "azdl:cluster.maxNodes = 0 is invalid: at least 1"
@@ -189,9 +193,9 @@ def test_policy_pack_imports_with_only_its_own_folder_on_the_path():
     """Pulumi runs the pack's __main__.py with the pack folder as sys.path[0]."""
     code = "import sys; sys.path[0] = 'policies'; import rules; print(len(rules.POLICIES))"
     result = subprocess.run(
-        [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", code], cwd=PACKAGES_ROOT, capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "26"
-    main_py = (REPO_ROOT / "policies" / "__main__.py").read_text()
+    main_py = (PACKAGES_ROOT / "policies" / "__main__.py").read_text()
     assert "from rules import POLICIES" in main_py and "PolicyPack(" in main_py

@@ -13,7 +13,7 @@ import pytest
 from google.protobuf import empty_pb2, struct_pb2
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
-from azdl.envs import REPO_ROOT
+from azdl.envs import PACKAGES_ROOT
 
 pytestmark = pytest.mark.slow  # starts the pack's server (a few seconds)
 STORAGE = "azure-native:storage:StorageAccount"
@@ -29,7 +29,7 @@ def _struct(value: dict) -> struct_pb2.Struct:
     return s
 
 
-PACK = REPO_ROOT / "policies"
+PACK = PACKAGES_ROOT / "policies"
 # How the Python language host runs a policy pack: `python -u -m pulumi.policy <engine address>
 # <pack folder>`, in the pack folder (pulumi/pulumi sdk/python/cmd/pulumi-language-python/main.go,
 # RunPlugin, commit f7520826, 2026-08-21); pulumi/policy/__main__.py then runs the folder's
@@ -175,5 +175,5 @@ def test_pack_imports_the_repository_it_sits_in():
     assert result.returncode == 0, result.stderr
     count, azdl_file, infra_file = result.stdout.split()
     assert count == "26"
-    assert azdl_file == str(REPO_ROOT / "azdl" / "__init__.py")
-    assert infra_file == str(REPO_ROOT / "infra" / "__init__.py")
+    assert azdl_file == str(PACKAGES_ROOT / "azdl" / "__init__.py")
+    assert infra_file == str(PACKAGES_ROOT / "infra" / "__init__.py")

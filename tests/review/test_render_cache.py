@@ -8,8 +8,9 @@ import subprocess
 
 import pytest
 
+from azdl.envs import PACKAGES_ROOT
 from azdl.review import plan, render_cache
-from azdl.review.plan import STACKS_DIR, render_stack
+from azdl.review.plan import render_stack
 from infra import registry
 
 MANIFEST = {"format": "azdl.plan/v1", "project": "azdl", "stack": "qa", "config": {},
@@ -85,7 +86,7 @@ def test_the_program_reads_no_environment_variable_but_the_providers_cloud():
     """The kept plans' environment is the Pulumi runtime's (PULUMI_*) and the provider's cloud
     variables, which the program reads where pulumi-azure-native does: any other variable the
     program read would be an input the fingerprints miss."""
-    root = render_cache.REPO_ROOT
+    root = PACKAGES_ROOT
     sources = [*(root / "infra").rglob("*.py"), root / "azdl" / "review" / "render.py"]
     reads = {str(p.relative_to(root)): p.read_text() for p in sources
              if "os.environ" in p.read_text() or "getenv" in p.read_text()}  # fmt: skip
@@ -120,15 +121,15 @@ def test_the_recorder_sees_files_read_and_folders_listed_not_files_written(tmp_p
 
 @pytest.mark.slow  # renders the dev stack, twice (seconds each)
 def test_a_real_render_records_its_inputs_and_a_changed_one_renders_again(tmp_path, monkeypatch):
-    monkeypatch.setattr(render_cache, "CACHE_DIR", tmp_path / "cache")
+    monkeypatch.setattr(render_cache, "cache_dir", lambda: tmp_path / "cache")
     stacks = tmp_path / "stacks"
     stacks.mkdir()
-    shutil.copy(STACKS_DIR / "Pulumi.dev.yaml", stacks / "Pulumi.dev.yaml")
+    shutil.copy(PACKAGES_ROOT / "stacks" / "Pulumi.dev.yaml", stacks / "Pulumi.dev.yaml")
     first, _ = render_stack("dev", stacks)
     entry = json.loads(render_cache.entry_path(stacks / "Pulumi.dev.yaml", tmp_path / "cache")
                        .read_text())  # fmt: skip
     files = entry["inputs"]["files"]
-    root = str(render_cache.REPO_ROOT)
+    root = str(PACKAGES_ROOT)
     for read in ("infra/program.py", "infra/config/stack.py", "infra/vm_sizes.yaml",
                  "images/pytorch/Dockerfile", "training/flavours.py"):  # fmt: skip
         assert files[f"{root}/{read}"].startswith("sha256:"), read

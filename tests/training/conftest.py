@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from azdl.envs import REPO_ROOT, training_env
+from azdl.envs import PACKAGES_ROOT, training_env
 from azdl.local import launch_command
 
 # Small, fast and learnable: the tiny conv net on 32 px images of 4 classes.
@@ -39,7 +39,7 @@ def launch(framework, workers, args, launcher="horovod", timeout=240, transport=
     env = training_env({"TF_CPP_MIN_LOG_LEVEL": "1"})
     proc = subprocess.run(
         cmd,
-        cwd=REPO_ROOT,
+        cwd=PACKAGES_ROOT,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

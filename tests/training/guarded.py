@@ -6,7 +6,7 @@ import subprocess
 import sys
 import time
 
-from azdl.envs import REPO_ROOT
+from azdl.envs import PACKAGES_ROOT
 
 
 def run_guarded(tmp_path, code: str, *options: str, signal_after: float | None = None):
@@ -16,7 +16,7 @@ def run_guarded(tmp_path, code: str, *options: str, signal_after: float | None =
     script.write_text(code)
     argv = [sys.executable, "-m", "training.guard", "--ranks-dir", str(tmp_path / "ranks"),
             *options, "--", sys.executable, str(script)]  # fmt: skip
-    env = os.environ | {"OMPI_COMM_WORLD_RANK": "1", "PYTHONPATH": str(REPO_ROOT)}
+    env = os.environ | {"OMPI_COMM_WORLD_RANK": "1", "PYTHONPATH": str(PACKAGES_ROOT)}
     started = time.monotonic()
     process = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True)  # fmt: skip

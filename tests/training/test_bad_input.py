@@ -11,7 +11,7 @@ import sys
 import pytest
 from conftest import TINY, launch, write_tiny_tfrecords
 
-from azdl.envs import REPO_ROOT, training_env
+from azdl.envs import PACKAGES_ROOT, training_env
 
 pytestmark = pytest.mark.slow
 
@@ -74,7 +74,7 @@ def results(tmp_path_factory):
     }
     proc = subprocess.run(
         [sys.executable, "-c", HARNESS, json.dumps(cases)],
-        cwd=REPO_ROOT,
+        cwd=PACKAGES_ROOT,
         env=training_env({"TF_CPP_MIN_LOG_LEVEL": "2"}),
         capture_output=True,
         text=True,

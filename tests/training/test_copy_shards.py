@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from azdl.envs import REPO_ROOT, training_env
+from azdl.envs import PACKAGES_ROOT, training_env
 from training.data import copy_shards
 from training.data.copy_shards import (
     Launch,
@@ -107,7 +107,7 @@ def test_local_rank_zero_copies_while_the_other_waits(tmp_path):
         return subprocess.Popen(
             cmd,
             env=rank_env,
-            cwd=REPO_ROOT,
+            cwd=PACKAGES_ROOT,
             text=True,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -377,12 +377,14 @@ def test_copy_all_command_line(tmp_path):
     env = training_env()
     for name in [*copy_shards.JOB_ID_ENV, "OMPI_COMM_WORLD_RANK", "HOROVOD_RANK", "PMI_RANK"]:
         env.pop(name, None)
-    done = subprocess.run(cmd, env=env, cwd=REPO_ROOT, text=True, capture_output=True)
+    done = subprocess.run(cmd, env=env, cwd=PACKAGES_ROOT, text=True, capture_output=True)
     assert done.returncode == 0, done.stderr
     assert "[copy_shards rank 0] copying 4 shard(s)" in done.stdout
     assert sorted(p.name for p in share.iterdir()) == sorted(p.name for p in mount.iterdir())
 
     mpi = {"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "2"}
     mpi |= {"OMPI_COMM_WORLD_LOCAL_RANK": "0", "OMPI_COMM_WORLD_LOCAL_SIZE": "2"}
-    done = subprocess.run(cmd, env={**env, **mpi}, cwd=REPO_ROOT, text=True, capture_output=True)
+    done = subprocess.run(
+        cmd, env={**env, **mpi}, cwd=PACKAGES_ROOT, text=True, capture_output=True
+    )
     assert done.returncode == 2 and "--all runs as one process" in done.stderr

@@ -17,7 +17,7 @@ import time
 import pytest
 from conftest import TINY, worker_pids
 
-from azdl.envs import REPO_ROOT, training_bin, training_env
+from azdl.envs import PACKAGES_ROOT, training_bin, training_env
 
 pytestmark = pytest.mark.slow
 
@@ -47,7 +47,7 @@ def test_killing_a_worker_does_not_stop_elastic_training(framework, tmp_path):
     ]  # fmt: skip
     env = training_env({"TF_CPP_MIN_LOG_LEVEL": "1"})
     proc = subprocess.Popen(
-        cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        cmd, cwd=PACKAGES_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     seen = []
     deadline = time.monotonic() + 180

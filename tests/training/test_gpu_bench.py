@@ -20,9 +20,9 @@ from types import SimpleNamespace
 import pytest
 from conftest import write_tiny_tfrecords
 
-from azdl.envs import REPO_ROOT, TRAINING_VENV, training_env
+from azdl.envs import PACKAGES_ROOT, TRAINING_VENV, training_env
 
-GPU = Path(REPO_ROOT) / "benchmarks" / "gpu"
+GPU = Path(PACKAGES_ROOT) / "benchmarks" / "gpu"
 sys.path.insert(0, str(GPU))
 
 import p3_report  # noqa: E402
@@ -59,10 +59,10 @@ def smoke(tmp_path_factory):
     root = tmp_path_factory.mktemp("kit")
     repo = root / "repo"
     listed = subprocess.run(
-        ["git", "ls-files", "-z"], cwd=REPO_ROOT, capture_output=True, check=True
+        ["git", "ls-files", "-z"], cwd=PACKAGES_ROOT, capture_output=True, check=True
     ).stdout.decode()
     for name in filter(None, listed.split("\0")):
-        source = Path(REPO_ROOT) / name
+        source = Path(PACKAGES_ROOT) / name
         if source.is_file():
             (repo / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, repo / name)
@@ -104,7 +104,7 @@ def test_one_command_runs_every_variant_then_the_horovod_row_on_the_set_up_build
     assert md.startswith("SMOKE RUN on CPU") and "budget" not in md
     assert "Horovod, 1 worker: no hooks, plain PyTorch under hvd.init" in md
     # The smoke run's report stays in its own folder: the repository's results are untouched.
-    results = Path(REPO_ROOT) / "benchmarks" / "results"
+    results = Path(PACKAGES_ROOT) / "benchmarks" / "results"
     for name in ("p3_gpu.md", "p3_gpu.json"):
         original, copy = results / name, repo / "benchmarks" / "results" / name
         assert copy.exists() == original.exists()
@@ -239,7 +239,7 @@ def test_p3_runs_the_flavour_with_horovod_on_tfrecords_in_cpu_mode_and_leaves_no
     ]
     result = subprocess.run(
         [sys.executable, str(GPU / "p3_resnet50.py"), *argv],
-        cwd=REPO_ROOT,
+        cwd=PACKAGES_ROOT,
         env=training_env({"TF_CPP_MIN_LOG_LEVEL": "2"}),
         capture_output=True,
         text=True,

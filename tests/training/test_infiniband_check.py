@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from azdl.envs import REPO_ROOT
+from azdl.envs import PACKAGES_ROOT
 from azdl.jobs.retry import classify
 from training.nccl_check import NcclCheck
 
@@ -147,7 +147,7 @@ def guard(tmp_path, nodes: int, command: list[str], *options: str):
     argv = [sys.executable, "-m", "training.guard", "--ranks-dir", str(tmp_path),
             "--check-infiniband", "--nodes", str(nodes), "--hcas", "8", *options,
             "--"]  # fmt: skip
-    env = os.environ | {"OMPI_COMM_WORLD_RANK": "5", "PYTHONPATH": str(REPO_ROOT)}
+    env = os.environ | {"OMPI_COMM_WORLD_RANK": "5", "PYTHONPATH": str(PACKAGES_ROOT)}
     started = time.monotonic()
     run = subprocess.run([*argv, *command], env=env, capture_output=True, text=True, timeout=90)
     return run, time.monotonic() - started

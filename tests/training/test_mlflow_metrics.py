@@ -8,7 +8,7 @@ import subprocess
 import pytest
 from conftest import BALANCED_FACTOR, TINY
 
-from azdl.envs import REPO_ROOT, training_env
+from azdl.envs import PACKAGES_ROOT, training_env
 from azdl.jobs.safeguards import local_mlflow_uri
 from azdl.local import launch_command
 from training import epoch_log
@@ -36,7 +36,7 @@ def test_a_two_worker_run_logs_each_metric_once_per_epoch_from_rank_0(framework,
         args += ["--straggler-factor", BALANCED_FACTOR]
     cmd = launch_command(framework, 2, "horovod", [str(a) for a in args])
     env = training_env({"TF_CPP_MIN_LOG_LEVEL": "1", "MLFLOW_TRACKING_URI": uri})
-    run = subprocess.run(cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE,
+    run = subprocess.run(cmd, cwd=PACKAGES_ROOT, env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, timeout=400)  # fmt: skip
     assert run.returncode == 0, run.stdout
     assert run.stdout.count("metrics: MLflow run") == 1, run.stdout  # rank 0 only

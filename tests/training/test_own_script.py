@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 import yaml
 
-from azdl.envs import REPO_ROOT, training_env
+from azdl.envs import PACKAGES_ROOT, training_env
 from azdl.errors import AzdlError
 
-EXAMPLE = REPO_ROOT / "examples" / "segmentation"
+EXAMPLE = PACKAGES_ROOT / "examples" / "segmentation"
 sys.path.insert(0, str(EXAMPLE))
 import make_tiles  # noqa: E402
 import prepare_tiles  # noqa: E402
@@ -87,10 +87,10 @@ if hvd.rank() == 0:
 def azdl(*args, cwd: Path, timeout: int = 300) -> subprocess.CompletedProcess:
     """The `azdl` command as a user runs it (the operator environment's CLI)."""
     env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"} | {
-        "PYTHONPATH": str(REPO_ROOT)  # this checkout's code
+        "PYTHONPATH": str(PACKAGES_ROOT)  # this checkout's code
     }
     return subprocess.run(
-        [str(REPO_ROOT / ".venv" / "bin" / "python"), "-m", "azdl", *map(str, args)],
+        [str(PACKAGES_ROOT / ".venv" / "bin" / "python"), "-m", "azdl", *map(str, args)],
         cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         timeout=timeout,
     )  # fmt: skip
@@ -193,7 +193,7 @@ def test_an_exported_script_job_runs_as_a_node_beside_the_users_own_training_pac
               f"args {sys.argv[1:]}, out {os.environ['AZDL_OUTPUT_DIR']}, shards {shards}",
               flush=True)
     """))  # fmt: skip
-    outputs = json.loads((REPO_ROOT / "docs" / "stack-outputs.example.json").read_text())
+    outputs = json.loads((PACKAGES_ROOT / "docs" / "stack-outputs.example.json").read_text())
     outputs |= {"clusterVmSize": "Standard_D4s_v3", "gpusPerNode": 0}  # a CPU size: no NCCL
     (tmp_path / "outputs.json").write_text(json.dumps(outputs))
     export = azdl("submit", "--outputs", tmp_path / "outputs.json", "--script", code / "train.py",

@@ -81,7 +81,7 @@ def test_keras_fp16_allreduce_compresses_the_scaled_gradients(tmp_path, accum):
     import re
     import subprocess
 
-    from azdl.envs import REPO_ROOT, training_bin, training_env
+    from azdl.envs import PACKAGES_ROOT, training_bin, training_env
 
     script = tmp_path / "scaled_allreduce.py"
     script.write_text(SCALED_ALLREDUCE)
@@ -90,7 +90,7 @@ def test_keras_fp16_allreduce_compresses_the_scaled_gradients(tmp_path, accum):
     proc = subprocess.run(
         [str(training_bin("horovodrun")), "--gloo", "-np", "2", "-H", "localhost:2",
          str(training_bin("python")), str(script), *argv],
-        cwd=REPO_ROOT,
+        cwd=PACKAGES_ROOT,
         env=training_env({"TF_CPP_MIN_LOG_LEVEL": "2"}),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from azdl.envs import REPO_ROOT, training_env
+from azdl.envs import PACKAGES_ROOT, training_env
 from training import rank_output
 
 LABELLER = [sys.executable, "-m", "training.rank_output", "--"]
@@ -30,7 +30,7 @@ for i in range({lines}):
 
 def labelled(rank: str, command: list[str], **kwargs) -> subprocess.Popen:
     env = training_env({"RANK": rank, "PYTHONUNBUFFERED": "1"})
-    return subprocess.Popen([*LABELLER, *command], env=env, cwd=REPO_ROOT, **kwargs)
+    return subprocess.Popen([*LABELLER, *command], env=env, cwd=PACKAGES_ROOT, **kwargs)
 
 
 def test_each_line_comes_whole_after_its_rank_and_stream():
@@ -150,9 +150,9 @@ def test_a_two_worker_torchrun_run_labels_every_workers_line_whole(tmp_path):
     (tmp_path / "chatty.py").write_text(DDP_CHATTY)
     env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
     run = subprocess.run(
-        [str(REPO_ROOT / ".venv" / "bin" / "python"), "-m", "azdl", "train", "--script",
+        [str(PACKAGES_ROOT / ".venv" / "bin" / "python"), "-m", "azdl", "train", "--script",
          "chatty.py", "--workers", "2", "--run-dir", str(tmp_path / "run")],
-        cwd=tmp_path, env=env | {"PYTHONPATH": str(REPO_ROOT), "PYTHONUNBUFFERED": "1"},
+        cwd=tmp_path, env=env | {"PYTHONPATH": str(PACKAGES_ROOT), "PYTHONUNBUFFERED": "1"},
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=240,
     )  # fmt: skip
     assert run.returncode == 0, run.stdout

@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 from conftest import Run
 
-from azdl.envs import REPO_ROOT, training_bin, training_env
+from azdl.envs import PACKAGES_ROOT, training_bin, training_env
 from training.data import synthetic
 
 pytestmark = pytest.mark.slow
@@ -65,7 +65,7 @@ def _launch_runs(framework: str, runs: list[list]) -> list[Run]:
     ]  # fmt: skip
     proc = subprocess.run(
         cmd,
-        cwd=REPO_ROOT,
+        cwd=PACKAGES_ROOT,
         env=training_env({"TF_CPP_MIN_LOG_LEVEL": "1"}),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

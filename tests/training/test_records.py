@@ -8,11 +8,11 @@ import pytest
 import tensorflow as tf  # the training environment has both: a broken install must fail, not skip
 from google.protobuf import descriptor_pb2
 
-from azdl.envs import REPO_ROOT
+from azdl.envs import PACKAGES_ROOT
 from training.data import example_codec, records, tfrecord
 from training.tensorflow import pipeline
 
-OPERATOR_PYTHON = REPO_ROOT / ".venv" / "bin" / "python"
+OPERATOR_PYTHON = PACKAGES_ROOT / ".venv" / "bin" / "python"
 
 
 def test_serialize_then_parse_round_trips_every_feature():
@@ -242,8 +242,8 @@ print(json.dumps({"protobuf": __version__,
 """
     run = subprocess.run(
         [str(OPERATOR_PYTHON), "-c", script, tmp_path / "theirs.bin", tmp_path / "ours.bin"],
-        cwd=REPO_ROOT,
-        env={"PYTHONPATH": str(REPO_ROOT)},
+        cwd=PACKAGES_ROOT,
+        env={"PYTHONPATH": str(PACKAGES_ROOT)},
         capture_output=True,
         text=True,
         check=True,

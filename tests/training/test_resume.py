@@ -19,7 +19,7 @@ import psutil
 import pytest
 from conftest import TINY, launch
 
-from azdl.envs import REPO_ROOT, training_env
+from azdl.envs import PACKAGES_ROOT, training_env
 from azdl.local import launch_command
 from training.flavours import FLAVOURS
 from training.throughput import parse_throughput_lines
@@ -59,7 +59,7 @@ def _killed_mid_epoch(framework, args, ckpt) -> dict:
     the progress the run left behind."""
     cmd = launch_command(framework, 2, "horovod", [str(a) for a in args])
     job = subprocess.Popen(
-        cmd, cwd=REPO_ROOT, env=training_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        cmd, cwd=PACKAGES_ROOT, env=training_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT
     )
     try:
         deadline = time.monotonic() + 180

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from azdl.commands import train
-from azdl.envs import REPO_ROOT
+from azdl.envs import PACKAGES_ROOT
 from azdl.errors import AzdlError
 from azdl.jobs import safeguards
 from tests.training.azdl_command import azdl
@@ -113,7 +113,7 @@ def test_the_guard_passes_the_exit_code_on_and_runs_the_command(tmp_path):
     run = subprocess.run(
         [sys.executable, "-m", "training.guard", "--ranks-dir", tmp_path, "--",
          sys.executable, "-c", code],
-        env=os.environ | {"OMPI_COMM_WORLD_RANK": "2", "PYTHONPATH": str(REPO_ROOT)},
+        env=os.environ | {"OMPI_COMM_WORLD_RANK": "2", "PYTHONPATH": str(PACKAGES_ROOT)},
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert run.returncode == 7 and run.stdout == "hello\n", run.stderr

@@ -13,13 +13,13 @@ import pytest
 import torch
 from conftest import TINY
 
-from azdl.envs import REPO_ROOT, training_env
+from azdl.envs import PACKAGES_ROOT, training_env
 from azdl.jobs.safeguards import local_mlflow_uri
 from azdl.local import launch_command
 from training import epoch_log
 from training.torch.compute_clock import ComputeClock
 
-SLOW_RANK_SCRIPT = REPO_ROOT / "tests" / "training" / "slow_rank.py"
+SLOW_RANK_SCRIPT = PACKAGES_ROOT / "tests" / "training" / "slow_rank.py"
 EPOCHS = 2
 ARGS = [*TINY, "--image-size", "64", "--batch-size", "16", "--epochs", EPOCHS,
         "--steps-per-epoch", 6, "--timing-warmup-steps", 1, "--threads", 1]  # fmt: skip
@@ -32,7 +32,7 @@ def run_workers(launcher: str, slow_rank: int, mlflow_uri: str | None) -> str:
     args = [str(slow_rank), str(BURN_S), *(str(a) for a in ARGS)]
     cmd = launch_command("torch", 2, launcher, args, script=SLOW_RANK_SCRIPT)
     env = training_env({"MLFLOW_TRACKING_URI": mlflow_uri} if mlflow_uri else {})
-    run = subprocess.run(cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE,
+    run = subprocess.run(cmd, cwd=PACKAGES_ROOT, env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, timeout=240)  # fmt: skip
     assert run.returncode == 0, run.stdout
     return run.stdout

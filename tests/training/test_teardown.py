@@ -10,21 +10,21 @@ import sys
 
 import pytest
 
-from azdl.envs import REPO_ROOT
+from azdl.envs import PACKAGES_ROOT
 from training.teardown import TEARDOWN_ABORT
 
 pytestmark = pytest.mark.slow
-SCRIPT = REPO_ROOT / "tests" / "training" / "teardown_script.py"
+SCRIPT = PACKAGES_ROOT / "tests" / "training" / "teardown_script.py"
 
 
 def azdl_train(*args: str) -> subprocess.CompletedProcess:
     """`azdl train` as a user runs it (the operator environment), this checkout's code."""
     env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"} | {
-        "PYTHONPATH": str(REPO_ROOT)
+        "PYTHONPATH": str(PACKAGES_ROOT)
     }
     return subprocess.run(
-        [str(REPO_ROOT / ".venv" / "bin" / "python"), "-m", "azdl", "train", *args],
-        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300,
+        [str(PACKAGES_ROOT / ".venv" / "bin" / "python"), "-m", "azdl", "train", *args],
+        cwd=PACKAGES_ROOT, env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
 
 
@@ -43,7 +43,7 @@ def test_a_group_that_outlives_the_script_aborts_at_exit_and_azdl_says_so_in_one
 
 
 def _stress_module():
-    path = REPO_ROOT / "benchmarks" / "teardown_stress.py"
+    path = PACKAGES_ROOT / "benchmarks" / "teardown_stress.py"
     sys.path.insert(0, str(path.parent))
     spec = importlib.util.spec_from_file_location("teardown_stress", path)
     module = importlib.util.module_from_spec(spec)
@@ -53,6 +53,6 @@ def _stress_module():
 
 def test_ten_runs_under_load_end_cleanly_with_no_thread_left():
     stress = _stress_module()
-    rows = stress.stress(REPO_ROOT, runs=10, load=os.cpu_count() or 1, label="CI")
+    rows = stress.stress(PACKAGES_ROOT, runs=10, load=os.cpu_count() or 1, label="CI")
     for _label, kind, runs, exited_0, aborts, threads_left, missing in rows:
         assert (runs, exited_0, aborts, threads_left, missing) == (5, 5, 0, 0, 0), (kind, rows)

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from conftest import TINY, Run, launch, worker_pids, write_tiny_tfrecords
 
-from azdl.envs import REPO_ROOT, training_env
+from azdl.envs import PACKAGES_ROOT, training_env
 from azdl.local import launch_command
 from training.throughput import FIELDS, SCHEMA, parse_throughput_lines
 
@@ -177,7 +177,7 @@ def test_tfrecords_train_and_validate_with_tensorflow_unimportable(tmp_path):
     (blocker / "sitecustomize.py").write_text(TF_BLOCKER)  # runs first in every worker
     check = subprocess.run(
         [sys.executable, "-c", "import tensorflow"],
-        env=training_env({"PYTHONPATH": f"{blocker}{os.pathsep}{REPO_ROOT}"}),
+        env=training_env({"PYTHONPATH": f"{blocker}{os.pathsep}{PACKAGES_ROOT}"}),
         capture_output=True,
         text=True,
     )
@@ -187,8 +187,8 @@ def test_tfrecords_train_and_validate_with_tensorflow_unimportable(tmp_path):
     args += ["--data-workers", 1, "--log-dir", tmp_path / "tb"]
     proc = subprocess.run(
         launch_command("torch", 2, "horovod", [str(a) for a in args]),
-        cwd=REPO_ROOT,
-        env=training_env({"PYTHONPATH": f"{blocker}{os.pathsep}{REPO_ROOT}"}),
+        cwd=PACKAGES_ROOT,
+        env=training_env({"PYTHONPATH": f"{blocker}{os.pathsep}{PACKAGES_ROOT}"}),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -219,7 +219,7 @@ def test_resume_after_a_worker_is_killed(tmp_path):
     cmd = launch_command("torch", 2, "horovod", [str(a) for a in args])
     env = training_env({"TF_CPP_MIN_LOG_LEVEL": "1"})
     first = subprocess.Popen(
-        cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        cmd, cwd=PACKAGES_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     printed = []
     deadline = time.monotonic() + 180
@@ -263,7 +263,7 @@ def test_resume_after_a_worker_is_killed(tmp_path):
 def test_bad_input_ends_in_a_clear_error_and_exit_code_2(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "training.torch.train", *TINY, "--data-dir", str(tmp_path / "no")],
-        cwd=REPO_ROOT,
+        cwd=PACKAGES_ROOT,
         env=training_env({"TF_CPP_MIN_LOG_LEVEL": "2"}),
         capture_output=True,
         text=True,

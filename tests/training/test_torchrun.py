@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from conftest import TINY, launch, worker_pids, write_tiny_tfrecords
 
-from azdl.envs import REPO_ROOT
+from azdl.envs import PACKAGES_ROOT
 from training.throughput import parse_throughput_lines
 
 pytestmark = pytest.mark.slow
@@ -82,8 +82,8 @@ def azdl(*args, env: dict | None = None, timeout: int = 300) -> subprocess.Compl
     """The `azdl` command as a user runs it (the operator environment), this checkout's code."""
     base = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
     return subprocess.run(
-        [str(REPO_ROOT / ".venv" / "bin" / "python"), "-m", "azdl", *map(str, args)],
-        cwd=REPO_ROOT, env=base | {"PYTHONPATH": str(REPO_ROOT)} | (env or {}),
+        [str(PACKAGES_ROOT / ".venv" / "bin" / "python"), "-m", "azdl", *map(str, args)],
+        cwd=PACKAGES_ROOT, env=base | {"PYTHONPATH": str(PACKAGES_ROOT)} | (env or {}),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout,
     )  # fmt: skip
 
@@ -117,7 +117,7 @@ def test_a_rank_that_never_reaches_a_collective_is_named_within_the_timeout(tmp_
         "train", "--framework", "torch", "--launcher", "torchrun", "--workers", 2,
         "--stall-timeout", timeout, "--", *TINY, "--batch-size", 4, "--epochs", 1,
         "--data-dir", data, "--data-workers", 0,
-        env={"PYTHONPATH": f"{REPO_ROOT}{os.pathsep}{tmp_path / 'fault'}"}, timeout=240,
+        env={"PYTHONPATH": f"{PACKAGES_ROOT}{os.pathsep}{tmp_path / 'fault'}"}, timeout=240,
     )  # fmt: skip
     ended = time.time()
     output = run.stdout
@@ -142,13 +142,13 @@ def test_a_killed_worker_is_restarted_and_the_run_resumes_from_its_checkpoint(tm
             "--batch-size", "8", "--epochs", epochs, "--steps-per-epoch", steps,
             "--checkpoint-dir", ckpt, "--threads", "1",
             "--dump-weights", tmp_path / "w"]  # fmt: skip
-    cmd = [str(REPO_ROOT / ".venv" / "bin" / "python"), "-m", "azdl", "train", "--framework",
+    cmd = [str(PACKAGES_ROOT / ".venv" / "bin" / "python"), "-m", "azdl", "train", "--framework",
            "torch", "--launcher", "torchrun", "--workers", "2", "--max-restarts", "1", "--",
            *map(str, args)]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
-    env["PYTHONPATH"] = str(REPO_ROOT)
+    env["PYTHONPATH"] = str(PACKAGES_ROOT)
     proc = subprocess.Popen(
-        cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        cmd, cwd=PACKAGES_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     seen, killed = [], None
     deadline = time.monotonic() + 240
@@ -178,7 +178,7 @@ def test_a_plain_ddp_script_runs_unchanged_under_azdl_train(tmp_path):
     """examples/torchrun/ddp_minimal.py, written as PyTorch's DDP tutorial writes it (env://),
     on 2 local workers under the default launcher (issue 35, trap A): azdl reads the script and
     starts it under torchrun, saying so; its folders come from azdl."""
-    script = REPO_ROOT / "examples" / "torchrun" / "ddp_minimal.py"
+    script = PACKAGES_ROOT / "examples" / "torchrun" / "ddp_minimal.py"
     run = azdl("train", "--workers", 2, "--script", script,
                "--run-dir", tmp_path / "run", "--", "--epochs", 2,
                "--checkpoint", "{checkpoint_dir}/model.pt", timeout=240)  # fmt: skip
@@ -218,7 +218,7 @@ def test_a_torchrun_jobs_command_runs_as_two_nodes_on_this_machine(tmp_path):
         port = str(s.getsockname()[1])
     nodes = [
         subprocess.Popen(
-            ["bash", "-c", command], cwd=REPO_ROOT,
+            ["bash", "-c", command], cwd=PACKAGES_ROOT,
             env=training_env(env | TORCHRUN_ENV | {
                 "NODE_RANK": str(node), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port,
                 "AZUREML_RUN_ID": "rehearsal", "OMP_NUM_THREADS": "1",

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from azdl import workers
-from azdl.envs import REPO_ROOT
+from azdl.envs import PACKAGES_ROOT
 from training.teardown import TEARDOWN_ABORT
 
-OPERATOR_PYTHON = REPO_ROOT / ".venv" / "bin" / "python"
+OPERATOR_PYTHON = PACKAGES_ROOT / ".venv" / "bin" / "python"
 # horovodrun's own ending when a worker fails (Horovod 0.28.1, horovod/runner/gloo_run.py,
 # launch_gloo), as it printed here for `horovodrun --gloo -np 2` with rank 1 exiting 2.
 HOROVODRUN_TRACEBACK = """\
@@ -79,10 +79,12 @@ Root Cause (first observed failure):
 """
 
 
-def azdl(*args, cwd: Path = REPO_ROOT, timeout: int = 300, **env) -> subprocess.CompletedProcess:
+def azdl(
+    *args, cwd: Path = PACKAGES_ROOT, timeout: int = 300, **env
+) -> subprocess.CompletedProcess:
     """The `azdl` command of this checkout, run from the operator environment."""
     environ = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
-    environ |= {"PYTHONPATH": str(REPO_ROOT), **env}
+    environ |= {"PYTHONPATH": str(PACKAGES_ROOT), **env}
     return subprocess.run(
         [str(OPERATOR_PYTHON), "-m", "azdl", *map(str, args)],
         cwd=cwd, env=environ, capture_output=True, text=True, timeout=timeout,
@@ -221,17 +223,17 @@ def test_a_worker_that_fails_is_reported_by_rank_without_horovodruns_traceback(t
 @pytest.mark.training_env
 @pytest.mark.parametrize("verbose", [False, True])
 def test_the_horovod_build_check_shows_tensorflows_start_up_lines_only_when_verbose(verbose):
-    check = REPO_ROOT / "scripts" / "horovod-check-build.sh"
+    check = PACKAGES_ROOT / "scripts" / "horovod-check-build.sh"
     assert (
-        f'{check.relative_to(REPO_ROOT)} "$venv"'
-        in (REPO_ROOT / "scripts" / "setup-training.sh").read_text()
+        f'{check.relative_to(PACKAGES_ROOT)} "$venv"'
+        in (PACKAGES_ROOT / "scripts" / "setup-training.sh").read_text()
     )  # the set-up runs this very script
     env = {k: v for k, v in os.environ.items() if k not in ("TF_CPP_MIN_LOG_LEVEL", "AZDL_VERBOSE")}
     if verbose:
         env["AZDL_VERBOSE"] = "1"
     run = subprocess.run(
-        [str(check), str(REPO_ROOT / ".venv-train")],
-        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300,
+        [str(check), str(PACKAGES_ROOT / ".venv-train")],
+        cwd=PACKAGES_ROOT, env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     assert "[X] TensorFlow" in run.stdout

@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from azdl.envs import REPO_ROOT, training_env
+from azdl.envs import PACKAGES_ROOT, training_env
 from azdl.jobs.request import JobRequest
 from azdl.jobs.stack_outputs import parse_outputs
 from azdl.runtime import module_command
@@ -143,7 +143,7 @@ def run(fault: Fault, launcher: str, root: Path, timeout: float = 600) -> Run:
     command = node_command(spec, root, tools)
     env = training_env({
         **{k: str(v) for k, v in spec.environment_variables.items()},
-        "PYTHONPATH": f"{REPO_ROOT}{os.pathsep}{sitecustomize(root / 'fault', fault.code)}",
+        "PYTHONPATH": f"{PACKAGES_ROOT}{os.pathsep}{sitecustomize(root / 'fault', fault.code)}",
         "PATH": f"{tools}{os.pathsep}{training_env()['PATH']}",
         "AZUREML_RUN_ID": "matrix", "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo",
         ROOT_ENV: str(root),
@@ -157,7 +157,7 @@ def run(fault: Fault, launcher: str, root: Path, timeout: float = 600) -> Run:
                 ["unshare", "--uts", "bash", "-c",
                  f"hostname node-{node}; export TMPDIR={root}/tmp-{node}; mkdir -p $TMPDIR; "
                  f"sleep {fault.delays.get(node, 0)}; {command}"],
-                cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                cwd=PACKAGES_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                 env=env | {"NODE_RANK": str(node), "MASTER_ADDR": "127.0.0.1",
                            "MASTER_PORT": port}, start_new_session=True,
             )
@@ -173,7 +173,7 @@ def run(fault: Fault, launcher: str, root: Path, timeout: float = 600) -> Run:
             subprocess.Popen(
                 ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(NODES),
                  "--bind-to", "none", "unshare", "--uts", "bash", "-c", per_node],
-                cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                cwd=PACKAGES_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                 env=env, start_new_session=True,
             )
         ]  # fmt: skip
@@ -260,7 +260,7 @@ def stack_traces(run_: Run) -> list[str]:
 
 
 def results_header(command: str) -> dict:
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT,
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=PACKAGES_ROOT,
                             capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
     return {
         "date": time.strftime("%Y-%m-%d", time.gmtime()),
