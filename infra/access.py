@@ -41,7 +41,7 @@ _ENTRA_SSH_DOC = (
 # commands that run only on the operator's machine, and `data copy`, which runs on the nodes
 # inside a job with the cluster's identity.
 NO_AZURE_ROLE = ("azdl train", "azdl data sample", "azdl data prepare", "azdl data copy",
-                 "azdl estimate", "azdl plan", "azdl diff", "azdl policy")  # fmt: skip
+                 "azdl estimate", "azdl plan", "azdl diff", "azdl policy", "azdl init")  # fmt: skip
 COMMAND_ACCESS = (
     ("azdl data stage", ("data-stage",),
      "writes shards and the manifest into the training-data container", _BLOB_DOC),
