@@ -68,16 +68,19 @@ def now_ms() -> int:
 
 
 def _segments(attempts: list[Attempt], events: Iterable[dict]) -> list[tuple[Attempt, list]]:
-    """(attempt, its events of one restart round, in time order), in the order they ran."""
-    by_key: dict[tuple[str, int], list[dict]] = {}
+    """(attempt, the events of one of its processes in time order), in the order the processes
+    started (a torchrun restart round's rank 0 is a new process)."""
+    by_key: dict[tuple[str, str], list[dict]] = {}
     for event in events:
-        by_key.setdefault((event["attempt"], int(event.get("round", 0))), []).append(event)
+        process = event.get("process", str(event.get("round", 0)))
+        by_key.setdefault((event["attempt"], process), []).append(event)
     found = []
     for attempt in attempts:
-        rounds = sorted(r for name, r in by_key if name == attempt.name)
-        for round_ in rounds or [0]:
-            found.append((attempt, sorted(by_key.get((attempt.name, round_), []),
-                                          key=lambda e: e["t_ms"])))  # fmt: skip
+        mine = [sorted(evs, key=lambda e: e["t_ms"]) for (name, _), evs in by_key.items()
+                if name == attempt.name]  # fmt: skip
+        found += [(attempt, evs) for evs in sorted(mine, key=lambda evs: evs[0]["t_ms"])]
+        if not mine:
+            found.append((attempt, []))
     return found
 
 
@@ -178,7 +181,7 @@ def ledger(attempts: list[Attempt], events: Iterable[dict]) -> Ledger:
         if last is not None and replay_from is not None and last > replay_from:
             recomputed_steps += last - replay_from
             since = _reached_at(evs, replay_from) or attempt.start_ms
-            until = max(t for t, _ in points)  # the last progress (its idle point)
+            until = max((t for t, _ in points), default=since)  # the last progress
             points = _recompute(points, since, until)
         points_of[attempt.name] += points
         for e in evs:

@@ -1,7 +1,8 @@
 """The run's events, which `azdl jobs ledger` and `azdl train` turn into a ledger of where its
 node-hours went (azdl.ledger). Rank 0 appends JSON lines to AZDL_EVENTS_DIR (the job's logs
-output on Azure ML, the run's folder locally), one file per attempt and torchrun restart round,
-so that every attempt's events are kept. Every built-in flavour calls it; a user's script may:
+output on Azure ML, the run's folder locally), one file per process (attempt, torchrun restart
+round, host and pid in its name), so that every attempt's events are kept. Every built-in
+flavour calls it; a user's script may:
 
     from training import events
     events.started()                       # the workers have met (after init_process_group)
@@ -14,7 +15,10 @@ so that every attempt's events are kept. Every built-in flavour calls it; a user
 Nothing is written when AZDL_EVENTS_DIR is unset or on other ranks (RANK under torchrun,
 OMPI_COMM_WORLD_RANK under MPI, HOROVOD_RANK under horovodrun; NODE_RANK for a node's own
 command). A background thread writes: a step never waits for the file system, and a write that
-fails (OSError) is counted and reported once at exit, never raised. Stdlib only.
+fails (OSError) is counted and reported once at exit, never raised. Steps are written in
+batches; what is pending is written at exit, also on SIGTERM (how torchrun and mpirun end the
+survivors of a failure), but not on SIGKILL: a killed rank 0 loses its last STEP_LINE_S
+seconds of steps at most. Stdlib only.
 """
 
 import atexit
@@ -22,6 +26,8 @@ import contextlib
 import json
 import os
 import queue
+import signal
+import socket
 import sys
 import threading
 import time
@@ -46,8 +52,8 @@ def restart_round() -> int:
     return int(os.environ.get(ROUND_ENV) or 0)
 
 
-def file_name(attempt_name: str, round_: int) -> str:
-    return f"events-{attempt_name}-round-{round_}.jsonl"
+def file_name(attempt_name: str, round_: int, process: str) -> str:
+    return f"events-{attempt_name}-round-{round_}-{process}.jsonl"
 
 
 def now_ms() -> int:
@@ -58,8 +64,11 @@ class Log:
     """One process's events file, written by a daemon thread from a queue."""
 
     def __init__(self, folder: Path, attempt_name: str, round_: int):
-        self.path = Path(folder) / file_name(attempt_name, round_)
-        self.base = {"attempt": attempt_name, "round": round_}
+        # torchrun's restart count is each node's own (a node whose worker was only stopped
+        # does not count a restart): a process is told apart by its host and pid.
+        process = f"{socket.gethostname()}-{os.getpid()}"
+        self.path = Path(folder) / file_name(attempt_name, round_, process)
+        self.base = {"attempt": attempt_name, "round": round_, "process": process}
         self.lines: queue.SimpleQueue[str | None] = queue.SimpleQueue()
         self.dropped = 0
         self.last_step: int | None = None
@@ -70,6 +79,36 @@ class Log:
         self.ended = False
         self.writer = threading.Thread(target=self._write, name="azdl-events", daemon=True)
         self.writer.start()
+        self._on_sigterm()
+
+    def _on_sigterm(self) -> None:
+        """On SIGTERM, write what is pending, then end by the signal as before (its exit status
+        too). A rank blocked in a collective (inside C, where Python runs no handler until it
+        returns) is often SIGKILLed soon after: a thread woken through the signal's wake-up fd
+        (`signal.set_wakeup_fd`, written by the C-level handler) writes the pending steps at
+        once. Only where nobody else handles SIGTERM or uses the wake-up fd."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        if signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
+            return
+        read, write = os.pipe()
+        os.set_blocking(write, False)
+        if signal.set_wakeup_fd(write) != -1:  # someone else's (asyncio): leave it theirs
+            signal.set_wakeup_fd(-1)
+            return
+        signal.signal(signal.SIGTERM, self._terminated)
+
+        def watch() -> None:
+            while signal.SIGTERM not in os.read(read, 64):
+                pass
+            self.flush_steps()
+
+        threading.Thread(target=watch, name="azdl-events-sigterm", daemon=True).start()
+
+    def _terminated(self, signum, _frame) -> None:
+        self.close()
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
 
     def emit(self, event: str, t_ms: int | None = None, **fields) -> None:
         record = {"t_ms": now_ms() if t_ms is None else t_ms, "event": event, **self.base, **fields}
@@ -199,10 +238,10 @@ def node_up() -> None:
 
 
 def read(folder: Path) -> list[dict]:
-    """Every event in `folder`, every attempt and round, in time order (a torn last line of a
-    killed writer is skipped)."""
+    """Every event in `folder` and below, every attempt and process, in time order (a torn
+    last line of a killed writer is skipped)."""
     found = []
-    for path in sorted(Path(folder).glob("events-*.jsonl")):
+    for path in sorted(Path(folder).rglob("events-*.jsonl")):
         for line in path.read_text().splitlines():
             with contextlib.suppress(json.JSONDecodeError):
                 found.append(json.loads(line))

@@ -2,6 +2,7 @@
 written, which never fails a step and is reported once at the end."""
 
 import json
+import signal
 
 import pytest
 
@@ -10,14 +11,18 @@ from training import events
 
 @pytest.fixture
 def fresh(monkeypatch, tmp_path):
-    """The module as a new process sees it, its folder under tmp_path."""
+    """The module as a new process sees it, its folder under tmp_path; pytest's own SIGTERM
+    handling and wake-up fd as they were afterwards."""
+    handler = signal.getsignal(signal.SIGTERM)
     monkeypatch.setattr(events, "_log", None)
     monkeypatch.setattr(events, "_opened", False)
     for name in (*events.RANK_ENVS, events.ROUND_ENV, "AZUREML_RUN_ID"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv(events.DIR_ENV, str(tmp_path / "events"))
     monkeypatch.setenv(events.ATTEMPT_ENV, "job-1")
-    return tmp_path / "events"
+    yield tmp_path / "events"
+    signal.signal(signal.SIGTERM, handler)
+    signal.set_wakeup_fd(-1)
 
 
 def test_rank_0_writes_every_event_with_its_attempt_and_round(fresh, monkeypatch):
@@ -31,8 +36,8 @@ def test_rank_0_writes_every_event_with_its_attempt_and_round(fresh, monkeypatch
         pass
     events.end(45)
     events.log().close()
-    lines = [json.loads(x) for x in (fresh / "events-job-1-round-2.jsonl").read_text().split("\n")
-             if x]  # fmt: skip
+    (path,) = fresh.glob("events-job-1-round-2-*.jsonl")  # one file: this process's
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
     assert [e["event"] for e in lines] == [
         "started",
         "restore",
@@ -67,3 +72,25 @@ def test_a_folder_that_cannot_be_written_fails_no_step(fresh, monkeypatch, capsy
     err = capsys.readouterr().err
     assert err.count("azdl events:") == 1, err
     assert "event lines could not be written" in err and "misses them" in err
+
+
+@pytest.mark.slow  # starts a Python process
+def test_sigterm_writes_the_pending_steps_and_still_ends_the_process(fresh):
+    """As torchrun and mpirun end a failed job's survivors: the steps since the last line are
+    written (the ledger's count of steps lost depends on it), and the exit is SIGTERM's."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent("""
+        import os, signal, time
+        from training import events
+        for step in range(1, 6):
+            events.step(step, 8)
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], timeout=30)
+    assert done.returncode == -signal.SIGTERM
+    last = events.read(fresh)[-2:]
+    assert [(e["event"], e.get("step")) for e in last] == [("steps", 5), ("exit", 5)]
