@@ -179,6 +179,7 @@ def run_launcher(
             print(f"azdl: {line}", file=sys.stderr, flush=True)
     for line in local_ledger.report(events_dir):
         print(line, file=sys.stderr, flush=True)
+    print(f"events and attempts: {events_dir}", file=sys.stderr, flush=True)
     return code
 
 
