@@ -172,7 +172,8 @@ _log: Log | None = None
 _opened = False
 
 
-def _rank() -> int:
+def rank() -> int:
+    """This process's rank, from its launcher's variables (RANK_ENVS); 0 without one."""
     for name in RANK_ENVS:
         if os.environ.get(name):
             return int(os.environ[name])
@@ -185,7 +186,7 @@ def log() -> Log | None:
     if not _opened:
         _opened = True
         folder = os.environ.get(DIR_ENV)
-        if folder and _rank() == 0:
+        if folder and rank() == 0:
             _log = Log(Path(folder), attempt(), restart_round())
             atexit.register(_log.close)
     return _log
