@@ -4,7 +4,7 @@ from the job's rate tag or the stack's price table (azdl.jobs.budget).
 
 Which timeline fields are Azure ML's and which are inferred (docs/jobs.md, "The ledger"):
 - created: `creation_context.created_at` (the REST resource's systemData.createdAt), documented;
-- status: `status`, documented; an attempt is failed unless it is Completed;
+- status: `status`, documented; an attempt that ended other than Completed is failed;
 - end: `creation_context.last_modified_at` (systemData.lastModifiedAt) once the status is
   terminal: documented as the last change, inferred to be the end; now while it runs;
 - start: inferred, the attempt's first event (node 0's `up`, the job command's first step):
@@ -36,7 +36,8 @@ def attempt_of(job, found: list[dict], now: datetime) -> ledger.Attempt:
     mine = [e["t_ms"] for e in found if e["attempt"] == job.name]
     start = min(mine) if mine else created
     nodes = getattr(getattr(job, "resources", None), "instance_count", None) or 1
-    return ledger.Attempt(job.name, start, max(end, start), nodes, status != "Completed", created)
+    failed = status in TERMINAL and status != "Completed"  # a running one has lost nothing yet
+    return ledger.Attempt(job.name, start, max(end, start), nodes, failed, created)
 
 
 def job_events(client, name: str) -> list[dict]:

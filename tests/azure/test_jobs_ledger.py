@@ -86,3 +86,16 @@ def test_the_ledger_of_a_job_and_its_retry(workspace, outputs_file, capsys):
     table = capsys.readouterr().out
     assert "ledger of r1 (2 nodes, failed), r1-retry1 (2 nodes)" in table
     assert "goodput: 35.0%; queued 60 s (not billed)" in table
+
+
+def test_a_running_attempt_has_lost_nothing_yet():
+    """Its steps after its last checkpoint are not recomputed (yet): only an attempt that ended
+    other than Completed is failed; its end is now."""
+    from azdl.jobs.ledger_job import attempt_of
+
+    now = T0 + timedelta(seconds=100)
+    running = rest_job("r1", "Running", T0, T0 + timedelta(seconds=10))
+    attempt = attempt_of(running, EVENTS["r1"], now)
+    assert (attempt.failed, attempt.start_ms, attempt.end_ms) == (False, at(30), at(100))
+    failed = rest_job("r1", "Failed", T0, T0 + timedelta(seconds=130))
+    assert attempt_of(failed, EVENTS["r1"], now).failed
