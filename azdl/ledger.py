@@ -28,7 +28,8 @@ LABELS = {
 }
 MS_PER_HOUR = 3_600_000
 # Events that show training moving on (after the last of a process, its time is idle).
-PROGRESS = ("first_step", "steps", "checkpoint_end")
+# `last_step`: a process's `.last` record (training.events.read), its last step and when.
+PROGRESS = ("first_step", "steps", "checkpoint_end", "last_step")
 
 
 @dataclass(frozen=True)

@@ -15,10 +15,10 @@ flavour calls it; a user's script may:
 Nothing is written when AZDL_EVENTS_DIR is unset or on other ranks (RANK under torchrun,
 OMPI_COMM_WORLD_RANK under MPI, HOROVOD_RANK under horovodrun; NODE_RANK for a node's own
 command). A background thread writes: a step never waits for the file system, and a write that
-fails (OSError) is counted and reported once at exit, never raised. Steps are written in
-batches; what is pending is written at exit, also on SIGTERM (how torchrun and mpirun end the
-survivors of a failure), but not on SIGKILL: a killed rank 0 loses its last STEP_LINE_S
-seconds of steps at most. Stdlib only.
+fails (OSError) is counted and reported once at exit, never raised. Step lines are written in
+batches (what is pending, at exit); the last step itself goes, at every step, into a small
+`.last` record beside the file, overwritten in place, so that a rank 0 killed without warning
+(SIGKILL, as mpirun and a torn-down container end it) still tells how far it got. Stdlib only.
 """
 
 import atexit
@@ -26,7 +26,6 @@ import contextlib
 import json
 import os
 import queue
-import signal
 import socket
 import sys
 import threading
@@ -40,6 +39,8 @@ RANK_ENVS = ("RANK", "OMPI_COMM_WORLD_RANK", "HOROVOD_RANK", "PMI_RANK", "NODE_R
 # Step lines at most this often (on Azure ML the folder is a blob mount, where each append
 # uploads); what is pending is written at exit too.
 STEP_LINE_S = 5.0
+# The size of the `.last` record, overwritten in place at every step.
+LAST_RECORD_BYTES = 256
 # How long the exit waits for the writer to finish (a hung mount must not hang the exit).
 EXIT_WAIT_S = 10.0
 
@@ -79,36 +80,7 @@ class Log:
         self.ended = False
         self.writer = threading.Thread(target=self._write, name="azdl-events", daemon=True)
         self.writer.start()
-        self._on_sigterm()
-
-    def _on_sigterm(self) -> None:
-        """On SIGTERM, write what is pending, then end by the signal as before (its exit status
-        too). A rank blocked in a collective (inside C, where Python runs no handler until it
-        returns) is often SIGKILLed soon after: a thread woken through the signal's wake-up fd
-        (`signal.set_wakeup_fd`, written by the C-level handler) writes the pending steps at
-        once. Only where nobody else handles SIGTERM or uses the wake-up fd."""
-        if threading.current_thread() is not threading.main_thread():
-            return
-        if signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
-            return
-        read, write = os.pipe()
-        os.set_blocking(write, False)
-        if signal.set_wakeup_fd(write) != -1:  # someone else's (asyncio): leave it theirs
-            signal.set_wakeup_fd(-1)
-            return
-        signal.signal(signal.SIGTERM, self._terminated)
-
-        def watch() -> None:
-            while signal.SIGTERM not in os.read(read, 64):
-                pass
-            self.flush_steps()
-
-        threading.Thread(target=watch, name="azdl-events-sigterm", daemon=True).start()
-
-    def _terminated(self, signum, _frame) -> None:
-        self.close()
-        signal.signal(signum, signal.SIG_DFL)
-        os.kill(os.getpid(), signum)
+        self.last_fd: int | None = None  # the .last record (`_record_step`)
 
     def emit(self, event: str, t_ms: int | None = None, **fields) -> None:
         record = {"t_ms": now_ms() if t_ms is None else t_ms, "event": event, **self.base, **fields}
@@ -129,6 +101,19 @@ class Log:
             except OSError:
                 self.dropped += len(batch) - done
 
+    def _record_step(self, global_step: int) -> None:
+        """Overwrite this process's `.last` record with the step just done: one pwrite of a
+        fixed-size record per step (into the page cache, or a blob mount's local file cache),
+        which a SIGKILL cannot lose, unlike the batched lines still in memory."""
+        try:
+            if self.last_fd is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self.last_fd = os.open(self.path.with_suffix(".last"), os.O_WRONLY | os.O_CREAT)
+            record = json.dumps({"t_ms": now_ms(), "step": global_step, **self.base})
+            os.pwrite(self.last_fd, record.ljust(LAST_RECORD_BYTES).encode(), 0)
+        except OSError:
+            self.dropped += 1
+
     def step(self, global_step: int, samples: int) -> None:
         if self.last_step is None:
             self.emit("first_step", step=global_step, samples=samples)
@@ -137,6 +122,7 @@ class Log:
             self.pending += samples
             self.pending_steps += 1
         self.last_step, self.last_step_ms = global_step, now_ms()
+        self._record_step(global_step)
         if self.pending_steps and time.monotonic() >= self.line_due:
             self.flush_steps()
 
@@ -246,6 +232,9 @@ def read(folder: Path) -> list[dict]:
         for line in path.read_text().splitlines():
             with contextlib.suppress(json.JSONDecodeError):
                 found.append(json.loads(line))
+    for path in sorted(Path(folder).rglob("events-*.last")):  # each process's last step
+        with contextlib.suppress(json.JSONDecodeError):
+            found.append(json.loads(path.read_text()) | {"event": "last_step"})
     return sorted(found, key=lambda e: e["t_ms"])
 
 

@@ -15,8 +15,9 @@ pytestmark = pytest.mark.slow
 
 KILL_STEP, EVERY = 8, 3
 LAST_CHECKPOINT = KILL_STEP // EVERY * EVERY  # 6
-# Rank 1 kills itself at KILL_STEP once (a marker file keeps the resumed run alive). Not rank 0,
-# the events' writer: a SIGKILLed writer loses its steps since its last line (docs/jobs.md).
+# Rank 1 kills itself at KILL_STEP once (a marker file keeps the resumed run alive); rank 0, the
+# events' writer, is then ended by its launcher (under MPI killed while waiting in a collective:
+# its `.last` record, not its batched lines, has steps 7 and 8; docs/jobs.md).
 KILL_ONCE = f"""
 import os, signal
 import training.heartbeat as heartbeat
