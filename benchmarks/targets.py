@@ -86,6 +86,14 @@ TARGETS = [
         {"runs that ended cleanly": "share of runs"},
     ),
     Target(
+        "checkpoint_interval",
+        "`--checkpoint-every-steps auto`: GPU-minutes the better of 2x and 1/2x its interval "
+        "loses, over what auto loses",
+        1.00,
+        "×",
+        {"fixed vs auto, GPU-minutes lost": "200 traces"},
+    ),
+    Target(
         "p5_staging",
         "P5: `data stage` vs one stream",
         3.0,

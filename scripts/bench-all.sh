@@ -2,7 +2,7 @@
 # Regenerate every benchmark results file (benchmarks/results/<name>.md + .json) that this machine
 # can measure. Slow: P1 alone takes about 25 minutes on 2 cores. QUICK=1 runs the few-minute ones
 # only (P4, the PyTorch input pipeline, P5, conversion, the Example codec, the CLI's answer
-# time, make test-fast from a fresh clone). Run on a quiet machine, on a committed tree: each file
+# time, make test-fast from a fresh clone, the checkpoint interval's replay). Run on a quiet machine, on a committed tree: each file
 # records the load average and the commit (a figure taken on uncommitted changes is stale).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -16,6 +16,7 @@ export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 "$op" benchmarks/example_codec.py
 "$op" benchmarks/cli_latency.py
 "$op" benchmarks/test_fast.py
+"$op" benchmarks/checkpoint_interval.py
 if [ "${QUICK:-0}" != 1 ]; then
     "$op" benchmarks/p2_scaling.py
     "$op" benchmarks/p2_launchers.py

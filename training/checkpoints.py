@@ -33,8 +33,15 @@ def payload_name(epoch: int, step: int = 0) -> str:
     return f"ckpt-{epoch:05d}" + (f"-s{step:06d}" if step else "")
 
 
-def due(global_step: int, every: int | None) -> bool:
+AUTO = "auto"  # --checkpoint-every-steps auto (training.checkpoint_plan)
+
+
+def due(global_step: int, every: int | str | None) -> bool:
     """Whether `--checkpoint-every-steps every` asks for a checkpoint after `global_step`."""
+    if every == AUTO:
+        from training import checkpoint_plan
+
+        return checkpoint_plan.plan().due(global_step)
     return bool(every) and global_step % every == 0
 
 

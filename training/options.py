@@ -8,7 +8,7 @@ and docs/recipe.md give their sources), and each of their options given on its o
 
 import argparse
 
-from training import recipe
+from training import checkpoints, recipe
 from training.data.imagenet import IMAGENET_TRAIN_IMAGES
 from training.epoch_log import STRAGGLER_FACTOR
 from training.flavours import FRAMEWORKS, entry_module, runs_under
@@ -16,6 +16,17 @@ from training.schedule import DECAYS
 
 MODELS = ("resnet50", "tiny")
 PRECISIONS = ("fp32", "fp16", "bf16")
+
+
+def _steps_or_auto(text: str) -> int | str:
+    if text == checkpoints.AUTO:
+        return text
+    try:
+        return _at_least(1)(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"expected a number of steps or auto, got {text!r}"
+        ) from None
 
 
 def _at_least(minimum: int):
@@ -243,10 +254,11 @@ def build_parser(framework: str) -> argparse.ArgumentParser:
     out.add_argument("--checkpoint-dir", help="rank 0 checkpoints here every epoch; resumes")
     out.add_argument(
         "--checkpoint-every-steps",
-        type=_at_least(1),
-        metavar="N",
+        type=_steps_or_auto,
+        metavar="N|auto",
         help="also checkpoint every N optimizer steps inside an epoch (preemptible nodes: a "
-        "relaunch resumes at that step); needs --checkpoint-dir",
+        "relaunch resumes at that step); auto: Young's interval from the measured checkpoint "
+        "time and the nodes' mean time between failures (docs/jobs.md); needs --checkpoint-dir",
     )
     out.add_argument("--keep-checkpoints", type=_at_least(1), default=2)
     out.add_argument("--log-dir", help="TensorBoard logs (rank 0)")

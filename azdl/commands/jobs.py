@@ -1,7 +1,8 @@
-"""`azdl jobs list | show | logs | cancel | download`: follow the stack's jobs without the Azure
-CLI, on azure-ai-ml's job operations (`MLClient.jobs`: list, get, stream, begin_cancel,
+"""`azdl jobs list | show | logs | cancel | download | ledger`: follow the stack's jobs without
+the Azure CLI, on azure-ai-ml's job operations (`MLClient.jobs`: list, get, stream, begin_cancel,
 download). Each subcommand takes --json for scripts; `show` prints the chain of attempts of
-`azdl submit --max-retries` (the `azdl.attempt` / `azdl.retry_of` tags).
+`azdl submit --max-retries` (the `azdl.attempt` / `azdl.retry_of` tags), `ledger` where their
+node-hours went (azdl.jobs.ledger_job).
 """
 
 import sys
@@ -19,6 +20,7 @@ SCHEMAS = {
     "logs": "azdl.job-logs/v1",
     "cancel": "azdl.job-cancel/v1",
     "download": "azdl.job-download/v1",
+    "ledger": "azdl.job-ledger/v1",
 }
 
 
@@ -36,6 +38,7 @@ def register(subparsers) -> None:
         "logs": (job_logs, "stream the job's logs (until it ends, if it is running)"),
         "cancel": (cancel_job, "cancel a job"),
         "download": (download_job, "download a job's logs and outputs (checkpoints...)"),
+        "ledger": (job_ledger, "where a job's and its retries' node-hours went, and goodput"),
     }
     for name, (func, text) in commands.items():
         q = sub.add_parser(name, help=text, description=text)
@@ -238,4 +241,21 @@ def download_job(args) -> int:
         print_json(SCHEMAS["download"], {"name": args.name, "folder": str(out), "files": files})
     else:
         print(f"downloaded {len(files)} files of {args.name} to {out}")
+    return 0
+
+
+def job_ledger(args) -> int:
+    from azdl import ledger
+    from azdl.jobs import ledger_job
+
+    client, outputs = _client(args)
+    job = _get(client, args.name)
+    now = datetime.now(UTC)
+    jobs = [_get(client, a["name"]) for a in chain(client, job, outputs, now)]
+    book, gpus, price = ledger_job.chain_ledger(client, jobs, outputs, now)
+    if args.json:
+        print_json(SCHEMAS["ledger"], {"name": args.name} | ledger.document(book, gpus, price))
+        return 0
+    for line in ledger.lines(book, gpus, price):
+        print(line)
     return 0

@@ -11,7 +11,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from azdl import project
+from azdl import ledger, local_ledger, project
 from azdl.commands.options import (
     LOCAL_RENAMES,
     add_launcher_option,
@@ -162,15 +162,24 @@ def launcher_of(args: argparse.Namespace, chosen: str | None = None) -> tuple[st
 
 
 def run_launcher(
-    cmd: list[str], launcher: str, transport: str, env: dict, run_dir: Path, workers: int, cwd=None
-):
-    """Start the workers; after a failed torchrun run with --stall-timeout, name the ranks the
-    flight recorder shows kept the others waiting."""
+    cmd: list[str], launcher: str, transport: str, env: dict, run_dir: Path, workers: int,
+    events_dir: Path, cwd=None,
+):  # fmt: skip
+    """Start the workers, their events written to `events_dir`; after a failed torchrun run with
+    --stall-timeout, name the ranks the flight recorder shows kept the others waiting; then the
+    run's ledger."""
     print("+ " + shlex.join(cmd), file=sys.stderr, flush=True)
+    name = env[local_ledger.ATTEMPT_ENV]
+    began = ledger.now_ms()
     code = start(cmd, launcher, env, cwd, transport)
+    attempt = ledger.Attempt(name, began, ledger.now_ms(), nodes=1, failed=code != 0)
+    local_ledger.record_attempt(events_dir, attempt)
     if code != 0 and launcher == "torchrun":
         for line in hang_report(env, workers, run_dir):
             print(f"azdl: {line}", file=sys.stderr, flush=True)
+    for line in local_ledger.report(events_dir):
+        print(line, file=sys.stderr, flush=True)
+    print(f"events and attempts: {events_dir}", file=sys.stderr, flush=True)
     return code
 
 
@@ -186,21 +195,25 @@ def run(args: argparse.Namespace) -> int:
         framework = args.framework or DEFAULT_FRAMEWORK
         check_launcher(framework, launcher, False)  # before the demo's banner
         run_dir = project.runs_dir()  # one MLflow store for runs with their own folders
+        events_dir = run_dir / f"{framework}-{time.strftime('%Y%m%d-%H%M%S')}" / "events"
         if user_args:
             check_training_options(framework, user_args, args.workers)
         else:
             run_dir = demo_run_dir(framework)
+            events_dir = run_dir / local_ledger.EVENTS_DIR
             user_args = demo_args(framework, args.workers, run_dir)
             print(f"demo: {args.workers} workers, ResNet50 at 64 px on synthetic data", flush=True)
         watched = Path(tempfile.mkdtemp(prefix="azdl-ranks-"))  # ranks/, flight-recorder/
         guard, extra = stall_guard(args.stall_timeout, launcher, watched, args.progress_timeout)
-        extra |= mlflow_environment(run_dir)
+        extra |= mlflow_environment(run_dir) | local_ledger.environment(events_dir)
         cmd = launch_command(
             framework, args.workers, launcher, user_args, exports=tuple(extra), guard=guard,
             max_restarts=args.max_restarts, transport=transport,
         )  # fmt: skip
         env = local_env(launcher, args.workers) | extra
-        return run_launcher(cmd, launcher, transport, env, watched, args.workers, PACKAGES_ROOT)
+        return run_launcher(
+            cmd, launcher, transport, env, watched, args.workers, events_dir, PACKAGES_ROOT
+        )
 
     if args.framework is not None:
         raise AzdlError("--framework picks a built-in script; leave it out with --script")
@@ -224,7 +237,8 @@ def run(args: argparse.Namespace) -> int:
     )  # fmt: skip
     user_args, extra = script_run(script, args.workers, args.data, user_args, run_dir)
     guard, stall_env = stall_guard(args.stall_timeout, launcher, run_dir, args.progress_timeout)
-    extra |= stall_env | mlflow_environment(run_dir)
+    events_dir = run_dir / local_ledger.EVENTS_DIR
+    extra |= stall_env | mlflow_environment(run_dir) | local_ledger.environment(events_dir)
     cmd = launch_command(
         "", args.workers, launcher, user_args, script=script, exports=tuple(extra), guard=guard,
         max_restarts=args.max_restarts, transport=transport,
@@ -232,4 +246,4 @@ def run(args: argparse.Namespace) -> int:
     print(f"{script.name}: {args.workers} workers, folders under {run_dir}", file=sys.stderr)
     # Run where the user is, as `python FILE` would: relative paths mean what they expect.
     env = local_env(launcher, args.workers) | extra
-    return run_launcher(cmd, launcher, transport, env, run_dir, args.workers)
+    return run_launcher(cmd, launcher, transport, env, run_dir, args.workers, events_dir)

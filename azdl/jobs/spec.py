@@ -21,7 +21,7 @@ from azdl.jobs.request import STORAGE_MODES, JobPart, JobRequest
 from azdl.jobs.stack_outputs import StackOutputs
 from azdl.launchers import LAUNCHERS, TORCHRUN_ENV, labelled, node_torchrun
 from azdl.runtime import module_command
-from training import flight_recorder, job_stop
+from training import events, flight_recorder, job_stop
 from training.flavours import FRAMEWORKS
 
 # A job name as it appears in the outputs container's folders (Azure ML job names are letters,
@@ -127,6 +127,15 @@ DUMPS = "${{outputs.logs}}/flight-recorder"
 DUMP_WAIT_S = 60
 # Where a node of a torchrun job writes a stop that every restart would repeat (training.job_stop).
 STOPS = "${{outputs.logs}}/stops"
+# Where rank 0 writes the run's events (training.events), read by `azdl jobs ledger`.
+EVENTS = "${{outputs.logs}}/events"
+
+
+def events_step() -> str:
+    """The job's first step: the events' folder for every process, and node 0's `up` event,
+    where the ledger's startup begins (before the gate and the pip step)."""
+    up = shlex.join([*module_command("training.events"), "up"])
+    return f"export {events.DIR_ENV}={shlex.quote(EVENTS)} && {up}"
 
 
 def workers_command(request: JobRequest, part: JobPart, per_node: int) -> str:
@@ -222,7 +231,8 @@ def build_job(outputs: StackOutputs, request: JobRequest):
     if request.max_cost is not None:
         tags[budget.MAX_COST_TAG] = f"{request.max_cost:g}"
     command = " && ".join(
-        ([gate_step(outputs, request)] if request.health_check else [])
+        [events_step()]
+        + ([gate_step(outputs, request)] if request.health_check else [])
         + [*part.steps, workers_command(request, part, per_node)]
     )
     environment = outputs.environment(request.framework)

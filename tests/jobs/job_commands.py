@@ -15,6 +15,17 @@ def runs(module: str) -> str:
 
 
 def unguarded(command: str) -> str:
-    """A job's command without the training.guard prefix of its training step (tested in
-    tests/jobs/test_safeguards.py), to compare the steps themselves."""
-    return re.sub(re.escape(runs("training.guard")) + r" .*? -- ", "", command)
+    """A job's command without its events step (`after_events`) and the training.guard prefix
+    of its training step (tested in tests/jobs/test_safeguards.py), to compare the steps
+    themselves."""
+    return re.sub(re.escape(runs("training.guard")) + r" .*? -- ", "", after_events(command))
+
+
+def after_events(command: str) -> str:
+    """A job's command after its first step, the events' folder and node 0's `up` event
+    (azdl.jobs.spec.events_step; run in tests/jobs/fault_matrix/test_ledger_kill.py)."""
+    from azdl.jobs.spec import events_step
+
+    first = f"{events_step()} && "
+    assert command.startswith(first), command[:200]
+    return command.removeprefix(first)

@@ -4,7 +4,7 @@ from the size's baseline, shown by a dry run; `azdl cluster check` runs it as a 
 import json
 
 import pytest
-from job_commands import runs
+from job_commands import after_events, runs
 
 from azdl.cli import main
 from training.flavours import entry_module
@@ -13,7 +13,7 @@ GATE = runs("training.health.gate")
 
 
 def gate_of(command: str) -> str | None:
-    first = command.split(" && ")[0]
+    first = after_events(command).split(" && ")[0]
     return first if first.startswith(f"{GATE} ") else None
 
 
@@ -41,7 +41,7 @@ def test_the_gate_runs_before_training_where_asked_or_by_default(
         assert (
             job.outputs["health"].path == "azureml://datastores/azdl_outputs/paths/azdl/g1/health/"
         )
-        assert f"python -m {entry_module('keras')} " in job.command.split(" && ")[1]
+        assert f"python -m {entry_module('keras')} " in after_events(job.command).split(" && ")[1]
 
 
 def test_a_dry_run_shows_the_gate_and_its_levels(ml_client, outputs_file, capsys):
@@ -55,7 +55,7 @@ def test_a_dry_run_shows_the_gate_and_its_levels(ml_client, outputs_file, capsys
     assert "fail below 460; measured 478.87 GB/s at 8 G (Azure/AI-benchmarking-guide)" in out
     assert "GPUDirect RDMA loopback per InfiniBand HCA >= 380 Gb/s (NHC check_ib_bw_gdr)" in out
     assert "multi-node" not in gate  # the fabric is `azdl cluster check`'s
-    command = " ".join(out.split("\ncommand: ", 1)[1].split("\ncode:")[0].split())  # unfolded
+    command = after_events(" ".join(out.split("\ncommand: ", 1)[1].split("\ncode:")[0].split()))
     assert command.startswith(
         f"{GATE} --gpus=8 --nodes=2 --bytes=17179869184 --out=${{{{outputs.health}}}}"
     )

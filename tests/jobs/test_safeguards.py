@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 from azure.ai.ml import load_job
-from job_commands import runs
+from job_commands import after_events, runs
 
 from azdl.cli import main
 from azdl.jobs.request import JobRequest
@@ -30,7 +30,7 @@ def test_an_infiniband_job_runs_its_training_under_the_guard_with_the_check(outp
     assert env["HOROVOD_STALL_SHUTDOWN_TIME_SECONDS"] == "600"  # the cluster default
     # The HCA count is the catalogue's (8 on ND H100 v5); NCCL's init under a deadline; the
     # built-in script's steps under the watchdog; the node's 8 GPUs checked after a failure.
-    assert job.command.startswith(
+    assert after_events(job.command).startswith(
         f"{runs('training.guard')} --ranks-dir '${{{{outputs.logs}}}}/ranks' --check-infiniband "
         "--nodes 2 --hcas 8 --nccl-debug WARN --init-deadline 600 --progress-timeout 900 "
         "--first-step-timeout 1800 --post-mortem-gpus 8 -- python -m training.torch.train "
@@ -45,7 +45,7 @@ def test_the_check_is_off_where_there_is_no_infiniband_or_when_asked(outputs):
     assert "--check-infiniband" not in nc.command
     # NCCL's set-up is still logged for the guard's init deadline, then back to WARN.
     assert nc.environment_variables["NCCL_DEBUG"] == "INFO"
-    assert nc.command.startswith(
+    assert after_events(nc.command).startswith(
         f"{runs('training.guard')} --ranks-dir '${{{{outputs.logs}}}}/ranks' --nccl-debug WARN "
         "--init-deadline 600 --progress-timeout 900"
     )

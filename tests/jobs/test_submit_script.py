@@ -310,7 +310,8 @@ def test_a_script_job_starts_none_of_azdls_modules_with_python_m(
     started = {
         words[i + 3] for i in range(len(words) - 3) if words[i : i + 3] == module_command("")[:3]
     }
-    expected = {"training.health.gate", "pip", "training.data.copy_shards", "training.guard"}
+    expected = {"training.events", "training.health.gate", "pip", "training.data.copy_shards",
+                "training.guard"}  # fmt: skip
     torchrun = {"training.rank_output", "training.flight_recorder", "training.job_stop",
                 "training.node_address"}  # fmt: skip
     assert started == expected | (torchrun if launcher == "torchrun" else set())

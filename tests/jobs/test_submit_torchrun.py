@@ -9,7 +9,7 @@ import shlex
 import pytest
 import yaml
 from azure.ai.ml import MpiDistribution, PyTorchDistribution, load_job
-from job_commands import runs
+from job_commands import after_events, runs
 
 from azdl.cli import main
 from azdl.jobs.request import JobRequest
@@ -89,7 +89,7 @@ def test_torchrun_jobs_get_pytorchs_watchdog_and_flight_recorder_in_the_logs_fol
 
 def test_the_health_gate_runs_once_per_node_before_torchrun(ml_client, outputs_file, tmp_path):
     _, job = export(outputs_file, tmp_path, "--nodes", "2")  # multi-node IB: gate on
-    gate, rest = job.command.split(" && ", 1)
+    gate, rest = after_events(job.command).split(" && ", 1)
     assert gate.startswith(f"{{ {runs('training.health.gate')} --gpus=8 --nodes=2 ")
     # A node whose gate failed tells the others' torchrun to end (training.job_stop).
     assert gate.endswith(

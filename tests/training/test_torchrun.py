@@ -169,6 +169,10 @@ def test_a_killed_worker_is_restarted_and_the_run_resumes_from_its_checkpoint(tm
     assert resumed, output
     assert int(resumed.group(2)) >= 2  # at least the epochs before the kill were kept
     assert f"epoch {epochs}/{epochs} - loss" in output
+    # The ledger azdl train prints: the restart round resumed from the checkpoint it named.
+    restored = re.search(r"restore: local-\S+ round \d+ resumed from step (\d+)", output)
+    assert restored and int(restored.group(1)) == int(resumed.group(2)) * steps, output
+    assert re.search(rf"last step {epochs * steps}; steps recomputed: \d+", output), output
     rank0, rank1 = _weights(tmp_path / "w", 0), _weights(tmp_path / "w", 1)
     for name in rank0:
         np.testing.assert_array_equal(rank0[name], rank1[name], err_msg=name)

@@ -3,11 +3,12 @@ validation loss and accuracy pooled over workers, rank-0 checkpoints with broadc
 every flavour shares (threads, the end-of-run report, the error exit) is in training.worker."""
 
 import os
+import time
 from pathlib import Path
 
 import numpy as np
 
-from training import checkpoints
+from training import checkpoints, events
 from training.errors import TrainingError
 
 POLICIES = {"fp32": "float32", "fp16": "mixed_float16", "bf16": "mixed_bfloat16"}
@@ -28,6 +29,7 @@ def setup(args):
         tf.config.threading.set_intra_op_parallelism_threads(args.threads)
         tf.config.threading.set_inter_op_parallelism_threads(args.threads)
     hvd.init()
+    events.started()
     # One GPU per worker, by local rank (a no-op on CPU-only machines like the test VM). Modulo
     # the GPUs seen: a launcher may already have given each worker just its own.
     gpus = tf.config.list_physical_devices("GPU")
@@ -124,6 +126,7 @@ def restore_and_broadcast(
 
     optimizer.build(model.trainable_variables)
     progress = None
+    began = time.monotonic()
     if hvd.rank() == 0:
         progress = checkpoints.read_progress(args.checkpoint_dir)
         if progress:
@@ -143,6 +146,8 @@ def restore_and_broadcast(
     if broadcast:
         progress = hvd.broadcast_object(progress, root_rank=0, name="progress")
         hvd.broadcast_variables(state_variables(model, optimizer), root_rank=0)
+    if progress is not None:
+        events.restored(progress.global_step, time.monotonic() - began)
     return progress
 
 
@@ -155,13 +160,14 @@ def save_checkpoint(
 
     name = checkpoints.payload_name(epoch, step)
     Path(args.checkpoint_dir).mkdir(parents=True, exist_ok=True)
-    tf.train.Checkpoint(model=model, optimizer=optimizer).write(
-        str(Path(args.checkpoint_dir) / name)
-    )
     progress = checkpoints.Progress(
         epoch, global_step, name, framework, args.model, step, steps_per_epoch
     )
-    return checkpoints.write_progress(args.checkpoint_dir, progress, args.keep_checkpoints)
+    with events.checkpoint(global_step):
+        tf.train.Checkpoint(model=model, optimizer=optimizer).write(
+            str(Path(args.checkpoint_dir) / name)
+        )
+        return checkpoints.write_progress(args.checkpoint_dir, progress, args.keep_checkpoints)
 
 
 def dump_weights(args, model, rank: int) -> None:

@@ -15,7 +15,7 @@ import horovod.tensorflow.keras as hvd
 import tensorflow as tf
 from horovod.tensorflow import allgather_object
 
-from training import checkpoints, heartbeat, options, schedule, worker
+from training import checkpoints, events, heartbeat, options, schedule, worker
 from training.epoch_log import EpochLog
 from training.tensorflow import (
     elastic_state,
@@ -120,6 +120,7 @@ class TrackPosition(tf.keras.callbacks.Callback):
         state.step += 1
         state.global_step += 1
         heartbeat.beat(state.global_step)  # the guard's watchdog
+        events.step(state.global_step, self.args.batch_size * self.args.grad_accum * hvd.size())
         # At an epoch's last step the epoch-end checkpoint follows instead.
         if checkpoints.due(state.global_step, self.args.checkpoint_every_steps) and (
             state.step < self.steps
@@ -177,6 +178,7 @@ def train(args) -> None:
         elastic_state.run(fit, state)
     else:
         fit(position)
+    events.end(position.global_step if not args.elastic else state.global_step)
     tf_worker.dump_weights(args, model, hvd.rank())
     checkpoint = fit.track.last if fit.track else None
     epochs.close(

@@ -13,7 +13,7 @@ import time
 import horovod.tensorflow as hvd
 import tensorflow as tf
 
-from training import checkpoints, heartbeat, options, schedule, worker
+from training import checkpoints, events, heartbeat, options, schedule, worker
 from training.epoch_log import EpochLog
 from training.tensorflow import elastic_state, keras_loss, keras_models, pipeline, tf_worker
 from training.throughput import ThroughputMeter
@@ -64,6 +64,7 @@ def train(args) -> None:
         elastic_state.run(loop, state)
     else:
         loop(position)
+    events.end(position.global_step if not args.elastic else state.global_step)
     tf_worker.dump_weights(args, model, hvd.rank())
     result = worker.report(
         args, FRAMEWORK, loop.meter, loop.data.source, hvd.size(), hvd.rank(), loop.checkpoint
@@ -118,6 +119,7 @@ class Loop:
                     state.step += 1
                     state.global_step += 1
                     heartbeat.beat(state.global_step)  # the guard's watchdog
+                    events.step(state.global_step, args.batch_size * size)
                     if checkpoints.due(state.global_step, args.checkpoint_every_steps):
                         self.save(state)
                     if args.elastic and state.step % args.commit_every == 0:

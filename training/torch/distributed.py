@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from training import teardown
+from training import events, teardown
 from training.flight_recorder import BUFFER_ENV, COLLECTIVE_TIMEOUT_ENV, DUMP_PREFIX_ENV
 
 # torchrun sets TORCHELASTIC_RUN_ID in every worker it starts (torch/distributed/run.py,
@@ -42,9 +42,9 @@ def worker_device(local_rank: int) -> torch.device:
 
 def connect():
     """The workers of this job, for the launcher that started this process."""
-    if TORCHRUN_MARKER in os.environ:
-        return TorchDistributed()
-    return Horovod()
+    workers = TorchDistributed() if TORCHRUN_MARKER in os.environ else Horovod()
+    events.started()
+    return workers
 
 
 class HorovodReplicas:

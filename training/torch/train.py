@@ -12,6 +12,7 @@ docs/architecture.md, "The PyTorch flavour"; data: the synthetic source or TFRec
 import contextlib
 import os
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,7 +20,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from training import checkpoints, heartbeat, recipe, schedule, worker
+from training import checkpoints, events, heartbeat, recipe, schedule, worker
 from training.data import synthetic
 from training.epoch_log import EpochLog
 from training.errors import TrainingError
@@ -190,12 +191,13 @@ class Trainer:
             "step": step,
             "global_step": global_step,
         }
-        torch.save(payload, tmp)
-        tmp.replace(ckpt_dir / f"{name}.pt")
         progress = checkpoints.Progress(
             epoch, global_step, name, FRAMEWORK, self.args.model, step, steps_per_epoch
         )
-        checkpoints.write_progress(ckpt_dir, progress, self.args.keep_checkpoints)
+        with events.checkpoint(global_step):
+            torch.save(payload, tmp)
+            tmp.replace(ckpt_dir / f"{name}.pt")
+            checkpoints.write_progress(ckpt_dir, progress, self.args.keep_checkpoints)
         return ckpt_dir / f"{name}.pt"
 
     def restore(self, ckpt_dir: str | None) -> checkpoints.Progress | None:
@@ -205,6 +207,7 @@ class Trainer:
         Returns the checkpoint's progress (epochs and steps done), or None: a fresh start.
         """
         workers = self.workers
+        began = time.monotonic()
         progress = checkpoints.read_progress(ckpt_dir) if workers.rank == 0 else None
         progress = workers.broadcast_object(progress, name="progress")
         if progress is not None:
@@ -218,6 +221,8 @@ class Trainer:
             if workers.rank == 0:
                 print(f"resuming from {path} at {checkpoints.describe(progress)}", flush=True)
         self.replicas.broadcast_parameters()
+        if progress is not None:
+            events.restored(progress.global_step, time.monotonic() - began)
         return progress
 
     def dump_weights(self, directory: str) -> Path:
@@ -348,6 +353,7 @@ def run(args, workers) -> None:
                 meter.end()
                 global_step += 1
                 heartbeat.beat(global_step)  # the guard's watchdog
+                events.step(global_step, args.batch_size * args.grad_accum * size)
                 advance(loss)
                 due = checkpoints.due(global_step, args.checkpoint_every_steps)
                 if rank == 0 and due and step + 1 < steps:  # else the epoch-end one follows
@@ -373,6 +379,7 @@ def run(args, workers) -> None:
             if args.checkpoint_dir:
                 checkpoint = trainer.save(Path(args.checkpoint_dir), epoch + 1, global_step)
 
+    events.end(global_step)
     data.close()
     if args.dump_weights:
         trainer.dump_weights(args.dump_weights)

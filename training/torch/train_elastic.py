@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from training import checkpoints, options, worker
+from training import checkpoints, events, options, worker
 from training.throughput import ThroughputMeter
 from training.torch import distributed
 from training.torch.train import FRAMEWORK, Data, Trainer, set_threads
@@ -100,6 +100,7 @@ class ElasticRun:
                 self.meter.end()
                 state.step += 1
                 state.global_step += 1
+                events.step(state.global_step, a.batch_size * a.grad_accum * hvd.size())
                 state.loss_sum += loss
                 due = checkpoints.due(state.global_step, a.checkpoint_every_steps)
                 if hvd.rank() == 0 and due and state.step < steps:  # mid-epoch checkpoint
@@ -135,6 +136,7 @@ def train(args) -> None:
     from horovod.torch.elastic.state import get_handler_registry, set_handler_registry
 
     workers = distributed.Horovod()
+    events.started()
     hvd = workers.hvd
     run = ElasticRun(args, workers)
     progress = run.trainer.restore(args.checkpoint_dir)
@@ -151,6 +153,7 @@ def train(args) -> None:
     )
     state.register_reset_callbacks([run.on_reset])
     hvd.elastic.run(run.loop)(state)
+    events.end(state.global_step)
 
     workers = hvd.size()
     if hvd.rank() == 0:

@@ -67,6 +67,8 @@ class Fault:
     delays: dict[int, float] = field(default_factory=dict)  # node -> seconds late
     nvidia_smi: dict = field(default_factory=dict)  # stand_ins.nvidia_smi's options
     request: dict = field(default_factory=dict)  # JobRequest options
+    training: tuple[str, ...] = ()  # training options after TRAINING's
+    env: dict = field(default_factory=dict)  # more environment for both nodes
 
 
 @dataclass
@@ -99,7 +101,7 @@ def job(fault: Fault, launcher: str, root: Path):
     options = {"health_check": False} | fault.request
     if launcher != "torchrun":  # Azure ML's MPI restarts nothing: azdl refuses the option
         options.pop("max_restarts", None)
-    request = JobRequest("torch", NODES, "synthetic", "matrix", TRAINING,
+    request = JobRequest("torch", NODES, "synthetic", "matrix", TRAINING + fault.training,
                          launcher=launcher, **options)  # fmt: skip
     return build_job(outputs, request)
 
@@ -148,6 +150,7 @@ def run(fault: Fault, launcher: str, root: Path, timeout: float = 600) -> Run:
         "AZUREML_RUN_ID": "matrix", "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo",
         ROOT_ENV: str(root),
         "TORCH_ELASTIC_SHUTDOWN_TIMEOUT": "10",
+        **fault.env,
     })  # fmt: skip
     started = time.time()
     if launcher == "torchrun":
