@@ -59,6 +59,9 @@ COMMAND_ACCESS = (
      "submits the health-check job, then reads its verdict from the job's logs", _STORAGE_DOC),
     ("azdl jobs list", ("submit",), "lists the workspace's jobs", _ROLES_DOC),
     ("azdl jobs show", ("submit",), "reads a job and its chain of attempts", _ROLES_DOC),
+    ("azdl jobs ledger", ("submit", "workspace-storage"),
+     "reads a job and its retries, then downloads their events from the workspace's default "
+     "storage", _STORAGE_DOC),
     ("azdl jobs cancel", ("submit",), "cancels a job", _ROLES_DOC),
     ("azdl jobs logs", ("submit", "workspace-storage"),
      "streams a job's logs from the workspace's default storage", _STORAGE_DOC),

@@ -95,7 +95,8 @@ def guard_command(
 LEFT_OUT = (
     "--no-safeguards: the job runs without azdl's guard around each rank: no rank-to-host or "
     "exit records (--max-retries judges a failure by the log's words alone), no NCCL init "
-    "deadline, no InfiniBand transport check, no post-mortem of the GPUs after a failure; "
+    "deadline, no InfiniBand transport check, no post-mortem of the GPUs after a failure, no "
+    "events, so `azdl jobs ledger` cannot tell the job's training time from the rest; "
     "Horovod's own stall inspector (--stall-timeout) stays"
 )
 # Why some jobs need the runtime all the same (azdl.jobs.spec.validate).

@@ -231,7 +231,7 @@ def build_job(outputs: StackOutputs, request: JobRequest):
     if request.max_cost is not None:
         tags[budget.MAX_COST_TAG] = f"{request.max_cost:g}"
     command = " && ".join(
-        [events_step()]
+        ([events_step()] if request.safeguards else [])  # training.events is the runtime's
         + ([gate_step(outputs, request)] if request.health_check else [])
         + [*part.steps, workers_command(request, part, per_node)]
     )

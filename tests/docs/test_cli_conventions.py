@@ -40,7 +40,7 @@ NO_STACK = {
 }
 # Arguments a command needs besides the stack, so that `-s prod` alone parses.
 ALSO_NEEDS = {"data stage": ["shards"], "diff": ["base.json"]} | {
-    f"jobs {action}": ["JOB-NAME"] for action in ("show", "logs", "cancel", "download")
+    f"jobs {action}": ["JOB-NAME"] for action in ("show", "logs", "cancel", "download", "ledger")
 }
 
 
