@@ -119,7 +119,8 @@ def main(argv: list[str] | None = None) -> int:
         p.error("RANK is not set: this runs a worker's command under torchrun, which sets it")
     code = run(command, rank)
     if code < 0:  # end by the same signal, as torchrun then reports it for the worker
-        signal.signal(-code, signal.SIG_DFL)
+        if -code not in (signal.SIGKILL, signal.SIGSTOP):  # neither can be caught nor reset
+            signal.signal(-code, signal.SIG_DFL)
         os.kill(os.getpid(), -code)
     return code
 

@@ -44,7 +44,12 @@ def test_each_line_comes_whole_after_its_rank_and_stream():
 
 
 @pytest.mark.parametrize(
-    ("code", "returncode"), [("raise SystemExit(7)", 7), ("import os; os.abort()", -signal.SIGABRT)]
+    ("code", "returncode"),
+    [
+        ("raise SystemExit(7)", 7),
+        ("import os; os.abort()", -signal.SIGABRT),
+        ("import os, signal; os.kill(os.getpid(), signal.SIGKILL)", -signal.SIGKILL),
+    ],
 )
 def test_the_worker_ends_as_its_command_did(code, returncode):
     """torchrun reports the worker's exit code, or the signal that ended it, as its own."""
