@@ -24,7 +24,7 @@ class Snapshot:
     name: str  # the latest attempt
     status: str
     attempts: int
-    step: int | None
+    step: int | None  # the latest attempt's
     images_per_s: float | None
     steps_per_s: float | None
     eta_s: float | None  # None: no --steps, or no pace yet
@@ -53,9 +53,10 @@ def snapshot(client, jobs: list, outputs, now: datetime, total_steps: int | None
     status = getattr(latest.status, "value", latest.status)
     mine = [p for p in paces(found) if p.attempt == latest.name]
     pace = mine[-1] if mine else None
+    step = ledger.last_step([e for e in found if e["attempt"] == latest.name])
     eta = None
-    if pace and total_steps is not None and book.last_step is not None:
-        eta = max(total_steps - book.last_step, 0) / pace.steps_per_s
+    if pace and total_steps is not None and step is not None:
+        eta = max(total_steps - step, 0) / pace.steps_per_s
     cost = doc["billed"]["usd"]
     nodes = book.attempts[-1].nodes
     hourly = None if price is None else float(price) * nodes
@@ -67,7 +68,7 @@ def snapshot(client, jobs: list, outputs, now: datetime, total_steps: int | None
         left = max(latest.limits.timeout - ran, 0)
         projected, basis = cost + left / 3600 * hourly, "to the time limit"
     return Snapshot(
-        latest.name, status, len(jobs), book.last_step,
+        latest.name, status, len(jobs), step,
         pace.samples_per_s if pace else None, pace.steps_per_s if pace else None, eta, cost,
         None if projected is None else round(projected, 2), basis,
         max_cost_state(latest, cost), doc["goodput_percent"], book, gpus, price,
