@@ -13,7 +13,8 @@ from azdl.ledger import BUCKETS, LABELS
 from azdl.pace import Pace
 
 NO_LOSS = ("No loss curve: the run's events (training.events) record steps and samples, not the "
-           "loss; the loss is in the run's MLflow metrics in Azure ML Studio.")  # fmt: skip
+           "loss; the built-in flavours log the loss per epoch to MLflow (training.metrics), "
+           "which Azure ML Studio charts.")  # fmt: skip
 COLORS = {"productive": "#2a9d4b", "recomputed": "#d1495b", "restore": "#edae49",
           "checkpoint": "#00798c", "startup": "#7d8597", "idle": "#3d3d3d"}  # fmt: skip
 
@@ -41,8 +42,8 @@ def _png(fig) -> str:
 def bar_png(doc: dict) -> str:
     from matplotlib.figure import Figure  # here: the other commands do not load matplotlib
 
-    unit = "GPU-hours" if doc["gpus_per_node"] else "node-hours"
-    fig = Figure(figsize=(8, 1.8), dpi=110)
+    unit = "GPU-hours" if doc["gpus_per_node"] else "node-hours"  # as `segments` measures
+    fig = Figure(figsize=(8, 1.6), dpi=110)
     ax = fig.add_subplot()
     left = 0.0
     for bucket, hours in segments(doc):
@@ -50,7 +51,7 @@ def bar_png(doc: dict) -> str:
         left += hours
     ax.set_yticks([])
     ax.set_xlabel(unit)
-    ax.legend(ncol=3, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.55), frameon=False)
+    ax.legend(ncol=6, fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
     fig.tight_layout()
     return _png(fig)
 
@@ -90,7 +91,8 @@ def page(title: str, doc: dict, paces: list[Pace], retries: list[Retry]) -> str:
         cells = [figures["node_ms"], figures["node_hours"], figures["gpu_hours"], figures["usd"]]
         rows.append(f'<tr data-bucket="{bucket}"><th>{e(name)}</th>'
                     + "".join(f"<td>{_cell(c)}</td>" for c in cells) + "</tr>")  # fmt: skip
-    bar_alt = "; ".join(f"{LABELS[b]} {h}" for b, h in segments(doc))
+    unit = "GPU-hours" if doc["gpus_per_node"] else "node-hours"
+    bar_alt = f"{unit} per bucket: " + "; ".join(f"{LABELS[b]} {h}" for b, h in segments(doc))
     start = min((a["start_ms"] for a in doc["attempts"]), default=0)
     if paces:
         unit = "images/s" if any(p.samples_per_s for p in paces) else "steps/s"

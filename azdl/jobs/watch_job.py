@@ -54,14 +54,19 @@ def snapshot(client, jobs: list, outputs, now: datetime, total_steps: int | None
     mine = [p for p in paces(found) if p.attempt == latest.name]
     pace = mine[-1] if mine else None
     step = ledger.last_step([e for e in found if e["attempt"] == latest.name])
+    from azdl.jobs.workspace import TERMINAL
+
+    ended = status in TERMINAL
     eta = None
-    if pace and total_steps is not None and step is not None:
+    if not ended and pace and total_steps is not None and step is not None:
         eta = max(total_steps - step, 0) / pace.steps_per_s
     cost = doc["billed"]["usd"]
     nodes = book.attempts[-1].nodes
     hourly = None if price is None else float(price) * nodes
     projected, basis = None, "unknown"
-    if hourly is not None and eta is not None:
+    if ended:
+        projected, basis = cost, "(ended)"
+    elif hourly is not None and eta is not None:
         projected, basis = cost + eta / 3600 * hourly, "at the ETA"
     elif hourly is not None and latest.limits is not None and latest.limits.timeout:
         ran = (book.attempts[-1].end_ms - book.attempts[-1].start_ms) / 1000
@@ -90,7 +95,10 @@ def _minutes(seconds: float | None) -> str:
 
 def fields(snap: Snapshot) -> list[tuple[str, str]]:
     """One poll's figures as (name, value) pairs: the live table's rows, the plain line's parts."""
-    eta = "- (pass --steps)" if snap.eta_s is None else _minutes(snap.eta_s)
+    eta = _minutes(snap.eta_s)
+    if snap.eta_s is None:
+        eta = "- (" + ("ended" if snap.ended else "no step batch yet" if snap.steps_per_s is None
+                       else "pass --steps") + ")"  # fmt: skip
     projected = "-" if snap.projected_usd is None else f"{snap.projected_usd:.2f}"
     return [
         ("job", f"{snap.name} {snap.status} (attempt {snap.attempts})"),

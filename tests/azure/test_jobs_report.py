@@ -69,7 +69,9 @@ def test_the_page_carries_the_ledgers_figures(workspace, outputs_file, tmp_path,
     assert doc["buckets"]["productive"]["node_ms"] == 140_000  # tests/azure/test_jobs_ledger.py
     # The bar is drawn from these segments, in the buckets' order, in GPU-hours.
     bar = next(i for i in page.images if i.get("id") == "bar")
-    drawn = [part.rsplit(" ", 1) for part in bar["alt"].split("; ")]
+    unit, parts = bar["alt"].split(": ", 1)
+    assert unit == "GPU-hours per bucket"
+    drawn = [part.rsplit(" ", 1) for part in parts.split("; ")]
     assert [float(h) for _, h in drawn] == [doc["buckets"][b]["gpu_hours"] for b in BUCKETS]
     assert f"goodput: <b>{doc['goodput_percent']}</b> %" in text
     # Self-contained: every image a PNG in a data URI, no address to load anything from.

@@ -30,7 +30,9 @@ def test_watch_follows_the_retry_to_its_end(clock, outputs_file, capsys):
     polls, ledger = capsys.readouterr().out.split("\nledger of ", 1)
     polls = polls.splitlines()
     assert clock.sleeps == [60, 60] and len(polls) == 3  # at 250, 310 and 370 s
-    assert polls[0].startswith("job r1-retry1 Running (attempt 2); step 11; images/s -; ETA -")
+    assert polls[0].startswith(
+        "job r1-retry1 Running (attempt 2); step 11; images/s -; ETA - (no step batch yet)"
+    )
     # At 310 s: the batch of steps 21-30 took 30 s (640 samples); 70 steps left at 1/3 step/s.
     # Cost: the ledger's billed node-time so far, r1's 100 s and r1-retry1's 80 s on 2 nodes at
     # 98.32 USD/h; projected: 210 s more of both nodes (196.64 USD/h).
@@ -41,7 +43,10 @@ def test_watch_follows_the_retry_to_its_end(clock, outputs_file, capsys):
         "this job); cost USD 9.83; projected USD 21.30 at the ETA; budget --max-cost 50 USD: "
         "9.83 spent (20%); goodput 38.9%"
     )
-    assert polls[2].startswith("job r1-retry1 Completed (attempt 2); step 30; ")
+    assert polls[2].startswith(
+        "job r1-retry1 Completed (attempt 2); step 30; images/s 21.3; ETA - (ended) (no estimate "
+        "on this job); cost USD 10.92; projected USD 10.92 (ended); "
+    )
     assert ledger.startswith("r1 (2 nodes, failed), r1-retry1 (2 nodes)")
     assert "goodput: 35.0%" in ledger  # the final ledger: tests/azure/test_jobs_ledger.py's
 
