@@ -45,7 +45,7 @@ def register(subparsers) -> None:
     }
     for name, (func, text) in commands.items():
         q = sub.add_parser(name, help=text, description=text)
-        add_stack_options(q)
+        where = add_stack_options(q)
         if name in SCHEMAS:
             q.add_argument(
                 "--json",
@@ -55,6 +55,12 @@ def register(subparsers) -> None:
         if name == "list":
             q.add_argument("--experiment", default="azdl", help="experiment (default azdl)")
             q.add_argument("--limit", type=positive_int, default=20, help="jobs shown (default 20)")
+        elif name == "report":
+            q.add_argument("name", type=job_name, metavar="JOB", nargs="?",
+                           help="the job's name (none with --events-dir)")  # fmt: skip
+            where.add_argument("--events-dir", type=Path, metavar="DIR",
+                               help="a local run's events instead of a job: the folder `azdl "
+                               "train` names at its end (events and attempts: DIR)")  # fmt: skip
         else:
             q.add_argument("name", type=job_name, metavar="JOB", help="the job's name")
         if name == "download":
@@ -285,6 +291,11 @@ def job_report(args) -> int:
     from azdl.jobs import ledger_job
     from azdl.pace import paces
 
+    if args.events_dir is not None:
+        return local_report(args)
+    if args.name is None:
+        raise AzdlError("azdl jobs report: name a JOB (with -s STACK or --outputs FILE), or a "
+                        "local run's --events-dir DIR")  # fmt: skip
     client, outputs = _client(args)
     job = _get(client, args.name)
     now = datetime.now(UTC)
@@ -332,3 +343,26 @@ def watch_job(args) -> int:
     for text in ledger.lines(last.book, last.gpus, last.price):
         print(text)
     return 0 if last.status == "Completed" else 1
+
+
+def local_report(args) -> int:
+    """`azdl jobs report --events-dir DIR --html`: the page of a local run (`azdl train`'s)."""
+    from azdl import ledger, ledger_page, local_ledger
+    from azdl.pace import paces
+
+    folder = args.events_dir
+    if args.name is not None:
+        raise AzdlError(f"azdl jobs report: a JOB ({args.name}) or --events-dir, not both")
+    if not sorted(folder.glob("attempt-*.json")):
+        raise AzdlError(f"--events-dir {folder}: no attempt-*.json in it; expected the folder "
+                        "`azdl train` names at its end (events and attempts: DIR)")  # fmt: skip
+    book, found = local_ledger.book(folder)
+    retries = [ledger_page.Retry(a.name, "failed" if a.failed else "completed",
+                                 "a local run: its output says why" if a.failed else "completed")
+               for a in book.attempts]  # fmt: skip
+    title = f"azdl ledger of the local run in {folder}"
+    text = ledger_page.page(title, ledger.document(book, 0, None), paces(found), retries)
+    out = args.out or Path(f"{folder.resolve().parent.name}.html")
+    out.write_text(text)
+    print(f"wrote {out}")
+    return 0

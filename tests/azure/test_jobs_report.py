@@ -84,3 +84,38 @@ def test_the_page_carries_the_ledgers_figures(workspace, outputs_file, tmp_path,
         ["r1-retry1", "Completed", "completed"],
     ]
     assert "No loss curve" in text
+
+
+def test_the_page_of_a_local_run(tmp_path, capsys):
+    """`--events-dir`: the folder `azdl train` writes (its attempts beside the events, as
+    azdl.local_ledger records them), one node, no price: the bar in node-hours."""
+    from azdl import ledger, local_ledger
+    from tests.azure.ledger_workspace import EVENTS, at
+
+    folder = tmp_path / "run" / "events"
+    folder.mkdir(parents=True)
+    mine = [e | {"attempt": "local-1"} for e in EVENTS["r1-retry1"]]
+    (folder / "events-local-1-round-0-host-9.jsonl").write_text(
+        "".join(json.dumps(e) + "\n" for e in mine)
+    )
+    local_ledger.record_attempt(folder, ledger.Attempt("local-1", at(230), at(330), 1, False))
+    out = tmp_path / "local.html"
+    assert main(["jobs", "report", "--events-dir", str(folder), "--html", "--out", str(out)]) == 0
+    page = Page()
+    page.feed(out.read_text())
+    doc = ledger.document(local_ledger.book(folder)[0], 0, None)
+    table = {row["bucket"]: row["cells"][1:3] for row in page.tables["ledger"] if row["bucket"]}
+    assert table["productive"] == ["60000", str(doc["buckets"]["productive"]["node_hours"])]
+    assert table["billed"] == ["100000", str(doc["billed"]["node_hours"])]
+    bar = next(i for i in page.images if i.get("id") == "bar")
+    assert bar["alt"].startswith("node-hours per bucket: productive 0.0167; ")
+    assert [row["cells"] for row in page.tables["attempts"][1:]] == [
+        ["local-1", "completed", "completed"]
+    ]
+    capsys.readouterr()
+    assert main(["jobs", "report", "r1", "--events-dir", str(folder), "--html"]) == 2
+    assert capsys.readouterr().err == (
+        "error: azdl jobs report: a JOB (r1) or --events-dir, not both\n"
+    )
+    assert main(["jobs", "report", "--events-dir", str(tmp_path), "--html"]) == 2
+    assert "no attempt-*.json in it" in capsys.readouterr().err
