@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from fractions import Fraction
 
 from azdl import ledger
 from azdl.jobs import budget, ledger_job
@@ -35,7 +36,7 @@ class Snapshot:
     goodput_percent: float | None
     book: ledger.Ledger
     gpus: int
-    price: object  # USD per node-hour (Fraction), or None
+    price: Fraction | None  # USD per node-hour
 
     @property
     def ended(self) -> bool:
@@ -46,6 +47,8 @@ class Snapshot:
 
 def snapshot(client, jobs: list, outputs, now: datetime, total_steps: int | None) -> Snapshot:
     """The figures of `jobs`, a job and its retries in order, at `now`."""
+    from azdl.jobs.workspace import TERMINAL  # here: it loads the Azure side
+
     found = ledger_job.chain_events(client, jobs)
     book, gpus, price = ledger_job.chain_ledger(client, jobs, outputs, now, found)
     doc = ledger.document(book, gpus, price)
@@ -54,8 +57,6 @@ def snapshot(client, jobs: list, outputs, now: datetime, total_steps: int | None
     mine = [p for p in paces(found) if p.attempt == latest.name]
     pace = mine[-1] if mine else None
     step = ledger.last_step([e for e in found if e["attempt"] == latest.name])
-    from azdl.jobs.workspace import TERMINAL
-
     ended = status in TERMINAL
     eta = None
     if not ended and pace and total_steps is not None and step is not None:
