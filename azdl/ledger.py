@@ -130,7 +130,8 @@ def _reached_at(events: list[dict], step: int) -> int | None:
     return None
 
 
-def _last_step(events: list[dict]) -> int | None:
+def last_step(events: list[dict]) -> int | None:
+    """The last step `events` tell of (None: none)."""
     steps = [e["step"] for e in events if e["event"] in (*PROGRESS, "end", "exit")]
     steps = [s for s in steps if s is not None]
     return max(steps) if steps else None
@@ -172,7 +173,7 @@ def ledger(attempts: list[Attempt], events: Iterable[dict]) -> Ledger:
     for i, (attempt, evs) in enumerate(segments):
         points = _points(evs)
         later = [_start_step(e) for _, e in segments[i + 1 :] if _start_step(e) is not None]
-        last = _last_step(evs)
+        last = last_step(evs)
         if later:  # done again from the next process's start
             replay_from = later[0]
         elif attempt.failed:  # lost: after its last checkpoint
@@ -198,7 +199,7 @@ def ledger(attempts: list[Attempt], events: Iterable[dict]) -> Ledger:
             node_ms[bucket] += ms * attempt.nodes
     billed = sum((a.end_ms - a.start_ms) * a.nodes for a in attempts)
     queue = sum(a.start_ms - a.created_ms for a in attempts if a.created_ms is not None)
-    last_steps = [s for _, evs in segments if (s := _last_step(evs)) is not None]
+    last_steps = [s for _, evs in segments if (s := last_step(evs)) is not None]
     return Ledger(
         list(attempts), node_ms, billed, queue, max(last_steps) if last_steps else None,
         recomputed_steps, restores, checkpoint_ms,

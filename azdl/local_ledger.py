@@ -34,7 +34,12 @@ def attempts(events_dir: Path) -> list[ledger.Attempt]:
     return sorted(found, key=lambda a: a.start_ms)
 
 
+def book(events_dir: Path) -> tuple[ledger.Ledger, list[dict]]:
+    """(the ledger of every attempt recorded in `events_dir`, their events)."""
+    found = events.read(events_dir)
+    return ledger.ledger(attempts(events_dir), found), found
+
+
 def report(events_dir: Path) -> list[str]:
     """The ledger of every attempt recorded in `events_dir`, as lines."""
-    book = ledger.ledger(attempts(events_dir), events.read(events_dir))
-    return ledger.lines(book, gpus_per_node=0, usd_per_node_hour=None)
+    return ledger.lines(book(events_dir)[0], gpus_per_node=0, usd_per_node_hour=None)

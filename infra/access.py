@@ -62,6 +62,12 @@ COMMAND_ACCESS = (
     ("azdl jobs ledger", ("submit", "workspace-storage"),
      "reads a job and its retries, then downloads their events from the workspace's default "
      "storage", _STORAGE_DOC),
+    ("azdl jobs report", ("submit", "workspace-storage"),
+     "reads a job and its retries, then downloads their events and a failed one's logs from the "
+     "workspace's default storage", _STORAGE_DOC),
+    ("azdl jobs watch", ("submit", "workspace-storage"),
+     "polls a job and its retries, downloading their events from the workspace's default storage "
+     "at each poll", _STORAGE_DOC),
     ("azdl jobs cancel", ("submit",), "cancels a job", _ROLES_DOC),
     ("azdl jobs logs", ("submit", "workspace-storage"),
      "streams a job's logs from the workspace's default storage", _STORAGE_DOC),

@@ -1,8 +1,9 @@
-"""`azdl jobs list | show | logs | cancel | download | ledger`: follow the stack's jobs without
-the Azure CLI, on azure-ai-ml's job operations (`MLClient.jobs`: list, get, stream, begin_cancel,
-download). Each subcommand takes --json for scripts; `show` prints the chain of attempts of
-`azdl submit --max-retries` (the `azdl.attempt` / `azdl.retry_of` tags), `ledger` where their
-node-hours went (azdl.jobs.ledger_job).
+"""`azdl jobs list | show | logs | cancel | download | ledger | report | watch`: follow the
+stack's jobs without the Azure CLI, on azure-ai-ml's job operations (`MLClient.jobs`: list, get,
+stream, begin_cancel, download). Each subcommand but report and watch takes --json for scripts;
+`show` prints the chain of attempts of `azdl submit --max-retries` (the `azdl.attempt` /
+`azdl.retry_of` tags), `ledger` where their node-hours went (azdl.jobs.ledger_job), `report` the
+same as one HTML page (azdl.ledger_page), `watch` the job live (azdl.jobs.watch_job).
 """
 
 import sys
@@ -39,18 +40,27 @@ def register(subparsers) -> None:
         "cancel": (cancel_job, "cancel a job"),
         "download": (download_job, "download a job's logs and outputs (checkpoints...)"),
         "ledger": (job_ledger, "where a job's and its retries' node-hours went, and goodput"),
+        "report": (job_report, "the ledger, throughput and retries as one HTML page"),
+        "watch": (watch_job, "follow a job live: step, pace, ETA, cost, goodput so far"),
     }
     for name, (func, text) in commands.items():
         q = sub.add_parser(name, help=text, description=text)
-        add_stack_options(q)
-        q.add_argument(
-            "--json",
-            action="store_true",
-            help=f"print one JSON document ({SCHEMAS[name]}); stable for scripts",
-        )
+        where = add_stack_options(q)
+        if name in SCHEMAS:
+            q.add_argument(
+                "--json",
+                action="store_true",
+                help=f"print one JSON document ({SCHEMAS[name]}); stable for scripts",
+            )
         if name == "list":
             q.add_argument("--experiment", default="azdl", help="experiment (default azdl)")
             q.add_argument("--limit", type=positive_int, default=20, help="jobs shown (default 20)")
+        elif name == "report":
+            q.add_argument("name", type=job_name, metavar="JOB", nargs="?",
+                           help="the job's name (none with --events-dir)")  # fmt: skip
+            where.add_argument("--events-dir", type=Path, metavar="DIR",
+                               help="a local run's events instead of a job: the folder `azdl "
+                               "train` names at its end (events and attempts: DIR)")  # fmt: skip
         else:
             q.add_argument("name", type=job_name, metavar="JOB", help="the job's name")
         if name == "download":
@@ -61,6 +71,16 @@ def register(subparsers) -> None:
                 help="one named output only (checkpoints, logs, health, outputs); default: "
                 "the job's logs and all its named outputs",
             )
+        if name == "report":
+            q.add_argument("--html", action="store_true", required=True,
+                           help="write the report as one self-contained HTML page (required: "
+                           "the one format there is)")  # fmt: skip
+            q.add_argument("--out", type=Path, default=None, help="file (default ./JOB.html)")
+        if name == "watch":
+            q.add_argument("--every", type=positive_int, default=30, metavar="SECONDS",
+                           help="seconds between polls (default 30)")  # fmt: skip
+            q.add_argument("--steps", type=positive_int, default=None, metavar="N",
+                           help="the optimizer steps the job runs, for its ETA")  # fmt: skip
         q.set_defaults(func=func)
 
 
@@ -258,4 +278,91 @@ def job_ledger(args) -> int:
         return 0
     for line in ledger.lines(book, gpus, price):
         print(line)
+    return 0
+
+
+def _chain_jobs(client, job, outputs, now) -> list:
+    """The Job objects of the job's chain of attempts, in order."""
+    return [_get(client, a["name"]) for a in chain(client, job, outputs, now)]
+
+
+def job_report(args) -> int:
+    from azdl import ledger, ledger_page
+    from azdl.jobs import ledger_job
+    from azdl.pace import paces
+
+    if args.events_dir is not None:
+        return local_report(args)
+    if args.name is None:
+        raise AzdlError("azdl jobs report: name a JOB (with -s STACK or --outputs FILE), or a "
+                        "local run's --events-dir DIR")  # fmt: skip
+    client, outputs = _client(args)
+    job = _get(client, args.name)
+    now = datetime.now(UTC)
+    jobs = _chain_jobs(client, job, outputs, now)
+    found = ledger_job.chain_events(client, jobs)
+    book, gpus, price = ledger_job.chain_ledger(client, jobs, outputs, now, found)
+    retries = [ledger_page.Retry(j.name, getattr(j.status, "value", j.status),
+                                 ledger_job.verdict(client, j)) for j in jobs]  # fmt: skip
+    title = f"azdl ledger of {args.name} ({now:%Y-%m-%d %H:%M} UTC)"
+    text = ledger_page.page(title, ledger.document(book, gpus, price), paces(found), retries)
+    out = args.out or Path(f"{args.name}.html")
+    out.write_text(text)
+    print(f"wrote {out}")
+    return 0
+
+
+def watch_job(args) -> int:
+    from azdl import ledger
+    from azdl.console import make_console
+    from azdl.jobs import watch_job as watching
+
+    client, outputs = _client(args)
+    _get(client, args.name)  # an unknown job: one line, before the first poll
+
+    def chain_of(job):
+        return _chain_jobs(client, job, outputs, datetime.now(UTC))
+
+    def follow(show):
+        return watching.follow(client, args.name, chain_of, outputs, args.every, args.steps, show)
+
+    if sys.stdout.isatty():
+        from rich.live import Live
+        from rich.table import Table
+
+        def table(snap):
+            grid = Table(show_header=False, title=f"azdl jobs watch {args.name}")
+            for name, value in watching.fields(snap):
+                grid.add_row(name, value)
+            return grid
+
+        with Live(console=make_console(), auto_refresh=False) as live:
+            last = follow(lambda snap: live.update(table(snap), refresh=True))
+    else:
+        last = follow(lambda snap: print(watching.line(snap), flush=True))
+    for text in ledger.lines(last.book, last.gpus, last.price):
+        print(text)
+    return 0 if last.status == "Completed" else 1
+
+
+def local_report(args) -> int:
+    """`azdl jobs report --events-dir DIR --html`: the page of a local run (`azdl train`'s)."""
+    from azdl import ledger, ledger_page, local_ledger
+    from azdl.pace import paces
+
+    folder = args.events_dir
+    if args.name is not None:
+        raise AzdlError(f"azdl jobs report: a JOB ({args.name}) or --events-dir, not both")
+    if not sorted(folder.glob("attempt-*.json")):
+        raise AzdlError(f"--events-dir {folder}: no attempt-*.json in it; expected the folder "
+                        "`azdl train` names at its end (events and attempts: DIR)")  # fmt: skip
+    book, found = local_ledger.book(folder)
+    retries = [ledger_page.Retry(a.name, "failed" if a.failed else "completed",
+                                 "a local run: its output says why" if a.failed else "completed")
+               for a in book.attempts]  # fmt: skip
+    title = f"azdl ledger of the local run in {folder}"
+    text = ledger_page.page(title, ledger.document(book, 0, None), paces(found), retries)
+    out = args.out or Path(f"{folder.resolve().parent.name}.html")
+    out.write_text(text)
+    print(f"wrote {out}")
     return 0

@@ -58,8 +58,31 @@ def node_price(job, outputs) -> Fraction | None:
     return None if rate is None else Fraction(str(rate))
 
 
-def chain_ledger(client, jobs: list, outputs, now: datetime) -> tuple[ledger.Ledger, int, Fraction]:
-    """(the ledger of `jobs`, a job and its retries in order, GPUs per node, USD per node-hour)."""
+def chain_events(client, jobs: list) -> list[dict]:
+    """The events of `jobs`, a job and its retries, in time order."""
     found = [e for job in jobs for e in job_events(client, job.name)]
+    return sorted(found, key=lambda e: e["t_ms"])
+
+
+def chain_ledger(
+    client, jobs: list, outputs, now: datetime, found: list[dict] | None = None
+) -> tuple[ledger.Ledger, int, Fraction]:
+    """(the ledger of `jobs`, a job and its retries in order, GPUs per node, USD per node-hour),
+    from `found`, their events (chain_events), downloaded here when not given."""
+    found = chain_events(client, jobs) if found is None else found
     attempts = [attempt_of(job, found, now) for job in jobs]
     return ledger.ledger(attempts, found), outputs.vm_size.gpus, node_price(jobs[-1], outputs)
+
+
+def verdict(client, job) -> str:
+    """What became of one attempt: azdl.jobs.retry.classify's reason from its logs once it has
+    ended, as `azdl submit --max-retries` decides; Azure ML's error text reaches only the log
+    stream, not the Job object, so it is not weighed here."""
+    from azdl.jobs.retry import classify
+    from azdl.jobs.workspace import TERMINAL, job_logs
+
+    status = getattr(job.status, "value", job.status)
+    if status not in TERMINAL:
+        return f"{status}: not ended yet"
+    logs = job_logs(client, job.name) if status == "Failed" else ""
+    return classify(status, "", logs).reason

@@ -39,9 +39,12 @@ NO_STACK = {
     "init": "writes a new project, which has stacks only once it is written",
 }
 # Arguments a command needs besides the stack, so that `-s prod` alone parses.
-ALSO_NEEDS = {"data stage": ["shards"], "diff": ["base.json"]} | {
-    f"jobs {action}": ["JOB-NAME"] for action in ("show", "logs", "cancel", "download", "ledger")
-}
+JOB_ACTIONS = ("show", "logs", "cancel", "download", "ledger", "watch")
+ALSO_NEEDS = (
+    {"data stage": ["shards"], "diff": ["base.json"]}
+    | {f"jobs {action}": ["JOB-NAME"] for action in JOB_ACTIONS}
+    | {"jobs report": ["JOB-NAME", "--html"]}
+)
 
 
 def leaf_commands(parser, prefix=""):
@@ -290,6 +293,8 @@ NO_JSON = {
     "data prepare": "writes shards; the manifest.json it writes is the record",
     "data copy": "runs on a cluster node inside a job",
     "init": "writes a repository; its files are the record",
+    "jobs report": "writes an HTML page; its figures are `azdl jobs ledger --json`'s",
+    "jobs watch": "a live view; `azdl jobs ledger --json` is its record once the job ends",
 }
 SCHEMA_NAME = re.compile(r"\bazdl\.[a-z-]+/v\d+\b")
 

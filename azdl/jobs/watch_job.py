@@ -1,0 +1,139 @@
+"""`azdl jobs watch`: a job and its retries followed until the latest attempt ends. Each poll
+reads the jobs (azure-ai-ml's Job objects) and downloads their events (azdl.jobs.ledger_job),
+and makes a Snapshot: the step, the pace (azdl.pace), the ETA, the cost so far (the ledger's
+billed total: from each attempt's start, queueing left out) and projected, the `--max-cost`
+state, and the goodput so far (the running attempt counted as running, not failed).
+
+Left out: an ETA against `azdl estimate`'s figure (no job carries one: `azdl submit` tags the
+nodes' rate, not a predicted pace) and stragglers (the events are rank 0's alone)."""
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from fractions import Fraction
+
+from azdl import ledger
+from azdl.jobs import budget, ledger_job
+from azdl.pace import paces
+
+NO_ESTIMATE = "no estimate on this job"
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    name: str  # the latest attempt
+    status: str
+    attempts: int
+    step: int | None  # the latest attempt's
+    images_per_s: float | None
+    steps_per_s: float | None
+    eta_s: float | None  # None: no --steps, or no pace yet
+    cost_usd: float | None  # None: unpriced
+    projected_usd: float | None
+    projected_basis: str  # "at the ETA", "to the time limit"
+    max_cost: str  # the --max-cost state, in words
+    goodput_percent: float | None
+    book: ledger.Ledger
+    gpus: int
+    price: Fraction | None  # USD per node-hour
+
+    @property
+    def ended(self) -> bool:
+        from azdl.jobs.workspace import TERMINAL
+
+        return self.status in TERMINAL
+
+
+def snapshot(client, jobs: list, outputs, now: datetime, total_steps: int | None) -> Snapshot:
+    """The figures of `jobs`, a job and its retries in order, at `now`."""
+    from azdl.jobs.workspace import TERMINAL  # here: it loads the Azure side
+
+    found = ledger_job.chain_events(client, jobs)
+    book, gpus, price = ledger_job.chain_ledger(client, jobs, outputs, now, found)
+    doc = ledger.document(book, gpus, price)
+    latest = jobs[-1]
+    status = getattr(latest.status, "value", latest.status)
+    mine = [p for p in paces(found) if p.attempt == latest.name]
+    pace = mine[-1] if mine else None
+    step = ledger.last_step([e for e in found if e["attempt"] == latest.name])
+    ended = status in TERMINAL
+    eta = None
+    if not ended and pace and total_steps is not None and step is not None:
+        eta = max(total_steps - step, 0) / pace.steps_per_s
+    cost = doc["billed"]["usd"]
+    nodes = book.attempts[-1].nodes
+    hourly = None if price is None else float(price) * nodes
+    projected, basis = None, "unknown"
+    if ended:
+        projected, basis = cost, "(ended)"
+    elif hourly is not None and eta is not None:
+        projected, basis = cost + eta / 3600 * hourly, "at the ETA"
+    elif hourly is not None and latest.limits is not None and latest.limits.timeout:
+        ran = (book.attempts[-1].end_ms - book.attempts[-1].start_ms) / 1000
+        left = max(latest.limits.timeout - ran, 0)
+        projected, basis = cost + left / 3600 * hourly, "to the time limit"
+    return Snapshot(
+        latest.name, status, len(jobs), step,
+        pace.samples_per_s if pace else None, pace.steps_per_s if pace else None, eta, cost,
+        None if projected is None else round(projected, 2), basis,
+        max_cost_state(latest, cost), doc["goodput_percent"], book, gpus, price,
+    )  # fmt: skip
+
+
+def max_cost_state(job, cost: float | None) -> str:
+    cap = (job.tags or {}).get(budget.MAX_COST_TAG)
+    if cap is None:
+        return "no --max-cost"
+    if cost is None:
+        return f"--max-cost {cap} USD; spent unknown (unpriced)"
+    return f"--max-cost {cap} USD: {cost:.2f} spent ({cost / float(cap) * 100:.0f}%)"
+
+
+def _minutes(seconds: float | None) -> str:
+    return "-" if seconds is None else str(timedelta(seconds=round(seconds)))
+
+
+def fields(snap: Snapshot) -> list[tuple[str, str]]:
+    """One poll's figures as (name, value) pairs: the live table's rows, the plain line's parts."""
+    eta = _minutes(snap.eta_s)
+    if snap.eta_s is None:
+        eta = "- (" + ("ended" if snap.ended else "no step batch yet" if snap.steps_per_s is None
+                       else "pass --steps") + ")"  # fmt: skip
+    projected = "-" if snap.projected_usd is None else f"{snap.projected_usd:.2f}"
+    return [
+        ("job", f"{snap.name} {snap.status} (attempt {snap.attempts})"),
+        ("step", "-" if snap.step is None else str(snap.step)),
+        ("images/s", "-" if snap.images_per_s is None else f"{snap.images_per_s:.1f}"),
+        ("ETA", f"{eta} ({NO_ESTIMATE})"),
+        ("cost USD", "-" if snap.cost_usd is None else f"{snap.cost_usd:.2f}"),
+        ("projected USD", f"{projected} {snap.projected_basis}"),
+        ("budget", snap.max_cost),
+        ("goodput", "-" if snap.goodput_percent is None else f"{snap.goodput_percent:.1f}%"),
+    ]
+
+
+def line(snap: Snapshot) -> str:
+    """One poll as one plain line (stdout not a terminal)."""
+    return "; ".join(f"{name} {value}" for name, value in fields(snap))
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+# How `follow` waits and reads the time (tests put a fake clock here).
+SLEEP, NOW = time.sleep, now
+
+
+def follow(client, name: str, chain_of: Callable[[object], list], outputs, every: float,
+           total_steps: int | None, show: Callable[[Snapshot], None]) -> Snapshot:  # fmt: skip
+    """Poll every `every` seconds, handing each Snapshot to `show`, until the latest attempt
+    ends; return the last one."""
+    while True:
+        jobs = chain_of(client.jobs.get(name))
+        snap = snapshot(client, jobs, outputs, NOW(), total_steps)
+        show(snap)
+        if snap.ended:
+            return snap
+        SLEEP(every)
