@@ -72,28 +72,41 @@ def said(monkeypatch):
     return lines
 
 
-@pytest.mark.slow  # renders the dev stack (seconds)
-def test_a_failed_run_and_a_run_left_in_azure_name_the_log_and_the_recovery(said):
-    failures = {
-        # the run's operation fails: Azure has the run, the provider reads it back
-        "tensorflow-build": lambda rid, state: OperationFailed(RUN_FAILED, rid, state),
-        # an interrupted `up` left the run in Azure: refused before any PUT
-        "pytorch-build": lambda rid, _state: OperationFailed(already_exists(rid)),
-    }
-    engine = FailingRuns(failures, run_status=lambda _name, _state: "Failed")
+def _render_failing(failures):
+    """Render the dev stack with `failures`; (the line each failing run said, the registry's
+    name, the build contexts' URNs). One failure per render: the engine ends `up` at the first
+    failed step, so a second run's step may or may not have started (its order is the
+    scheduler's), as in a real `pulumi up`."""
+    status = {name: "Failed" for name in failures}  # the other run builds
+    engine = FailingRuns(failures, run_status=lambda name, _state: status.get(name, "Succeeded"))
     with pytest.raises(OperationFailed):
         mocks.render(read_stack_file(DEV), "dev", mocks=engine)
     uploads = {r.name: r.urn for r in engine.resources if r.type == mocks.DYNAMIC}
     (registry,) = [r.inputs["resourceName"] for r in engine.resources if r.type == REGISTRY]
-    by_run = {re.search(r"ACR Tasks run (azdl-\w+)", line).group(1): line for line in said}
-    assert sorted(by_run) == ["azdl-pytorch", "azdl-tensorflow"]
-    failed = by_run["azdl-tensorflow"]
-    assert f"`az acr taskrun logs -r {registry} -n azdl-tensorflow`" in failed
-    assert f"`pulumi up --replace '{uploads['tensorflow-context']}'`" in failed
-    left = by_run["azdl-pytorch"]
-    run_urn = re.search(r"--import-pending-creates '(urn:[^']+)'", left).group(1)
+    return registry, uploads
+
+
+@pytest.mark.slow  # renders the dev stack (seconds)
+def test_a_failed_run_names_its_log_and_the_recovery(said):
+    # the run's operation fails: Azure has the run, the provider reads it back
+    failed = {"tensorflow-build": lambda rid, state: OperationFailed(RUN_FAILED, rid, state)}
+    registry, uploads = _render_failing(failed)
+    (line,) = said
+    assert "ACR Tasks run azdl-tensorflow" in line
+    assert f"`az acr taskrun logs -r {registry} -n azdl-tensorflow`" in line
+    assert f"`pulumi up --replace '{uploads['tensorflow-context']}'`" in line
+
+
+@pytest.mark.slow  # renders the dev stack (seconds)
+def test_a_run_left_in_azure_names_the_pending_create_to_import(said):
+    # an interrupted `up` left the run in Azure: refused before any PUT
+    left = {"pytorch-build": lambda rid, _state: OperationFailed(already_exists(rid))}
+    registry, _ = _render_failing(left)
+    (line,) = said
+    assert "ACR Tasks run azdl-pytorch" in line
+    run_urn = re.search(r"--import-pending-creates '(urn:[^']+)'", line).group(1)
     assert run_urn.endswith("containerregistry:TaskRun::pytorch-build")
-    run_id = re.search(r"--import-pending-creates '(/subscriptions/[^']+)'", left).group(1)
+    run_id = re.search(r"--import-pending-creates '(/subscriptions/[^']+)'", line).group(1)
     assert run_id.endswith(f"/registries/{registry}/taskRuns/azdl-pytorch")
 
 
