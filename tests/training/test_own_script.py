@@ -236,8 +236,8 @@ def test_an_exported_script_job_runs_as_a_node_beside_the_users_own_training_pac
             "['train-00000-of-00002', 'train-00001-of-00002']"
         ) in run.stdout, run.stdout
     assert sorted(p.name for p in (tmp_path / "logs" / "ranks").iterdir()) == [
-        "rank-0.json", "rank-1.json",
-    ]  # the guard's records  # fmt: skip
+        "exit-0-round-0.json", "exit-1-round-0.json", "rank-0.json", "rank-1.json",
+    ]  # the guard's records: each rank's host at its start, its exit record at its end  # fmt: skip
 
 
 @pytest.mark.slow
@@ -258,8 +258,8 @@ def test_a_local_run_under_the_guard_beside_the_users_own_training_package(tmp_p
     for rank in (0, 1):
         assert f"rank {rank}: the user's own training package" in run.stdout, run.stdout
     assert sorted(p.name for p in (tmp_path / "run" / "ranks").iterdir()) == [
-        "rank-0.json", "rank-1.json",
-    ]  # the guard's records  # fmt: skip
+        "exit-0-round-0.json", "exit-1-round-0.json", "rank-0.json", "rank-1.json",
+    ]  # the guard's records: each rank's host at its start, its exit record at its end  # fmt: skip
 
 
 # ---- the segmentation example --------------------------------------------------------------

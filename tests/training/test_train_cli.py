@@ -213,9 +213,11 @@ def test_a_worker_that_fails_is_reported_by_rank_without_horovodruns_traceback(t
     run = azdl("train", "--script", script, "--workers", 2, cwd=tmp_path)
     assert run.returncode == 2, run.stderr
     assert "[1]<stderr>:error: rank 1 cannot go on" in run.stderr
-    assert run.stderr.rstrip("\n").endswith(
-        "error: worker rank 1 failed (exit code 2); its messages are above"
-    )
+    # One line for the failure, then the run's ledger, whose last line names its events' folder.
+    failure = "error: worker rank 1 failed (exit code 2); its messages are above\n"
+    assert run.stderr.count(failure) == 1, run.stderr
+    after = run.stderr.split(failure)[1].splitlines()
+    assert after[-1].startswith("events and attempts: ")
     assert "Traceback" not in run.stderr and "RuntimeError" not in run.stderr
 
 
