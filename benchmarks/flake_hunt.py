@@ -10,7 +10,6 @@ out/flake_hunt/, named in its line. A failure is a finding to fix at its root, n
 """
 
 import argparse
-import multiprocessing
 import re
 import subprocess
 import sys
@@ -25,11 +24,6 @@ from azdl.envs import training_bin  # noqa: E402
 MEASURES = [".", ":(exclude)benchmarks/results"]
 FAILED_RUNS = ROOT / "out" / "flake_hunt"
 FAILED = re.compile(r"^(?:FAILED|ERROR) (\S+)", re.M)
-
-
-def burn(stop) -> None:
-    while not stop.is_set():
-        sum(i * i for i in range(10_000))
 
 
 def python_for(test_file: str) -> str:
@@ -59,6 +53,7 @@ def main() -> int:
     if missing:
         p.error(f"no such test file: {', '.join(missing)} (give paths from the repository root)")
     from bench_results import Run
+    from cpu_load import busy
 
     run = Run(MEASURES)
     title = f"Flaky tests: each file run {a.times} times in a row, {a.load} busy processes beside"
@@ -71,12 +66,7 @@ def main() -> int:
                 for f, t in tally.items()]  # fmt: skip
         return run.write(a.name, title, headers, rows, data={"load": a.load, "times": a.times})
 
-    stop = multiprocessing.Event()
-    burners = [multiprocessing.Process(target=burn, args=(stop,), daemon=True)
-               for _ in range(a.load)]  # fmt: skip
-    for b in burners:
-        b.start()
-    try:
+    with busy(a.load):
         for test_file in a.files:
             t = tally[test_file]
             for i in range(a.times):
@@ -95,10 +85,6 @@ def main() -> int:
                     line += f" (output: {log.relative_to(ROOT)})"
                 print(line, flush=True)
                 write()
-    finally:
-        stop.set()
-        for b in burners:
-            b.join()
     print(write().read_text())
     return 0 if all(t["failed"] == 0 for t in tally.values()) else 1
 

@@ -15,7 +15,6 @@ is what makes the race possible.
 """
 
 import argparse
-import multiprocessing
 import os
 import subprocess
 import sys
@@ -44,11 +43,6 @@ KINDS = {
                          "--timing-warmup-steps", "1"],
     "example script": ["examples/torchrun/ddp_minimal.py", "--epochs", "1"],
 }  # fmt: skip
-
-
-def burn(stop) -> None:
-    while not stop.is_set():
-        sum(i * i for i in range(10_000))
 
 
 def one_run(tree: Path, kind: str, timeout: int) -> dict:
@@ -82,17 +76,10 @@ def stress(tree: Path, runs: int, load: int, label: str, timeout: int = 300,
     """`runs` runs in `tree`, alternating the kinds, with `load` busy processes beside them; a
     table row per kind: label, kind, runs, exit 0, aborts, threads left, census missing.
     `after_each(rows)`: called with the rows so far after every run."""
-    stop = multiprocessing.Event()
-    burners = [multiprocessing.Process(target=burn, args=(stop,), daemon=True)
-               for _ in range(load)]  # fmt: skip
-    for b in burners:
-        b.start()
-    try:
+    from cpu_load import busy
+
+    with busy(load):
         return _measure(tree, runs, label, timeout, after_each or (lambda rows: None))
-    finally:
-        stop.set()
-        for b in burners:
-            b.join()
 
 
 def _measure(tree: Path, runs: int, label: str, timeout: int, after_each) -> list[list]:
