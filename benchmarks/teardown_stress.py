@@ -1,17 +1,18 @@
 """Teardown under load: how many finished two-worker torchrun runs abort on their way out
-("terminate called without an active exception", training/teardown.py), and in how many a
-torch.distributed thread was still alive when the script ended (the abort's precondition).
+("terminate called without an active exception", training/teardown.py) or hang there (past
+--timeout), and in how many a torch.distributed thread was still alive when the worker's
+destroy_process_group() returned (what both need: docs/torchrun.md, "Ending cleanly").
 
     .venv/bin/python benchmarks/teardown_stress.py [--runs 100] [--before REV --before-runs 40]
 
 Runs alternate between the built-in PyTorch flavour (tiny model, 1 epoch) and
 examples/torchrun/ddp_minimal.py (1 epoch), each as `azdl train --launcher torchrun` starts
 them (azdl.launchers.local_torchrun, azdl.local.local_env), while --load busy processes keep
-every core busy. Each worker reports, at exit, the torch.distributed threads still alive
-(benchmarks/teardown_census/). --before REV measures that commit too, in a temporary git
+every core busy. Each worker reports the torch.distributed threads still alive when its
+destroy_process_group() returns (benchmarks/teardown_census/). --before REV measures that commit too, in a temporary git
 worktree, with this checkout's training environment. The abort is a race: its count says what
-happened in these runs; the census says whether the process group outlived the script, which
-is what makes the race possible.
+happened in these runs; the census says whether something else held the process group, which is
+what makes the race possible, and does not depend on luck.
 """
 
 import argparse
@@ -142,7 +143,7 @@ def main() -> int:
     title = (f"Teardown under load: two-worker torchrun runs on this machine with {a.load} busy "
              f"processes beside them; target ≥ 1.00 of this checkout's runs ending "
              f"cleanly")  # fmt: skip
-    headers = ["tree", "script", "runs", "exit 0", "aborts at exit", "threads left at exit",
+    headers = ["tree", "script", "runs", "exit 0", "aborts at exit", "threads left after destroy",
                "census missing"]  # fmt: skip
 
     def write(rows: list[list]) -> Path:

@@ -48,8 +48,15 @@ def main(argv=None) -> None:
     # could abort ("terminate called without an active exception"). Imported above, it binds
     # nothing. docs/torchrun.md, "Ending cleanly".
     dist.init_process_group(backend)
-    rank, world = dist.get_rank(), dist.get_world_size()
+    train(args, device)
+    # The DDP model is gone with train()'s frame: the group's last reference is torch's own, so
+    # destroying it joins Gloo's threads with the GIL released. Destroyed while the model lived,
+    # the group would die later with the model, holding the GIL, and could hang there.
+    dist.destroy_process_group()
 
+
+def train(args: argparse.Namespace, device: torch.device) -> None:
+    rank, world = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(0)  # the same data on every worker; the sampler gives each its share
     x = torch.randn(1024, 16)
     y = x @ torch.randn(16, 1) + 0.1 * torch.randn(1024, 1)
@@ -57,7 +64,8 @@ def main(argv=None) -> None:
     loader = DataLoader(TensorDataset(x, y), batch_size=args.batch_size, sampler=sampler)
 
     model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 1)).to(device)
-    ddp = DistributedDataParallel(model, device_ids=[local_rank] if device.type == "cuda" else None)
+    device_ids = [device.index] if device.type == "cuda" else None
+    ddp = DistributedDataParallel(model, device_ids=device_ids)
     optimizer = torch.optim.SGD(ddp.parameters(), lr=args.lr)
     for epoch in range(1, args.epochs + 1):
         sampler.set_epoch(epoch)
@@ -74,7 +82,6 @@ def main(argv=None) -> None:
     if rank == 0 and args.checkpoint:
         torch.save(model.state_dict(), args.checkpoint)
         print(f"saved {args.checkpoint}")
-    dist.destroy_process_group()
 
 
 if __name__ == "__main__":
