@@ -225,6 +225,8 @@ def run(args: argparse.Namespace) -> int:
     chosen, how = own_script.launcher_for(script, args.launcher, DEFAULT_LAUNCHER)
     if how is not None:
         print(f"azdl: {how}", file=sys.stderr, flush=True)
+    for hazard in own_script.teardown_hazards(script):
+        print(f"warning: {hazard}", file=sys.stderr, flush=True)
     launcher, transport = launcher_of(args, chosen)
     launch_command(  # its checks, before any folder is made
         "", args.workers, launcher, [], script=script, max_restarts=args.max_restarts,

@@ -180,3 +180,67 @@ def shadowed_imports(script: Path, runtime: Path) -> list[str]:
     theirs = {p.stem for p in own.iterdir() if p.suffix == ".py" or (p / "__init__.py").is_file()}
     ours = {p.stem for p in runtime.iterdir() if p.suffix == ".py" or (p / "__init__.py").is_file()}
     return sorted(f"{runtime.name}.{m}" for m in wanted & ours - theirs)
+
+
+def _called(node: ast.Call) -> str | None:
+    """The called name: `f(...)` → f, `a.b.f(...)` → f."""
+    return getattr(node.func, "id", None) or getattr(node.func, "attr", None)
+
+
+def _scope_calls(scope: ast.AST) -> list[ast.Call]:
+    """The calls in a function's (or the module's) own body, not in functions defined in it."""
+    calls, todo = [], list(ast.iter_child_nodes(scope))
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            continue
+        if isinstance(node, ast.Call):
+            calls.append(node)
+        todo.extend(ast.iter_child_nodes(node))
+    return calls
+
+
+def teardown_hazards(script: Path) -> list[str]:
+    """Where the script destroys its process group in the same function that builds its
+    DistributedDataParallel model, after building it, directly or through a function of its own
+    that does (`cleanup()`), as PyTorch's DDP tutorial does (pytorch/tutorials
+    intermediate_source/ddp_tutorial.rst, its elastic_ddp.py, read 2026-11-29): the model's
+    Reducer then holds the group's last reference, and the group dies later with the model,
+    with the GIL held, which can hang a Gloo worker's exit (docs/torchrun.md, "Ending
+    cleanly"). One line per such function."""
+    tree = _source(script)
+    if tree is None:
+        return []
+    ddp_names = {"DistributedDataParallel"} | {
+        alias.asname
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+        if alias.name == "DistributedDataParallel" and alias.asname
+    }
+    functions = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]
+    destroyers = {"destroy_process_group"} | {
+        f.name
+        for f in functions
+        if any(_called(c) == "destroy_process_group" for c in _scope_calls(f))
+    }
+    found = []
+    for scope in [tree, *functions]:
+        calls = _scope_calls(scope)
+        built = sorted(c.lineno for c in calls if _called(c) in ddp_names)
+        destroyed = sorted((c.lineno, _called(c)) for c in calls if _called(c) in destroyers)
+        late = [(line, name) for line, name in destroyed if built and line > built[0]]
+        if late:
+            (line, name), *_ = late
+            where = f"{scope.name}()" if isinstance(scope, ast.FunctionDef) else "the module"
+            call = "destroy_process_group()" + (
+                f" (through {name}())" if name != "destroy_process_group" else ""
+            )
+            found.append(
+                f"{Path(script).name} line {line}: {call} in {where}, which builds "
+                f"DistributedDataParallel (line {built[0]}): the model keeps the group until it "
+                "goes, and the group then dies holding the GIL, which can hang the worker at "
+                "exit; destroy it after the model is gone, e.g. once a function that trains has "
+                'returned (docs/torchrun.md, "Ending cleanly")'
+            )
+    return found

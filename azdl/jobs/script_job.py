@@ -58,18 +58,21 @@ def check(outputs: StackOutputs, request: JobRequest) -> None:
 
 
 def warnings(request: JobRequest) -> list[str]:
-    """What is allowed but most likely fails: the script imports a module of azdl's runtime
-    package that a `training` package of its own, beside it, shadows."""
+    """What is allowed but most likely fails, or may: the script imports a module of azdl's
+    runtime package that a `training` package of its own, beside it, shadows; it destroys its
+    process group where its DDP model still holds it (own_script.teardown_hazards)."""
     import training
 
     script = request.script.path
+    hazards = own_script.teardown_hazards(script)
     missing = own_script.shadowed_imports(script, Path(training.__file__).parent)
     if not missing:
-        return []
+        return hazards
     return [
+        *hazards,
         f"{script.name} imports {', '.join(missing)} from azdl's runtime, but its folder has a "
         "training/ package of its own, which it finds first and which has no such module: the "
-        "job would stop at that import; rename your package (azdl's own steps are not affected)"
+        "job would stop at that import; rename your package (azdl's own steps are not affected)",
     ]
 
 
