@@ -187,17 +187,20 @@ def _called(node: ast.Call) -> str | None:
     return getattr(node.func, "id", None) or getattr(node.func, "attr", None)
 
 
-def _scope_calls(scope: ast.AST) -> list[ast.Call]:
-    """The calls in a function's (or the module's) own body, not in functions defined in it."""
-    calls, todo = [], list(ast.iter_child_nodes(scope))
+def _scope_nodes(scope: ast.AST) -> list[ast.AST]:
+    """The nodes of a function's (or the module's) own body, not of functions defined in it."""
+    nodes, todo = [], list(ast.iter_child_nodes(scope))
     while todo:
         node = todo.pop()
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
             continue
-        if isinstance(node, ast.Call):
-            calls.append(node)
+        nodes.append(node)
         todo.extend(ast.iter_child_nodes(node))
-    return calls
+    return nodes
+
+
+def _scope_calls(scope: ast.AST) -> list[ast.Call]:
+    return [node for node in _scope_nodes(scope) if isinstance(node, ast.Call)]
 
 
 def teardown_hazards(script: Path) -> list[str]:
@@ -207,7 +210,7 @@ def teardown_hazards(script: Path) -> list[str]:
     intermediate_source/ddp_tutorial.rst, its elastic_ddp.py, read 2026-11-29): the model's
     Reducer then holds the group's last reference, and the group dies later with the model,
     with the GIL held, which can hang a Gloo worker's exit (docs/torchrun.md, "Ending
-    cleanly"). One line per such function."""
+    cleanly"). A `del` of the model between the two is the cure. One line per such function."""
     tree = _source(script)
     if tree is None:
         return []
@@ -226,10 +229,31 @@ def teardown_hazards(script: Path) -> list[str]:
     }
     found = []
     for scope in [tree, *functions]:
-        calls = _scope_calls(scope)
+        nodes = _scope_nodes(scope)
+        calls = [node for node in nodes if isinstance(node, ast.Call)]
         built = sorted(c.lineno for c in calls if _called(c) in ddp_names)
         destroyed = sorted((c.lineno, _called(c)) for c in calls if _called(c) in destroyers)
-        late = [(line, name) for line, name in destroyed if built and line > built[0]]
+        # `model = DistributedDataParallel(...)` ... `del model` before the destroy: the cure
+        models = {
+            target.id
+            for node in nodes
+            if isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call)
+            and _called(node.value) in ddp_names
+            for target in node.targets
+            if isinstance(target, ast.Name)
+        }
+        dropped = [
+            node.lineno
+            for node in nodes
+            if isinstance(node, ast.Delete)
+            and any(isinstance(t, ast.Name) and t.id in models for t in node.targets)
+        ]
+        late = [
+            (line, name)
+            for line, name in destroyed
+            if built and line > built[0] and not any(built[0] < d < line for d in dropped)
+        ]
         if late:
             (line, name), *_ = late
             where = f"{scope.name}()" if isinstance(scope, ast.FunctionDef) else "the module"

@@ -49,6 +49,10 @@ def main():
 
 main()
 """
+# The same, with the model dropped before the group: the cure, said nothing about.
+DROPPED_FIRST = ONE_FUNCTION.replace(
+    "    dist.destroy_process_group()", "    del model\n    dist.destroy_process_group()"
+)
 HAZARD = (
     "the model keeps the group until it goes, and the group then dies holding the GIL, which can "
     "hang the worker at exit; destroy it after the model is gone, e.g. once a function that "
@@ -89,8 +93,12 @@ def test_train_names_it_before_anything_runs(tmp_path, capsys):
     assert err[-1].startswith("error: --run-dir"), err
 
 
-def test_the_example_that_trains_in_its_own_function_is_not_named(outputs_file, tmp_path, capsys):
+@pytest.mark.parametrize("cured", ["example", "del"])
+def test_a_script_whose_model_goes_first_is_not_named(outputs_file, tmp_path, capsys, cured):
+    """The example trains in a function of its own; the other drops the model with `del`."""
     script = PACKAGES_ROOT / "examples" / "torchrun" / "ddp_minimal.py"
+    if cured == "del":
+        script = write(tmp_path, DROPPED_FIRST)
     code = main(["submit", "--outputs", str(outputs_file()), "--script", str(script),
                  "--storage", "synthetic", "--export", str(tmp_path / "job.yml")])  # fmt: skip
     assert code == 0 and "warning:" not in capsys.readouterr().err

@@ -1,13 +1,19 @@
 """A torchrun run that finished exits 0 (training/teardown.py): the abort at exit made certain
-by a user's script whose process group outlives it, and named by `azdl train` in one line; and
+by a user's script whose process group outlives it, and named by `azdl train` in one line; the
+hang at exit made certain by one whose DDP model outlives its group; and
 two-worker runs of the built-in flavour and the example under CPU load, as CI's short version of
 benchmarks/teardown_stress.py, none of which may leave a torch.distributed thread alive."""
 
+import contextlib
 import importlib.util
 import os
+import queue
 import subprocess
 import sys
+import threading
+import time
 
+import psutil
 import pytest
 
 from azdl.envs import PACKAGES_ROOT
@@ -15,6 +21,7 @@ from training.teardown import TEARDOWN_ABORT
 
 pytestmark = pytest.mark.slow
 SCRIPT = PACKAGES_ROOT / "tests" / "training" / "teardown_script.py"
+HANG_S = 15  # how long rank 0 must outlast rank 1 to count as hung
 
 
 def azdl_train(*args: str) -> subprocess.CompletedProcess:
@@ -40,6 +47,40 @@ def test_a_group_that_outlives_the_script_aborts_at_exit_and_azdl_says_so_in_one
     clean = azdl_train("--launcher", "torchrun", "--script", str(SCRIPT))
     assert clean.returncode == 0, clean.stdout + clean.stderr
     assert TEARDOWN_ABORT not in clean.stdout + clean.stderr
+
+
+def test_a_model_that_outlives_its_group_hangs_rank_0_for_good():
+    """--hold: the group destroyed while the DDP model lives dies with the model, holding the
+    GIL, while a Gloo thread's callback waits for it: rank 1 returns, rank 0 never does (the
+    clean run, same script and model, is the test above). Watched line by line; killed after."""
+    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"} | {
+        "PYTHONPATH": str(PACKAGES_ROOT)
+    }
+    cmd = [str(PACKAGES_ROOT / ".venv" / "bin" / "python"), "-m", "azdl", "train",
+           "--launcher", "torchrun", "--script", str(SCRIPT), "--", "--hold"]  # fmt: skip
+    proc = subprocess.Popen(cmd, cwd=PACKAGES_ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(x) for x in proc.stdout], daemon=True).start()
+    seen, deadline = [], time.monotonic() + 240
+    try:
+        while not any("rank 1: script returned" in x for x in seen):
+            assert proc.poll() is None and time.monotonic() < deadline, "".join(seen)
+            with contextlib.suppress(queue.Empty):
+                seen.append(lines.get(timeout=1))
+        time.sleep(HANG_S)  # rank 0 ends within a second of rank 1 when nothing holds the GIL
+        while not lines.empty():
+            seen.append(lines.get())
+        assert proc.poll() is None, "".join(seen)  # still running: rank 0 hangs
+        assert not any("rank 0: script returned" in x for x in seen), "".join(seen)
+    finally:
+        if proc.poll() is None:  # hung, as it should: end azdl, torchrun and both workers
+            family = psutil.Process(proc.pid).children(recursive=True)
+            proc.kill()
+            for process in family:
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    process.kill()
+        proc.wait(timeout=30)
 
 
 def _stress_module():
