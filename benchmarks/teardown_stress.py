@@ -9,10 +9,10 @@ Runs alternate between the built-in PyTorch flavour (tiny model, 1 epoch) and
 examples/torchrun/ddp_minimal.py (1 epoch), each as `azdl train --launcher torchrun` starts
 them (azdl.launchers.local_torchrun, azdl.local.local_env), while --load busy processes keep
 every core busy. Each worker reports the torch.distributed threads still alive when its
-destroy_process_group() returns (benchmarks/teardown_census/). --before REV measures that commit too, in a temporary git
-worktree, with this checkout's training environment. The abort is a race: its count says what
-happened in these runs; the census says whether something else held the process group, which is
-what makes the race possible, and does not depend on luck.
+destroy_process_group() returns (benchmarks/teardown_census/). --before REV measures that
+commit too, in a temporary git worktree, with this checkout's training environment. The abort
+and the hang are races: their counts say what happened in these runs; the census says whether
+something else held the process group, which makes both possible, and does not depend on luck.
 """
 
 import argparse
@@ -56,12 +56,15 @@ def one_run(tree: Path, kind: str, timeout: int) -> dict:
             "AZDL_TEARDOWN_PY": str(ROOT / "training" / "teardown.py"),
             "AZDL_CENSUS_DIR": census_dir,
         }
+        proc = subprocess.Popen(cmd, cwd=tree, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)  # fmt: skip
         try:
-            proc = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True,
-                                  timeout=timeout)  # fmt: skip
-            code, out = proc.returncode, proc.stdout + proc.stderr
-        except subprocess.TimeoutExpired as exc:
-            code, out = "timeout", (exc.stdout or b"").decode() + (exc.stderr or b"").decode()
+            out, code = proc.communicate(timeout=timeout)[0], proc.returncode
+        except subprocess.TimeoutExpired:
+            # torchrun starts each worker in a session of its own, so killing torchrun would
+            # leave a hung worker alive; SIGTERM makes it stop them (SIGTERM, then SIGKILL).
+            proc.terminate()
+            out, code = proc.communicate(timeout=120)[0], "timeout"
         census = [p.read_text() for p in sorted(Path(census_dir).glob("rank-*"))]
     return {
         "code": code,
