@@ -57,6 +57,13 @@ def _recipe_line(output: str) -> str:
 
 
 def _launch_runs(framework: str, runs: list[list]) -> list[Run]:
+    """Each of `runs` on 2 workers, one horovodrun each (a second hvd.init in the same processes
+    raced the first's Gloo shutdown: "connect ...: Connection refused" in a cold make test at
+    27b3749); rank 0's output of each."""
+    return [run for argv in runs for run in _launch(framework, [argv])]
+
+
+def _launch(framework: str, runs: list[list]) -> list[Run]:
     """2 workers run `runs` one after the other; rank 0's output of each, apart."""
     cmd = [
         str(training_bin("horovodrun")), "--gloo", "-np", "2", "-H", "localhost:2",
