@@ -24,15 +24,16 @@ SCRIPT = PACKAGES_ROOT / "tests" / "training" / "teardown_script.py"
 HANG_S = 15  # how long rank 0 must outlast rank 1 to count as hung
 
 
+# `azdl train` as a user runs it (the operator environment), this checkout's code.
+AZDL_TRAIN = [str(PACKAGES_ROOT / ".venv" / "bin" / "python"), "-m", "azdl", "train"]
+ENV = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"} | {
+    "PYTHONPATH": str(PACKAGES_ROOT)
+}
+
+
 def azdl_train(*args: str) -> subprocess.CompletedProcess:
-    """`azdl train` as a user runs it (the operator environment), this checkout's code."""
-    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"} | {
-        "PYTHONPATH": str(PACKAGES_ROOT)
-    }
-    return subprocess.run(
-        [str(PACKAGES_ROOT / ".venv" / "bin" / "python"), "-m", "azdl", "train", *args],
-        cwd=PACKAGES_ROOT, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    return subprocess.run([*AZDL_TRAIN, *args], cwd=PACKAGES_ROOT, env=ENV, capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
 
 
 def test_a_group_that_outlives_the_script_aborts_at_exit_and_azdl_says_so_in_one_line():
@@ -53,12 +54,8 @@ def test_a_model_that_outlives_its_group_hangs_rank_0_for_good():
     """--hold: the group destroyed while the DDP model lives dies with the model, holding the
     GIL, while a Gloo thread's callback waits for it: rank 1 returns, rank 0 never does (the
     clean run, same script and model, is the test above). Watched line by line; killed after."""
-    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"} | {
-        "PYTHONPATH": str(PACKAGES_ROOT)
-    }
-    cmd = [str(PACKAGES_ROOT / ".venv" / "bin" / "python"), "-m", "azdl", "train",
-           "--launcher", "torchrun", "--script", str(SCRIPT), "--", "--hold"]  # fmt: skip
-    proc = subprocess.Popen(cmd, cwd=PACKAGES_ROOT, env=env, stdout=subprocess.PIPE,
+    cmd = [*AZDL_TRAIN, "--launcher", "torchrun", "--script", str(SCRIPT), "--", "--hold"]
+    proc = subprocess.Popen(cmd, cwd=PACKAGES_ROOT, env=ENV, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)  # fmt: skip
     lines: queue.Queue = queue.Queue()
     threading.Thread(target=lambda: [lines.put(x) for x in proc.stdout], daemon=True).start()
