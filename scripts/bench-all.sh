@@ -22,6 +22,8 @@ if [ "${QUICK:-0}" != 1 ]; then
     "$op" benchmarks/p2_launchers.py
     "$op" benchmarks/p1_vs_horovod.py --rounds 2
     "$op" benchmarks/teardown_stress.py --before 86465dd --before-runs 20
+    # make test itself, per stream and file, against the run test_time.json recorded last.
+    "$op" benchmarks/test_time.py
     # Every test file that starts processes, 5 times in a row beside one busy process per core.
     "$op" benchmarks/flake_hunt.py --times 5 --load "$(nproc)" \
         $(grep -rlE "subprocess|Popen|launch\(" tests --include='test_*.py' | sort)
