@@ -34,9 +34,11 @@ class Run:
         return [float(x) for x in re.findall(rf"\b{name}: ([0-9.e+-]+)", self.output)]
 
 
-def launch(framework, workers, args, launcher="horovod", timeout=240, transport="gloo") -> Run:
+def launch(
+    framework, workers, args, launcher="horovod", timeout=240, transport="gloo", env=None
+) -> Run:
     cmd = launch_command(framework, workers, launcher, [str(a) for a in args], transport=transport)
-    env = training_env({"TF_CPP_MIN_LOG_LEVEL": "1"})
+    env = training_env({"TF_CPP_MIN_LOG_LEVEL": "1", **(env or {})})
     proc = subprocess.run(
         cmd,
         cwd=PACKAGES_ROOT,

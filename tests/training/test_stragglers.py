@@ -1,8 +1,8 @@
 """Stragglers: each rank's own compute per step (training.torch.compute_clock), gathered once per
 epoch, names the slow rank and its host (training.epoch_log). Real workers under Horovod
 (horovodrun --gloo) and torchrun, one of them made slow on purpose by
-tests/training/slow_rank.py; a balanced run names none (tests/training/test_mlflow_metrics.py,
-whose 2-worker run is one)."""
+tests/training/slow_rank.py; a balanced run names none (tests/training/mlflow_run.py, on the
+2-worker synthetic run of test_torch_training.py)."""
 
 import re
 import subprocess

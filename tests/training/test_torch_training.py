@@ -8,16 +8,16 @@ micro-batches are the same computation: their final weights must agree to float 
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
-from conftest import TINY, Run, launch, worker_pids, write_tiny_tfrecords
+from conftest import TINY, Run, launch, write_tiny_tfrecords
+from mlflow_run import TORCH_ARGS, check_run
 
 from azdl.envs import PACKAGES_ROOT, training_env
+from azdl.jobs.safeguards import local_mlflow_uri
 from azdl.local import launch_command
 from training.throughput import FIELDS, SCHEMA, parse_throughput_lines
 
@@ -38,8 +38,9 @@ def synthetic(tmp_path_factory):
     common = [*TINY, *SGD, "--epochs", EPOCHS, "--steps-per-epoch", STEPS]
     outputs = ["--dump-weights", root / "two", "--checkpoint-dir", root / "ckpt"]
     outputs += ["--log-dir", root / "tb", "--val-steps", 2]
+    mlflow = {"MLFLOW_TRACKING_URI": local_mlflow_uri(root)}
     runs = {
-        "two": launch("torch", 2, [*common, "--batch-size", 8, *outputs]),
+        "two": launch("torch", 2, [*common, "--batch-size", 8, *outputs, *TORCH_ARGS], env=mlflow),
         "one": launch("torch", 1, [*common, "--batch-size", 16, "--dump-weights", root / "one"]),
         "accum": launch(
             "torch",
@@ -107,6 +108,12 @@ def test_two_workers_equal_one_worker_with_double_batch_or_accumulation(syntheti
         travelled = np.abs(one[name] - initial[name]).max()
         off = np.abs(two[name] - one[name]).max()
         assert off <= 0.01 * travelled, f"{name}: {off:.2e} apart, moved {travelled:.2e}"
+
+
+@pytest.mark.training_env
+def test_the_two_worker_run_logged_each_metric_once_per_epoch_from_rank_0(synthetic):
+    root, runs = synthetic
+    check_run(local_mlflow_uri(root), "torch", EPOCHS, runs["two"].output)
 
 
 def test_rank0_checkpoints_and_logs(synthetic):
@@ -208,56 +215,6 @@ def test_tfrecords_train_and_validate_with_tensorflow_unimportable(tmp_path):
     # 48 training images / (8 × 2) = 3 steps per epoch, counted from the shards.
     assert record["timed_steps"] == 5 * 3 - 2
     assert list((tmp_path / "tb").glob("events.out.tfevents.*"))
-
-
-def test_resume_after_a_worker_is_killed(tmp_path):
-    ckpt = tmp_path / "ckpt"
-    epochs, steps = 12, 30
-    sgd = ["--lr-decay", "none", "--base-lr", "1", "--timing-warmup-steps", "2"]
-    args = [*TINY, *sgd, "--batch-size", 8, "--epochs", epochs, "--steps-per-epoch", steps]
-    args += ["--checkpoint-dir", ckpt]
-    cmd = launch_command("torch", 2, "horovod", [str(a) for a in args])
-    env = training_env({"TF_CPP_MIN_LOG_LEVEL": "1"})
-    first = subprocess.Popen(
-        cmd, cwd=PACKAGES_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-    printed = []
-    deadline = time.monotonic() + 180
-    for line in first.stdout:
-        if "- loss: " in line and "epoch " in line:
-            printed.append(line)
-        if len(printed) == 2 or time.monotonic() > deadline:
-            break
-    assert len(printed) == 2, "the first run never finished 2 epochs"
-    (victim,) = worker_pids("training.torch.train", str(ckpt), "HOROVOD_RANK=1")
-    os.kill(victim, signal.SIGKILL)
-    rest = first.communicate(timeout=60)[0]
-    assert first.returncode != 0  # the job stopped: a static Horovod job can't lose a worker
-    last_printed = max(int(line.split("epoch ")[1].split("/")[0]) for line in printed + [
-        line for line in rest.splitlines() if "- loss: " in line
-    ])  # fmt: skip
-    assert last_printed < epochs, "the kill came too late to test anything"
-
-    resumed_at = json.loads((ckpt / "progress.json").read_text())["epoch"]
-    assert resumed_at >= last_printed - 1  # at most one checkpoint interval (an epoch) lost
-
-    second = launch("torch", 2, [*args, "--dump-weights", tmp_path / "w"])
-    assert second.returncode == 0, second.output
-    assert (
-        f"resuming from {ckpt / f'ckpt-{resumed_at:05d}.pt'} at epoch {resumed_at} "
-        f"(step {resumed_at * steps})" in second.output
-    )
-    assert f"epoch {resumed_at}/{epochs} -" not in second.output
-    assert f"epoch {resumed_at + 1}/{epochs} -" in second.output
-    assert len(second.losses()) == epochs - resumed_at
-    # The weights came back: the first resumed epoch is far below the first run's first epoch.
-    first_loss = float(printed[0].split("loss: ")[1].split()[0])
-    assert second.losses()[0] < 0.5 * first_loss
-    progress = json.loads((ckpt / "progress.json").read_text())
-    assert (progress["epoch"], progress["global_step"]) == (epochs, epochs * steps)
-    rank0, rank1 = _weights(tmp_path / "w", 0), _weights(tmp_path / "w", 1)
-    for name in rank0:
-        np.testing.assert_array_equal(rank0[name], rank1[name], err_msg=name)
 
 
 def test_bad_input_ends_in_a_clear_error_and_exit_code_2(tmp_path):
