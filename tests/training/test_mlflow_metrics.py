@@ -4,10 +4,19 @@ training tests' synthetic runs (tests/training/mlflow_run.py), which run with on
 
 import os
 
+import mlflow
 import pytest
 
 from azdl.jobs.safeguards import local_mlflow_uri
 from training import epoch_log
+
+# MLflow's import configures its loggers with logging.config.dictConfig, which closes every
+# handler already there (logging/config.py, _clearExistingHandlers); absl's handler, which
+# TensorFlow's import puts on the root logger, closes its stream unless it is the current
+# sys.stderr (absl/logging/__init__.py, PythonHandler.close). Imported first inside a capsys test
+# after a test that imported TensorFlow, MLflow closed pytest's own capture of stderr, and the
+# training stream's pytest died at its end ("lost sys.stderr", a cold make test at 5b97201).
+# Imported while the module is collected, it clears the handlers before any test imports TF.
 
 
 def test_node_throughput_adds_up_the_ranks_of_each_node():
@@ -71,7 +80,6 @@ def test_an_unreachable_tracking_server_warns_once_and_the_run_goes_on(monkeypat
 @pytest.mark.slow
 @pytest.mark.training_env
 def test_a_server_lost_mid_run_costs_one_warning(monkeypatch, tmp_path, capsys):
-    import mlflow
 
     from training import metrics
 
