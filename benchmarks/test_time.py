@@ -69,6 +69,11 @@ def read_log(text: str) -> dict:
     return streams
 
 
+def per_file(streams: dict) -> dict[str, float]:
+    """Each test file's seconds, whichever stream ran it."""
+    return {f: t for name in STREAMS for f, t in streams[name]["files"].items()}
+
+
 def run_suite(log: Path) -> tuple[int, float]:
     """scripts/test.sh --durations=0 in this checkout, its output to the terminal and `log`."""
     started = time.perf_counter()
@@ -131,15 +136,9 @@ def main() -> int:
                      f"{share:.2f}", "" if target is None else f"≤ {target:.2f}", verdict,
                      after[name]["summary"]])  # fmt: skip
         figures[f"{name} share"] = Figure(share, 1)
-    names = sorted(
-        {f for s in STREAMS for f in (*before[s]["files"], *after[s]["files"])},
-        key=lambda f: -max(before[s]["files"].get(f, 0) + after[s]["files"].get(f, 0)
-                           for s in STREAMS),
-    )  # fmt: skip
-    files = [
-        [f, *(f"{sum(r[s]['files'].get(f, 0) for s in STREAMS):.0f}" for r in (before, after))]
-        for f in names[:25]
-    ]
+    was, now = per_file(before), per_file(after)
+    slowest = sorted(was.keys() | now.keys(), key=lambda f: -(was.get(f, 0) + now.get(f, 0)))
+    files = [[f, f"{was.get(f, 0):.0f}", f"{now.get(f, 0):.0f}"] for f in slowest[:25]]
     run.write(
         "test_time",
         f"`make test`'s streams, seconds: before ({before_commit}) and after ({commit}), "
