@@ -51,6 +51,20 @@ def labelled(python: str = "python") -> list[str]:
     return [*module_command("training.rank_output", python), "--"]
 
 
+def local_horovodrun(python: str, workers: int) -> list[str]:
+    """horovodrun --gloo for `workers` processes here, its Gloo check read without importing
+    TensorFlow (training/horovodrun.py), the worker's command given after it."""
+    hosts = f"localhost:{workers}"
+    return [
+        *module_command("training.horovodrun", python),
+        "--gloo",
+        "-np",
+        str(workers),
+        "-H",
+        hosts,
+    ]
+
+
 def local_torchrun(python: str, workers: int, max_restarts: int) -> list[str]:
     """torchrun for `workers` processes here, its rendezvous on a free local port (--standalone:
     torchrun's c10d store), the worker's command given after it as is (--no-python)."""

@@ -18,6 +18,7 @@ from azdl.launchers import (
     TORCHRUN_ENV,
     TRANSPORTS,
     labelled,
+    local_horovodrun,
     local_torchrun,
 )
 from azdl.paths import folder_or_nothing
@@ -117,10 +118,7 @@ def launch_command(
     if transport not in TRANSPORTS:
         raise AzdlError(f"unknown transport {transport!r}; allowed: {', '.join(TRANSPORTS)}")
     if transport == "gloo":
-        hosts = f"localhost:{workers}"
-        return [
-            str(training_bin("horovodrun")), "--gloo", "-np", str(workers), "-H", hosts, *worker,
-        ]  # fmt: skip
+        return [*local_horovodrun(str(training_bin("python")), workers), *worker]
     mpirun = shutil.which("mpirun")
     if mpirun is None:
         raise AzdlError("--transport mpi needs Open MPI's mpirun (make setup-training installs it)")

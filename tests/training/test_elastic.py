@@ -18,6 +18,7 @@ import pytest
 from conftest import TINY, worker_pids
 
 from azdl.envs import PACKAGES_ROOT, training_bin, training_env
+from azdl.runtime import module_command
 
 pytestmark = pytest.mark.slow
 
@@ -37,7 +38,7 @@ def test_killing_a_worker_does_not_stop_elastic_training(framework, tmp_path):
     module, *flags = ENTRY[framework]
     ckpt = tmp_path / "ckpt"
     cmd = [
-        str(training_bin("horovodrun")),
+        *module_command("training.horovodrun", str(training_bin("python"))),
         "-np", "2", "--min-np", "1", "--max-np", "2",
         "--host-discovery-script", str(discovery), "--gloo",
         str(training_bin("python")), "-m", module, *flags,

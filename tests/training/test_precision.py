@@ -82,13 +82,14 @@ def test_keras_fp16_allreduce_compresses_the_scaled_gradients(tmp_path, accum):
     import subprocess
 
     from azdl.envs import PACKAGES_ROOT, training_bin, training_env
+    from azdl.launchers import local_horovodrun
 
     script = tmp_path / "scaled_allreduce.py"
     script.write_text(SCALED_ALLREDUCE)
     argv = ["--precision", "fp16", "--fp16-allreduce", "--batch-size", str(8 // accum)]
     argv += ["--grad-accum", str(accum)]
     proc = subprocess.run(
-        [str(training_bin("horovodrun")), "--gloo", "-np", "2", "-H", "localhost:2",
+        [*local_horovodrun(str(training_bin("python")), 2),
          str(training_bin("python")), str(script), *argv],
         cwd=PACKAGES_ROOT,
         env=training_env({"TF_CPP_MIN_LOG_LEVEL": "2"}),

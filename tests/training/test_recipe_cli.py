@@ -30,6 +30,7 @@ import pytest
 from conftest import Run
 
 from azdl.envs import PACKAGES_ROOT, training_bin, training_env
+from azdl.launchers import local_horovodrun
 from training.data import synthetic
 
 pytestmark = pytest.mark.slow
@@ -71,7 +72,7 @@ def _launch_runs(framework: str, runs: list[list]) -> list[Run]:
 def _launch(framework: str, runs: list[list]) -> list[Run]:
     """2 workers run `runs` one after the other; rank 0's output of each, apart."""
     cmd = [
-        str(training_bin("horovodrun")), "--gloo", "-np", "2", "-H", "localhost:2",
+        *local_horovodrun(str(training_bin("python")), 2),
         str(training_bin("python")), "tests/training/cli_runs.py", framework,
         json.dumps([[str(a) for a in argv] for argv in runs]),
     ]  # fmt: skip
