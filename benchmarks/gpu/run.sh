@@ -27,7 +27,8 @@
 #
 # bash benchmarks/gpu/run.sh --smoke [DIR] [measure | horovod]  rehearses the command on a CPU
 # machine after `make setup`, as CI does (tests/training/test_gpu_bench.py): a fresh virtual
-# environment with the pinned CPU torch, pip, setuptools and wheel in place of the GPU image,
+# environment in place of the GPU image, with the images' pip, setuptools and wheel and the pinned
+# CPU torch (linked from .venv-train, which set-up installed from the same pins),
 # prep.sh's carry with wheels for that Python, every variant for 2 steps on CPU (tiny model,
 # 32 px; the GPU-decode variant decodes on CPU; no sync check: it needs CUDA), then, in place of
 # a second Horovod build, the wheel scripts/setup-training.sh built for .venv-train (the same
@@ -367,16 +368,20 @@ case $mode in
             rm -rf "$smoke/venv"
             # The training environment's interpreter, whose CPU torch build pip finds.
             "$("$train/bin/python" -c "import sys; print(sys._base_executable)")" -m venv "$smoke/venv"
-            # What the GPU image has and this machine's CPU build stands in for, and the pip,
-            # setuptools and wheel the images pin (training/install/image-steps.sh).
-            pins=()
+            # The pip, setuptools and wheel the images pin (training/install/image-steps.sh),
+            # then what the GPU image has and this machine's CPU build stands in for, at the
+            # training requirements' pins: linked from the training environment, which set-up
+            # installed from the same pins (benchmarks/gpu/link_pins.py refuses any other).
+            tools=() pins=()
+            for name in pip setuptools wheel; do
+                tools+=("$name==$(sed -n "s/^${name^^}_VERSION=//p" training/install/image-steps.sh)")
+            done
+            "$python" -m pip install -q "${tools[@]}"
             for name in torch numpy pillow psutil PyYAML cloudpickle packaging; do
                 pins+=("$(grep -E "^$name==" training/requirements.txt | cut -d' ' -f1)")
             done
-            for name in pip setuptools wheel; do
-                pins+=("$name==$(sed -n "s/^${name^^}_VERSION=//p" training/install/image-steps.sh)")
-            done
-            "$python" -m pip install -q "${pins[@]}"
+            "$train/bin/python" benchmarks/gpu/link_pins.py \
+                "$("$python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" "${pins[@]}"
             version=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
             log "carry for CPython $version"
             GPU_CARRY=$carry GPU_PYTHON_VERSION=$version PYTHON=$train/bin/python \

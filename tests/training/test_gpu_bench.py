@@ -1,6 +1,7 @@
 """The GPU benchmark's scripts (benchmarks/gpu/), as far as a machine without a GPU can check
-them: the whole one-command kit through `run.sh --smoke` (a fresh environment with the pinned
-CPU torch and build tools, every P3 variant on CPU, then the Horovod wheel the training
+them: the whole one-command kit through `run.sh --smoke` (a fresh environment with the images'
+build tools and the pinned CPU torch, linked from the training environment; every P3 variant on
+CPU; then the Horovod wheel the training
 environment's set-up built, installed and checked as a GPU run installs its own, and its row)
 in a copy of the repository without .git; a wheel from another recipe is refused; a failed
 variant or Horovod build (built from the carried source with the pinned CMake) is listed and the
@@ -14,6 +15,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+from importlib.metadata import version
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -25,6 +27,7 @@ from azdl.envs import PACKAGES_ROOT, TRAINING_VENV, training_env
 GPU = Path(PACKAGES_ROOT) / "benchmarks" / "gpu"
 sys.path.insert(0, str(GPU))
 
+import link_pins  # noqa: E402
 import p3_report  # noqa: E402
 import p3_resnet50  # noqa: E402
 
@@ -81,6 +84,8 @@ def test_one_command_runs_every_variant_then_the_horovod_row_on_the_set_up_build
     assert order == [*NO_BUILD, HOROVOD_ROW]
     assert proc.stdout.index("--label ddp-1-process") < proc.stdout.index("Horovod: the wheel")
     assert "building Horovod" not in proc.stdout
+    (linked,) = re.findall(r"^linked from .*", proc.stdout, re.M)
+    assert f"torch {version('torch')}," in linked and f"numpy {version('numpy')}," in linked
     assert "was built from this tree's recipe" in proc.stdout
     wheel = re.search(r"Horovod installed in \S+/kit/site from (\S+\.whl)", proc.stdout)
     assert wheel and wheel[1].startswith(f"{repo}/.venv-train/horovod-wheel/horovod-0.28.1-")
@@ -183,6 +188,13 @@ def test_a_failed_horovod_build_is_listed_and_stops_nothing_before_it(smoke):
     assert report["failed"] == [
         {"label": HOROVOD_ROW, "failed": "Horovod did not build; log: build.log"}
     ]
+
+
+def test_the_images_stand_in_refuses_a_pin_the_training_environment_does_not_hold(tmp_path, capsys):
+    assert link_pins.main(str(tmp_path), ["torch==2.0.0", f"numpy=={version('numpy')}"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and f"torch {version('torch')}, pinned ==2.0.0" in err
+    assert list(tmp_path.iterdir()) == []  # nothing linked
 
 
 @pytest.mark.parametrize(
