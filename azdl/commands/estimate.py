@@ -10,6 +10,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from azdl import project
 from azdl.commands.options import completes_stacks
 from azdl.console import make_console, print_json, print_table
 from azdl.errors import AzdlError
@@ -86,8 +87,8 @@ def register(subparsers) -> None:
         help="results.json of an `azdl bench` on a cluster (repeatable)",
     )
     rate.add_argument("--gpu-results", type=Path, metavar="FILE",
-                      help="the GPU kit's p3_gpu.json (default: benchmarks/results/p3_gpu.json "
-                      "when it exists)")  # fmt: skip
+                      help="the GPU kit's p3_gpu.json (default: the project's "
+                      "benchmarks/results/p3_gpu.json when it exists)")  # fmt: skip
     rate.add_argument(
         "--per-gpu-rate",
         type=float,
@@ -136,6 +137,16 @@ def register(subparsers) -> None:
         "them)",
     )
     p.set_defaults(func=run)
+
+
+def _project_kit_results() -> Path | None:
+    """The project's benchmarks/results/p3_gpu.json, where the GPU kit writes it; None outside
+    a project (an estimate needs none) or where the kit has not run."""
+    try:
+        path = project.root() / GPU_KIT_RESULTS
+    except AzdlError:
+        return None
+    return path if path.is_file() else None
 
 
 def _above_zero(v):
@@ -271,9 +282,9 @@ def run(args: argparse.Namespace) -> int:
     kit_note = None
     if args.gpu_results is not None:
         read_gpu_kit(args.gpu_results, inputs)
-    elif GPU_KIT_RESULTS.is_file():  # read by default: a file it cannot use is said, not fatal
+    elif (kit := _project_kit_results()) is not None:  # a file it cannot use is said, not fatal
         try:
-            read_gpu_kit(GPU_KIT_RESULTS, inputs)
+            read_gpu_kit(kit, inputs)
         except AzdlError as exc:
             kit_note = f"{exc}; not used (--gpu-results FILE names another)"
     fixed, fixed_note = 0.0, "no stack: no fixed cost of a stack included (-s STACK adds it)"

@@ -15,7 +15,9 @@ from infra.catalogue import VmSize
 from infra.nccl_baselines import baseline
 
 PUBLISHED_FILE = Path(__file__).with_name("published.yaml")
-GPU_KIT_RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "p3_gpu.json"
+# Where benchmarks/gpu/run.sh writes its results, in the project (azdl.project), not beside the
+# installed package.
+GPU_KIT_RESULTS = Path("benchmarks") / "results" / "p3_gpu.json"
 DEFAULT_OVERLAP = 0.5
 DEFAULT_BATCH_PER_GPU = 256  # NVIDIA's ResNet50 v1.5 recipe (DeepLearningExamples configs.yml)
 PUBLISHED = "published, not measured here"

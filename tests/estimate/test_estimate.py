@@ -318,16 +318,27 @@ def test_gpu_kit_results_of_an_unknown_gpu_are_refused_when_named(tmp_path, caps
     assert "measured on 'NVIDIA H100 PCIe', a GPU of no catalogue size" in capsys.readouterr().err
 
 
-def test_default_gpu_kit_results_it_cannot_use_are_named_in_the_sources(
+def test_default_gpu_kit_results_are_the_projects_and_one_it_cannot_use_is_named(
     tmp_path, capsys, monkeypatch
 ):
+    """The kit's results in the project the command runs in (benchmarks/gpu/run.sh writes them
+    there), never beside the installed package: outside a project none are read."""
+    team = tmp_path / "team"
+    (team / "benchmarks" / "results").mkdir(parents=True)
+    (team / "Pulumi.yaml").write_text("name: azdl\nruntime: python\n")
     kit = gpu_kit_results(tmp_path, device="NVIDIA H100 PCIe")
-    monkeypatch.setattr("azdl.commands.estimate.GPU_KIT_RESULTS", kit)
-    code, doc = estimate(capsys, "--vm-size", H100, "--region", "handregion", "--prices",
-                         str(price_file(tmp_path)), "--max-nodes", "1")  # fmt: skip
+    (team / "benchmarks" / "results" / "p3_gpu.json").write_text(kit.read_text())
+    argv = ["--vm-size", H100, "--region", "handregion", "--prices", str(price_file(tmp_path)),
+            "--max-nodes", "1"]  # fmt: skip
+    monkeypatch.chdir(team / "benchmarks")  # found as git finds a repository: upwards
+    code, doc = estimate(capsys, *argv)
     assert code == 0
-    assert any("a GPU of no catalogue size" in s and "not used" in s for s in doc["sources"])
+    (note,) = [s for s in doc["sources"] if "a GPU of no catalogue size" in s]
+    assert f"{team}/benchmarks/results/p3_gpu.json" in note and "not used" in note
     assert option(doc, 1)["throughputKind"] == "published"
+    monkeypatch.chdir(tmp_path)
+    code, doc = estimate(capsys, *argv)
+    assert code == 0 and not any("GPU kit" in s for s in doc["sources"])
 
 
 def test_bad_input_with_a_stack_fails_before_the_stack_is_rendered(capsys, monkeypatch):
