@@ -52,6 +52,35 @@ out/
 """
 
 
+# The team's CrossGuard pack: azdl's policies, run from the installed package. Pulumi starts a
+# Python pack as `python -u -m pulumi.policy ENGINE PACK_DIR` in the pack's folder, with the
+# `virtualenv` option made absolute from there (pulumi/pulumi sdk/python/dist/
+# pulumi-analyzer-policy-python, read 2026-11-29): ../.venv is the repository's .venv, where
+# azdl is installed. (The package's own policies/PulumiPolicy.yaml names this checkout's venv.)
+POLICY_PACK = {
+    "PulumiPolicy.yaml": """\
+# azdl's guardrails from the pinned azdl: `pulumi preview -s dev --policy-pack policy-pack
+# --policy-pack-config out/dev-policy.json` (`azdl policy --pack-config dev` writes the config).
+description: azdl guardrails (security, tags, deletion protection, GPU budget)
+runtime:
+  name: python
+  options:
+    virtualenv: ../.venv
+""",
+    "__main__.py": '''\
+"""azdl's CrossGuard pack as the installed azdl ships it, run as Pulumi runs a pack (its
+__main__.py, with its folder first on the import path)."""
+
+import runpy
+from pathlib import Path
+
+import policies
+
+runpy.run_path(str(Path(policies.__file__).parent), run_name="__main__")
+''',
+}
+
+
 def project_file() -> str:
     """Pulumi.yaml: azdl's typed settings; the program is this folder's __main__.py."""
     import yaml
@@ -85,6 +114,8 @@ python3.11 -m venv .venv && .venv/bin/pip install -r requirements.txt
 .venv/bin/azdl policy dev      # azdl's guardrails on that plan
 ```
 
+`pulumi preview -s dev --policy-pack policy-pack` runs the same guardrails in Pulumi.
+
 Upgrading azdl is bumping the pin: `azdl plan dev --out out/before` with the old version,
 then `azdl diff out/before/dev.json dev` with the new one shows what the upgrade changes.
 """
@@ -114,6 +145,7 @@ def create(folder: Path) -> list[Path]:
         ".amlignore": AMLIGNORE,
         "README.md": readme(pin),
         **{f"stacks/{name}": (SHIPPED_STACKS / name).read_text() for name in STACK_FILES},
+        **{f"policy-pack/{name}": text for name, text in POLICY_PACK.items()},
     }
     written = []
     for name, text in files.items():

@@ -71,6 +71,33 @@ def fresh_venv(folder: Path, wheel: Path, env: dict[str, str]) -> Path:
     return folder / "bin"
 
 
+def served_policies(python: Path, pack: Path, env: dict[str, str]) -> tuple[str, list[str]]:
+    """The pack started as Pulumi starts a Python pack (`python -u -m pulumi.policy ENGINE
+    PACK_DIR` in its folder: pulumi/pulumi sdk/python/dist/pulumi-analyzer-policy-python), asked
+    over gRPC for what it serves (pulumirpc.Analyzer/GetAnalyzerInfo), then stopped."""
+    import grpc
+    from google.protobuf import empty_pb2
+    from pulumi.runtime.proto import analyzer_pb2_grpc
+
+    proc = subprocess.Popen(
+        [str(python), "-u", "-m", "pulumi.policy", "127.0.0.1:1", str(pack)],
+        cwd=pack, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        port = proc.stdout.readline().strip()  # the analyzer's port, once it listens
+        if not port.isdigit():
+            proc.wait(timeout=30)
+            raise AssertionError(f"the pack did not start: {port}{proc.stderr.read()}")
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            info = analyzer_pb2_grpc.AnalyzerStub(channel).GetAnalyzerInfo(
+                empty_pb2.Empty(), timeout=60
+            )
+        return info.name, sorted(p.name for p in info.policies)
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+
+
 def test_a_team_repository_from_the_installed_wheel_plans_checks_and_diffs(tmp_path, shipped_plans):
     # No PYTHONPATH: it names the checkout, whose azdl.egg-info pip would take for azdl installed.
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
@@ -110,6 +137,10 @@ def test_a_team_repository_from_the_installed_wheel_plans_checks_and_diffs(tmp_p
 
     checked = azdl("policy", "dev", "prod", cwd=team)
     assert checked.returncode == 0, checked.stdout + checked.stderr
+    from policies.rules import POLICIES
+
+    served = served_policies(bin_dir / "python", team / "policy-pack", env)
+    assert served == ("azdl", sorted(p.name for p in POLICIES))
 
     compared = azdl("diff", "dev", "prod", cwd=team)
     assert compared.returncode == 3, compared.stderr  # needs a reviewer (docs/review.md)
