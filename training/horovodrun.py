@@ -1,4 +1,4 @@
-"""`horovodrun` as a local run starts it (`python -m training.horovodrun ARGS`), less ~4 s a launch.
+"""`horovodrun` as a local run starts it (azdl.launchers.local_horovodrun), less ~4 s a launch.
 
 Before it starts a worker, horovodrun asks whether Horovod was built with Gloo by importing a
 framework's extension in a forked process, TensorFlow's first (horovod/common/util.py

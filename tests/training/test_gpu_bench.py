@@ -1,8 +1,8 @@
 """The GPU benchmark's scripts (benchmarks/gpu/), as far as a machine without a GPU can check
 them: the whole one-command kit through `run.sh --smoke` (a fresh environment with the images'
 build tools and the pinned CPU torch, linked from the training environment; every P3 variant on
-CPU; then the Horovod wheel the training
-environment's set-up built, installed and checked as a GPU run installs its own, and its row)
+CPU; then the Horovod wheel the training environment's set-up built, installed and checked as a
+GPU run installs its own, and its row)
 in a copy of the repository without .git; a wheel from another recipe is refused; a failed
 variant or Horovod build (built from the carried source with the pinned CMake) is listed and the
 rows before it stay; a budget too small skips what it cannot cover; P3's CPU mode on real

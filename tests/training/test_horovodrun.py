@@ -22,13 +22,18 @@ print(horovodrun.gloo_built(), horovod_says, "tensorflow" in sys.modules, "torch
 """
 
 
-def _check(plant: str = "") -> list[str]:
+def _run(code: str) -> list[str]:
+    """`code`'s output lines, run by the training environment's Python."""
     proc = subprocess.run(
-        [str(training_bin("python")), "-c", CHECK.format(plant=plant)],
+        [str(training_bin("python")), "-c", code],
         cwd=PACKAGES_ROOT, env=training_env(), capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     return proc.stdout.splitlines()
+
+
+def _check(plant: str = "") -> list[str]:
+    return _run(CHECK.format(plant=plant))
 
 
 def test_the_gloo_flag_comes_from_the_library_with_no_framework_imported():
@@ -44,11 +49,7 @@ def test_each_flag_read_is_the_one_horovod_reports():
         "print([(read_flag(f), bool(getattr(util, f + '_built')())) for f in "
         "('gloo', 'mpi', 'nccl')])"
     )
-    proc = subprocess.run(
-        [str(training_bin("python")), "-c", code],
-        cwd=PACKAGES_ROOT, env=training_env(), capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert proc.stdout.strip() == "[(True, True), (True, True), (False, False)]", proc.stderr
+    assert _run(code) == ["[(True, True), (True, True), (False, False)]"]
 
 
 @pytest.mark.parametrize(
