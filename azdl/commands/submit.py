@@ -6,6 +6,7 @@
 import argparse
 import re
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from azdl.commands.options import (
@@ -320,10 +321,10 @@ def run(args: argparse.Namespace) -> int:
     framework = framework_of(args, script)
     launcher = launcher_of(args, script)
     # The job's machinery (the outputs' model, then azure-ai-ml) once the options are good.
-    from azdl.jobs import export, health
+    from azdl.jobs import export, health, node_mtbf
     from azdl.jobs.spec import build_job, time_limit, warnings
     from azdl.jobs.stack_outputs import load_outputs
-    from azdl.jobs.submit import new_run_id, send, send_with_retries
+    from azdl.jobs.submit import ml_client_checked, new_run_id, send, send_with_retries
 
     outputs = load_outputs(args.stack, args.outputs)
     own_env = args.environment is not None
@@ -354,24 +355,37 @@ def run(args: argparse.Namespace) -> int:
         environment=args.environment,
         safeguards=args.safeguards,
     )
-    job = build_job(outputs, request)
+    job = build_job(outputs, request)  # validated before anything is read or sent
     if not request.safeguards:
         print(f"azdl: {LEFT_OUT}", file=sys.stderr)
     for warning in warnings(request):
         print(f"warning: {warning}", file=sys.stderr)
+    auto = node_mtbf.wanted(request.training_args)
     if args.export is not None:
         path = export.write(job, args.export)
         print(f"wrote {path}: submit it with `az ml job create -f {path}` (or azdl submit)")
         if not args.dry_run:
+            if auto:
+                print(f"# {node_mtbf.NOT_READ}")
             return 0
+    client, mtbf_note = None, None
+    if auto:
+        if args.dry_run or args.export is not None:
+            mtbf_note = node_mtbf.NOT_READ
+        else:  # the stack's history is the workspace's: sign in now, once
+            client = ml_client_checked(outputs, request.nodes)
+            found = node_mtbf.for_cluster(client, outputs)
+            request = replace(request, node_mtbf_h=found.node_mtbf_h)
+            job, mtbf_note = build_job(outputs, request), found.line()
     # What the job is held to, beside it: after the dry run's header, after `submitted`.
     notes = [
         f"time limit: {limit.seconds} s ({limit.why})" for limit in [time_limit(outputs, request)]
     ]
     if request.health_check:
         notes.insert(0, f"health gate before training: {health.levels_text(outputs.vm_size.name)}")
+    notes += [mtbf_note] if mtbf_note else []
     if args.dry_run or not args.max_retries:
-        return send(
-            outputs, job, dry_run=args.dry_run, wait=args.wait, as_json=args.json, notes=notes
-        )
-    return send_with_retries(outputs, request, args.max_retries, as_json=args.json, notes=notes)
+        return send(outputs, job, dry_run=args.dry_run, wait=args.wait, as_json=args.json,
+                    notes=notes, client=client)  # fmt: skip
+    return send_with_retries(outputs, request, args.max_retries, as_json=args.json, notes=notes,
+                             client=client)  # fmt: skip

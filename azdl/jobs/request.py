@@ -60,6 +60,9 @@ class JobRequest:
     # azdl.jobs.own_environment)
     environment: str | None = None
     safeguards: bool = True  # False: no guard around the ranks (--no-safeguards; own environment)
+    # --checkpoint-every-steps auto: a node's hours between failures from the stack's history
+    # (azdl.jobs.node_mtbf); None: the workers' default
+    node_mtbf_h: float | None = None
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,15 @@ import shlex
 from types import ModuleType
 
 from azdl.errors import AzdlError
-from azdl.jobs import budget, builtin_job, health, own_environment, safeguards, script_job
+from azdl.jobs import (
+    budget,
+    builtin_job,
+    health,
+    node_mtbf,
+    own_environment,
+    safeguards,
+    script_job,
+)
 from azdl.jobs.azureml import (
     command_job,
     data_input,
@@ -258,7 +266,8 @@ def build_job(outputs: StackOutputs, request: JobRequest):
         outputs=job_outputs,
         environment_variables=nccl_environment(outputs, request.nccl_debug)
         | guards
-        | part.environment,
+        | part.environment
+        | node_mtbf.environment(request.node_mtbf_h),
         shm_size=request.shm_size,
         docker_args=(
             nfs_docker_args(outputs.nfs_mount_target) if request.storage == "nfs" else None

@@ -46,10 +46,11 @@ def print_notes(notes: Sequence[str], as_json: bool) -> None:
 
 
 def send(outputs, job, *, dry_run: bool, wait: bool, as_json: bool = False,
-         notes: Sequence[str] = ()) -> int:  # fmt: skip
+         notes: Sequence[str] = (), client=None) -> int:  # fmt: skip
     """Print the job (dry run) or submit it, then optionally stream its logs until it ends
     (`as_json`: the result as one JSON document on stdout, the logs on stderr). `notes` follow
-    the dry run's header or the submission's first line."""
+    the dry run's header or the submission's first line. `client`: one ml_client_checked made
+    already."""
     if dry_run:
         code = "; `code:` is relative to the current folder" if job.code else ""
         print(
@@ -62,7 +63,7 @@ def send(outputs, job, *, dry_run: bool, wait: bool, as_json: bool = False,
 
     from azdl.propagation import code_upload_refusals, while_propagating
 
-    client = ml_client_checked(outputs, job.resources.instance_count or 1)
+    client = client or ml_client_checked(outputs, job.resources.instance_count or 1)
     created = while_propagating(
         lambda: client.jobs.create_or_update(job),
         f"submitting {job.name or 'the job'}",
@@ -89,12 +90,12 @@ def send(outputs, job, *, dry_run: bool, wait: bool, as_json: bool = False,
 
 
 def send_with_retries(outputs, request: JobRequest, max_retries: int, as_json: bool = False,
-                      notes: Sequence[str] = ()) -> int:  # fmt: skip
+                      notes: Sequence[str] = (), client=None) -> int:  # fmt: skip
     """Submit the job and follow it, resubmitting it from its checkpoints after a failure the
     retry policy calls transient, at most `max_retries` times (`as_json`: the attempts go to
     stderr, the result, with the chain of attempts, is one JSON document on stdout). `notes`
-    follow the sign-in."""
-    client = ml_client_checked(outputs, request.nodes)
+    follow the sign-in. `client`: one ml_client_checked made already."""
+    client = client or ml_client_checked(outputs, request.nodes)
     print_notes(notes, as_json)
     if not as_json:
         return follow(client, retry_builder(outputs, request), max_retries)

@@ -1,7 +1,7 @@
 """Azure ML jobs as azure-ai-ml builds them from the REST resource, for tests."""
 
 
-def rest_job(name, status, created, modified, instances=2, **tags):
+def rest_job(name, status, created, modified, instances=2, compute="gpu-cluster", **tags):
     """A Command job as MLClient.jobs.get returns it: azure-ai-ml's `Job._from_rest_object` of
     the REST job resource (azure-rest-api-specs machinelearningservices stable 2025-12-01,
     examples/Job/CommandJob/get.json at 54036fc: its fields, with values of our own)."""
@@ -15,7 +15,7 @@ def rest_job(name, status, created, modified, instances=2, **tags):
         "properties": {
             "tags": {"azdl.framework": "torch"} | tags, "properties": {}, "displayName": name,
             "status": status, "experimentName": "azdl", "jobType": "Command",
-            "computeId": f"{workspace}/workspaces/w/computes/gpu-cluster",
+            "computeId": f"{workspace}/workspaces/w/computes/{compute}",
             "resources": {"instanceCount": instances}, "command": "python -m training.guard",
             "environmentId": "azureml:azdl-torch:1",
             "limits": {"timeout": "PT24H", "jobLimitsType": "Command"},
