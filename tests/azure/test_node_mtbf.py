@@ -107,8 +107,10 @@ def test_the_node_mtbf_comes_from_the_stacks_own_jobs(workspace, outputs_file, c
     expected = (NODE_MTBF_H + 5) / (1 + 1)
     assert submitted_environment(workspace)[NODE_MTBF_ENV] == f"{expected:.1f}"
     out = capsys.readouterr().out
-    assert f"# node MTBF {expected:,.0f} h for --checkpoint-every-steps auto: this stack's 4 " \
-           f"ended job(s) on {H100} dedicated nodes, 5.0 node-hours with 1 interruption(s)" in out
+    assert (
+        f"# node MTBF {expected:,.0f} h for --checkpoint-every-steps auto: this stack's 4 "
+        f"ended job(s) on {H100} dedicated nodes, 5.0 node-hours with 1 interruption(s)" in out
+    )
     kept = json.loads(Path("runs/history/azdlprod-mlw.json").read_text())
     assert sorted(kept) == ["a1", "a2", "a3", "a4", "b1", "c1"]
     assert (kept["a3"]["interrupted"], kept["a3"]["reason"].split(":")[0]) == (
@@ -121,12 +123,12 @@ def test_the_node_mtbf_comes_from_the_stacks_own_jobs(workspace, outputs_file, c
 
 
 def test_a_new_stack_gets_the_cited_default(workspace, outputs_file, capsys):
-    JOBS_BEFORE = list(JOBS)
+    before = list(JOBS)
     JOBS.clear()
     try:
         assert main(["submit", "--outputs", str(outputs_file()), "--nodes", "2", *AUTO]) == 0
     finally:
-        JOBS.extend(JOBS_BEFORE)
+        JOBS.extend(before)
     assert submitted_environment(workspace)[NODE_MTBF_ENV] == f"{NODE_MTBF_H:.1f}"
     assert "no ended azdl job on" in capsys.readouterr().out
 
