@@ -17,11 +17,36 @@ from importlib.metadata import PackageNotFoundError, version
 import shtab
 
 from azdl import console, project, suggest
-from azdl.commands import bench, cluster, data, estimate, init, jobs, plan, policy, submit, train
+from azdl.commands import (
+    bench,
+    cluster,
+    data,
+    estimate,
+    init,
+    jobs,
+    plan,
+    policy,
+    setup_training,
+    submit,
+    train,
+)
 from azdl.commands import diff as diff_command
 from azdl.errors import AzdlError, Unreachable
 
-COMMANDS = [init, train, data, plan, diff_command, policy, submit, bench, estimate, jobs, cluster]
+COMMANDS = [
+    init,
+    setup_training,
+    train,
+    data,
+    plan,
+    diff_command,
+    policy,
+    submit,
+    bench,
+    estimate,
+    jobs,
+    cluster,
+]
 
 
 def package_version() -> str:

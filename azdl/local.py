@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 from azdl import workers
-from azdl.envs import PACKAGES_ROOT, training_bin, training_env
+from azdl.envs import training_bin, training_env, work_dir
 from azdl.errors import AzdlError
 from azdl.jobs import safeguards
 from azdl.jobs import script as own_script
@@ -62,8 +62,8 @@ def check_training_options(
     if problem := check_combinations(framework, parsed):
         parser.error(problem)
     if parsed.data_dir is not None:
-        try:  # relative to azdl's packages' folder, where the workers start
-            shards_for_rank(list_shards(PACKAGES_ROOT / parsed.data_dir, "train"), 0, worker_count)
+        try:  # relative to the project's folder, where the workers start
+            shards_for_rank(list_shards(work_dir() / parsed.data_dir, "train"), 0, worker_count)
         except TrainingError as exc:
             raise AzdlError(f"--data-dir: {exc}") from None
 

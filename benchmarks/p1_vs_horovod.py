@@ -49,7 +49,7 @@ MEASURES = [
     "training/tensorflow/train_keras.py",
     "training/tensorflow/train_loop.py",
     "training/requirements.txt",
-    "scripts/setup-training.sh",
+    "training/install/setup-training.sh",
 ]
 
 

@@ -33,7 +33,11 @@ OUT = PACKAGES_ROOT / "benchmarks" / "results"  # charts beside the results file
 # The code its figures depend on, with the flavour's training script (measures()): bench_results
 # adds every module these import, the launch path (azdl/local.py) among them; the pinned
 # libraries, and Horovod's build (its flags are in setup-training.sh).
-MEASURES = ["benchmarks/p2_scaling.py", "training/requirements.txt", "scripts/setup-training.sh"]
+MEASURES = [
+    "benchmarks/p2_scaling.py",
+    "training/requirements.txt",
+    "training/install/setup-training.sh",
+]
 VARIANTS = {  # name: (workers per job, extra arguments, jobs at once)
     "1 worker": (1, [], 1),
     "2 workers": (2, [], 1),

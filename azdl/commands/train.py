@@ -20,7 +20,7 @@ from azdl.commands.options import (
     positive_int,
     script_args,
 )
-from azdl.envs import PACKAGES_ROOT, training_bin
+from azdl.envs import training_bin, work_dir
 from azdl.errors import AzdlError
 from azdl.jobs import safeguards
 from azdl.jobs import script as own_script
@@ -212,7 +212,7 @@ def run(args: argparse.Namespace) -> int:
         )  # fmt: skip
         env = local_env(launcher, args.workers) | extra
         return run_launcher(
-            cmd, launcher, transport, env, watched, args.workers, events_dir, PACKAGES_ROOT
+            cmd, launcher, transport, env, watched, args.workers, events_dir, work_dir()
         )
 
     if args.framework is not None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from azdl.envs import PACKAGES_ROOT
+from azdl.envs import work_dir
 from azdl.errors import AzdlError
 from azdl.jobs import quota
 from azdl.jobs.azureml import processes_per_node
@@ -87,7 +87,7 @@ def run_local(
             code = subprocess.call(
                 cmd,
                 env=local_env(launcher, n),
-                cwd=PACKAGES_ROOT,
+                cwd=work_dir(),
                 stdout=f,
                 stderr=subprocess.STDOUT,
             )

@@ -15,7 +15,6 @@ from infra.build_context import context_members
 from tests.images.dockerfiles import (
     FRAMEWORKS,
     IMAGES,
-    ROOT,
     STEP_CALL,
     STEPS,
     TRAINING,
@@ -166,7 +165,7 @@ def test_versions_match_the_project_pins(framework):
     assert args[FRAMEWORKS[framework]] == pins[FRAMEWORK_PINS[framework]]
     # pip, and the setuptools and wheel Horovod builds with (--no-build-isolation), as the local
     # training environment has them.
-    setup = (ROOT / "scripts" / "setup-training.sh").read_text()
+    setup = (TRAINING / "install" / "setup-training.sh").read_text()
     for tool in ("pip", "setuptools", "wheel"):
         pinned = re.findall(rf"\b{tool}==([^\s\"']+)", setup)
         assert pinned == [shared_pins()[f"{tool.upper()}_VERSION"]], f"{tool}: setup {pinned}"

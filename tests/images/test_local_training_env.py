@@ -90,7 +90,7 @@ def local_pins() -> dict[str, str]:
     """What the local environment is built from: training/requirements.txt, the tools
     setup-training.sh pins, and Horovod."""
     pins = requirement_pins(TRAINING / "requirements.txt")
-    setup = (ROOT / "scripts" / "setup-training.sh").read_text()
+    setup = (TRAINING / "install" / "setup-training.sh").read_text()
     for match in PIN.finditer(setup):
         if match["literal"]:
             pins[canonicalize_name(match["name"])] = match["literal"]

@@ -22,7 +22,7 @@ from types import SimpleNamespace
 import pytest
 from conftest import write_tiny_tfrecords
 
-from azdl.envs import PACKAGES_ROOT, TRAINING_VENV, training_env
+from azdl.envs import PACKAGES_ROOT, VENV_NAME, training_env
 
 GPU = Path(PACKAGES_ROOT) / "benchmarks" / "gpu"
 sys.path.insert(0, str(GPU))
@@ -69,7 +69,7 @@ def smoke(tmp_path_factory):
         if source.is_file():
             (repo / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, repo / name)
-    (repo / ".venv-train").symlink_to(TRAINING_VENV)
+    (repo / VENV_NAME).symlink_to(PACKAGES_ROOT / VENV_NAME)
     proc = _kit(repo, "--smoke", root / "smoke", timeout=1800)
     return repo, root / "smoke", proc
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from azdl import workers
-from azdl.envs import PACKAGES_ROOT
+from azdl.envs import PACKAGES_ROOT, SETUP_SCRIPT
 from training.teardown import TEARDOWN_ABORT
 
 OPERATOR_PYTHON = PACKAGES_ROOT / ".venv" / "bin" / "python"
@@ -225,16 +225,15 @@ def test_a_worker_that_fails_is_reported_by_rank_without_horovodruns_traceback(t
 @pytest.mark.training_env
 @pytest.mark.parametrize("verbose", [False, True])
 def test_the_horovod_build_check_shows_tensorflows_start_up_lines_only_when_verbose(verbose):
-    check = PACKAGES_ROOT / "scripts" / "horovod-check-build.sh"
+    check = SETUP_SCRIPT.parent / "horovod-check-build.sh"
     assert (
-        f'{check.relative_to(PACKAGES_ROOT)} "$venv"'
-        in (PACKAGES_ROOT / "scripts" / "setup-training.sh").read_text()
+        f'bash {check.relative_to(PACKAGES_ROOT)} "$venv"' in SETUP_SCRIPT.read_text()
     )  # the set-up runs this very script
     env = {k: v for k, v in os.environ.items() if k not in ("TF_CPP_MIN_LOG_LEVEL", "AZDL_VERBOSE")}
     if verbose:
         env["AZDL_VERBOSE"] = "1"
     run = subprocess.run(
-        [str(check), str(PACKAGES_ROOT / ".venv-train")],
+        ["bash", str(check), str(PACKAGES_ROOT / ".venv-train")],
         cwd=PACKAGES_ROOT, env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
