@@ -37,6 +37,7 @@ NO_STACK = {
     "data prepare": "converts local files",
     "data copy": "runs on a cluster node, from folders the job mounts",
     "init": "writes a new project, which has stacks only once it is written",
+    "setup-training": "makes the project's local training environment",
 }
 # Arguments a command needs besides the stack, so that `-s prod` alone parses.
 JOB_ACTIONS = ("show", "logs", "cancel", "download", "ledger", "watch")
@@ -293,6 +294,7 @@ NO_JSON = {
     "data prepare": "writes shards; the manifest.json it writes is the record",
     "data copy": "runs on a cluster node inside a job",
     "init": "writes a repository; its files are the record",
+    "setup-training": "streams pip's and the build's output; its record is the environment",
     "jobs report": "writes an HTML page; its figures are `azdl jobs ledger --json`'s",
     "jobs watch": "a live view; `azdl jobs ledger --json` is its record once the job ends",
 }
