@@ -11,7 +11,8 @@ the job's nodes (failures of independent nodes add up).
 The node MTBF defaults to what Meta reported for Llama 3's pre-training ("The Llama 3 Herd of
 Models", arXiv:2407.21783, section 3.3.4): 419 unexpected interruptions in a 54-day snapshot on
 16,384 H100 GPUs, 2,048 nodes of 8, so 2,048 x 54 x 24 / 419 = 6,335 node-hours between
-failures. `AZDL_NODE_MTBF_H` sets another. Not yet: an estimate from the stack's own ledgers.
+failures. `AZDL_NODE_MTBF_H` sets another; `azdl submit` sets it from the stack's own history
+of jobs (azdl.jobs.node_mtbf).
 
 Rank 0 plans (only rank 0 writes checkpoints): the first checkpoint after FIRST_STEPS steps
 measures C (the extra time of the step it follows), every later one measures it again, and the
