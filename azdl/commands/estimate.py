@@ -10,18 +10,17 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from azdl import project
 from azdl.commands.options import completes_stacks
 from azdl.console import make_console, print_json, print_table
 from azdl.errors import AzdlError
 from azdl.estimate import frontier, report
 from azdl.estimate.throughput import (
     DEFAULT_OVERLAP,
-    GPU_KIT_RESULTS,
     Inputs,
     bus_bandwidth,
     read_bench,
     read_gpu_kit,
+    read_project_gpu_kit,
     read_published,
 )
 from azdl.estimate.workload import DEFAULT_EPOCHS, MODELS, Workload, parse_duration
@@ -137,16 +136,6 @@ def register(subparsers) -> None:
         "them)",
     )
     p.set_defaults(func=run)
-
-
-def _project_kit_results() -> Path | None:
-    """The project's benchmarks/results/p3_gpu.json, where the GPU kit writes it; None outside
-    a project (an estimate needs none) or where the kit has not run."""
-    try:
-        path = project.root() / GPU_KIT_RESULTS
-    except AzdlError:
-        return None
-    return path if path.is_file() else None
 
 
 def _above_zero(v):
@@ -282,11 +271,8 @@ def run(args: argparse.Namespace) -> int:
     kit_note = None
     if args.gpu_results is not None:
         read_gpu_kit(args.gpu_results, inputs)
-    elif (kit := _project_kit_results()) is not None:  # a file it cannot use is said, not fatal
-        try:
-            read_gpu_kit(kit, inputs)
-        except AzdlError as exc:
-            kit_note = f"{exc}; not used (--gpu-results FILE names another)"
+    else:  # the project's, where the kit has run; a file it cannot use is said, not fatal
+        kit_note = read_project_gpu_kit(inputs)
     fixed, fixed_note = 0.0, "no stack: no fixed cost of a stack included (-s STACK adds it)"
     if config is not None:
         fixed, fixed_note = _fixed_cost(args.stack, config, prices, make_console(stderr=True))

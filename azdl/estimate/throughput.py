@@ -7,6 +7,7 @@ from pathlib import Path
 
 import yaml
 
+from azdl import project
 from azdl.errors import AzdlError
 from azdl.estimate.workload import Model
 from azdl.jobs.report import SCHEMA as BENCH_SCHEMA
@@ -137,6 +138,23 @@ def read_gpu_kit(path: Path, inputs: Inputs) -> None:
         f"{doc['date']})",
         best["batch"],
     )
+
+
+def read_project_gpu_kit(inputs: Inputs) -> str | None:
+    """Add the project's GPU kit results (GPU_KIT_RESULTS, where the kit writes them) to
+    `inputs`; nothing outside a project or where the kit has not run. A file it cannot use is
+    not fatal: the note saying so."""
+    try:
+        path = project.root() / GPU_KIT_RESULTS
+    except AzdlError:
+        return None
+    if not path.is_file():
+        return None
+    try:
+        read_gpu_kit(path, inputs)
+    except AzdlError as exc:
+        return f"{exc}; not used (--gpu-results FILE names another)"
+    return None
 
 
 def read_published(path: Path = PUBLISHED_FILE) -> dict[str, list[dict]]:

@@ -13,6 +13,9 @@ from azdl.launchers import PIP_TIMEOUT_S
 from azdl.paths import existing_file, folder_or_nothing
 from azdl.runtime import module_command
 
+# On a user's script's job: the script, relative to its folder.
+SCRIPT_TAG = "azdl.script"
+
 
 def check(outputs: StackOutputs, request: JobRequest) -> None:
     """The script, its requirements and wheels are inside the code folder and uploaded (not
@@ -131,6 +134,6 @@ def part(request: JobRequest, threads: int, guard: list[str]) -> JobPart:
         what=f"job of {relative} ({request.framework} image)",
         outputs=("outputs",),
         environment={own_script.THREADS_ENV: str(threads), "OMP_NUM_THREADS": str(threads)},
-        tags={"azdl.script": relative},
+        tags={SCRIPT_TAG: relative},
         code=str(script.code_dir),
     )

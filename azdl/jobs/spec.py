@@ -8,6 +8,7 @@ import shlex
 from types import ModuleType
 
 from azdl.errors import AzdlError
+from azdl.estimate.job_tags import estimate_tags
 from azdl.jobs import (
     budget,
     builtin_job,
@@ -238,6 +239,9 @@ def build_job(outputs: StackOutputs, request: JobRequest):
         tags[budget.RATE_TAG] = f"{rate:g}"
     if request.max_cost is not None:
         tags[budget.MAX_COST_TAG] = f"{request.max_cost:g}"
+    if request.script is None:  # a user's script trains what the estimate cannot know
+        model = builtin_job.parse_training_args(request.framework, request.training_args).model
+        tags |= estimate_tags(outputs.vm_size, request.nodes, model)
     command = " && ".join(
         ([events_step()] if request.safeguards else [])  # training.events is the runtime's
         + ([gate_step(outputs, request)] if request.health_check else [])

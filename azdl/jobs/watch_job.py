@@ -2,11 +2,13 @@
 reads the jobs (azure-ai-ml's Job objects) and downloads their events (azdl.jobs.ledger_job),
 and makes a Snapshot: the step, the pace (azdl.pace), the ETA, the cost so far (the ledger's
 billed total: from each attempt's start, queueing left out) and projected, the `--max-cost`
-state, and the goodput so far (the running attempt counted as running, not failed).
+state, and the goodput so far (the running attempt counted as running, not failed). Against the
+measured pace: the images/s `azdl estimate` predicted for the job's cluster, which `azdl submit`
+tags on a built-in flavour's job (azdl.estimate.job_tags), and the ETA at it.
 
-Left out: an ETA against `azdl estimate`'s figure (no job carries one: `azdl submit` tags the
-nodes' rate, not a predicted pace) and stragglers (the events are rank 0's alone)."""
+Left out: stragglers (the events are rank 0's alone)."""
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -14,7 +16,10 @@ from datetime import UTC, datetime, timedelta
 from fractions import Fraction
 
 from azdl import ledger
+from azdl.errors import AzdlError
+from azdl.estimate.job_tags import BASIS_TAG, IMAGES_TAG
 from azdl.jobs import budget, ledger_job
+from azdl.jobs.script_job import SCRIPT_TAG
 from azdl.pace import paces
 
 NO_ESTIMATE = "no estimate on this job"
@@ -29,6 +34,9 @@ class Snapshot:
     images_per_s: float | None
     steps_per_s: float | None
     eta_s: float | None  # None: no --steps, or no pace yet
+    predicted_images_per_s: float | None  # `azdl estimate`'s figure tagged on the job
+    estimate_basis: str  # where that figure comes from, or why there is none
+    eta_estimate_s: float | None  # the ETA at the predicted images/s
     cost_usd: float | None  # None: unpriced
     projected_usd: float | None
     projected_basis: str  # "at the ETA", "to the time limit"
@@ -58,9 +66,13 @@ def snapshot(client, jobs: list, outputs, now: datetime, total_steps: int | None
     pace = mine[-1] if mine else None
     step = ledger.last_step([e for e in found if e["attempt"] == latest.name])
     ended = status in TERMINAL
-    eta = None
+    eta = eta_estimate = None
+    predicted, estimate_basis = estimate_of(latest.tags or {})
     if not ended and pace and total_steps is not None and step is not None:
         eta = max(total_steps - step, 0) / pace.steps_per_s
+        if predicted is not None:  # at the measured samples per step
+            samples_left = max(total_steps - step, 0) * pace.samples_per_s / pace.steps_per_s
+            eta_estimate = samples_left / predicted
     cost = doc["billed"]["usd"]
     nodes = book.attempts[-1].nodes
     hourly = None if price is None else float(price) * nodes
@@ -75,10 +87,33 @@ def snapshot(client, jobs: list, outputs, now: datetime, total_steps: int | None
         projected, basis = cost + left / 3600 * hourly, "to the time limit"
     return Snapshot(
         latest.name, status, len(jobs), step,
-        pace.samples_per_s if pace else None, pace.steps_per_s if pace else None, eta, cost,
+        pace.samples_per_s if pace else None, pace.steps_per_s if pace else None, eta,
+        predicted, estimate_basis, eta_estimate, cost,
         None if projected is None else round(projected, 2), basis,
         max_cost_state(latest, cost), doc["goodput_percent"], book, gpus, price,
     )  # fmt: skip
+
+
+def estimate_of(tags: dict) -> tuple[float | None, str]:
+    """(the images/s `azdl submit` tagged as `azdl estimate`'s prediction, its basis), or (None,
+    why the job has none)."""
+    if IMAGES_TAG in tags:
+        text = tags[IMAGES_TAG]
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value) or value <= 0:
+            raise AzdlError(f"tag {IMAGES_TAG} {text!r} on the job: expected images/s above 0")
+        return value, tags.get(BASIS_TAG, f"no {BASIS_TAG} tag")
+    if SCRIPT_TAG in tags:
+        why = "a user's script (azdl estimate prices the built-in flavours' models only)"
+    elif "azdl.framework" not in tags:  # the tag `azdl submit` sets on every training job
+        why = "not a training job of `azdl submit`"
+    else:
+        why = (f"no {IMAGES_TAG} tag: submitted by an azdl older than it, or a model, size "
+               "and node count `azdl estimate` has no figure for")  # fmt: skip
+    return None, f"{NO_ESTIMATE}: {why}"
 
 
 def max_cost_state(job, cost: float | None) -> str:
@@ -100,12 +135,21 @@ def fields(snap: Snapshot) -> list[tuple[str, str]]:
     if snap.eta_s is None:
         eta = "- (" + ("ended" if snap.ended else "no step batch yet" if snap.steps_per_s is None
                        else "pass --steps") + ")"  # fmt: skip
+    elif snap.predicted_images_per_s is not None:
+        eta += f" at the measured pace, {_minutes(snap.eta_estimate_s)} at the estimate"
+    estimate = f"- ({snap.estimate_basis})"
+    if snap.predicted_images_per_s is not None:
+        ratio = "-" if snap.images_per_s is None else (
+            f"{snap.images_per_s / snap.predicted_images_per_s:.2f}")  # fmt: skip
+        estimate = (f"{snap.predicted_images_per_s:.1f} images/s, measured/predicted {ratio} "
+                    f"({snap.estimate_basis})")  # fmt: skip
     projected = "-" if snap.projected_usd is None else f"{snap.projected_usd:.2f}"
     return [
         ("job", f"{snap.name} {snap.status} (attempt {snap.attempts})"),
         ("step", "-" if snap.step is None else str(snap.step)),
         ("images/s", "-" if snap.images_per_s is None else f"{snap.images_per_s:.1f}"),
-        ("ETA", f"{eta} ({NO_ESTIMATE})"),
+        ("estimate", estimate),
+        ("ETA", eta),
         ("cost USD", "-" if snap.cost_usd is None else f"{snap.cost_usd:.2f}"),
         ("projected USD", f"{projected} {snap.projected_basis}"),
         ("budget", snap.max_cost),

@@ -45,22 +45,23 @@ EVENTS = {
 }  # fmt: skip
 
 
-def jobs_at(seconds: float) -> dict:
+def jobs_at(seconds: float, **tags) -> dict:
     """The Job objects as Azure ML would return them `seconds` after T0 (r1-retry1 exists from
-    200 s, runs until 330 s)."""
-    found = {"r1": rest_job("r1", "Failed", T0, T0 + timedelta(seconds=130), **RATE)}
+    200 s, runs until 330 s), each with `tags` besides its own."""
+    found = {"r1": rest_job("r1", "Failed", T0, T0 + timedelta(seconds=130), **RATE, **tags)}
     if seconds >= 200:
         status, modified = ("Completed", 330) if seconds >= 330 else ("Running", seconds)
         found["r1-retry1"] = rest_job(
             "r1-retry1", status, T0 + timedelta(seconds=200), T0 + timedelta(seconds=modified),
-            **RATE, **{"azdl.attempt": "2", "azdl.retry_of": "r1"})  # fmt: skip
+            **RATE, **tags, **{"azdl.attempt": "2", "azdl.retry_of": "r1"})  # fmt: skip
     return found
 
 
-def serve(client, clock_s) -> None:
-    """Make the mocked `client` answer as the workspace does `clock_s()` seconds after T0."""
-    client.jobs.get.side_effect = lambda name: jobs_at(clock_s())[name]
-    client.jobs.list.side_effect = lambda **kw: iter(jobs_at(clock_s()).values())
+def serve(client, clock_s, **tags) -> None:
+    """Make the mocked `client` answer as the workspace does `clock_s()` seconds after T0, the
+    jobs carrying `tags` besides their own."""
+    client.jobs.get.side_effect = lambda name: jobs_at(clock_s(), **tags)[name]
+    client.jobs.list.side_effect = lambda **kw: iter(jobs_at(clock_s(), **tags).values())
 
     def download(name, download_path, output_name=None, **kwargs):
         if output_name is None:  # the default artifacts: the job's logs

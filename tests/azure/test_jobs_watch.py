@@ -1,17 +1,26 @@
 """`azdl jobs watch` on a retry that runs to its end (tests/azure/ledger_workspace.py): the
 workspace answers as it stands at the fake clock's time, which moves only when the watch sleeps;
-stdout is not a terminal, so each poll is one plain line."""
+stdout is not a terminal, so each poll is one plain line. The jobs there carry no estimate's tags
+(as an older azdl submitted them); with the tags `azdl submit` sets, the measured pace is set
+against `azdl estimate`'s figure."""
 
 from datetime import timedelta
 
 import pytest
 
 from azdl.cli import main
+from azdl.estimate.job_tags import BASIS_TAG, IMAGES_TAG
 from azdl.jobs import watch_job
+from azdl.jobs.script_job import SCRIPT_TAG
 from tests.azure.fake_clock import Clock
 from tests.azure.ledger_workspace import T0, serve
 
 START_S = 250  # the first poll: r1-retry1 has made its first step
+WATCH = ["jobs", "watch", "r1-retry1", "--every", "60", "--steps", "100"]
+OLDER = (
+    "estimate - (no estimate on this job: no azdl.estimate_images_per_s tag: submitted by an "
+    "azdl older than it, or a model, size and node count `azdl estimate` has no figure for)"
+)
 
 
 @pytest.fixture
@@ -25,13 +34,13 @@ def clock(ml_client, monkeypatch):
 
 
 def test_watch_follows_the_retry_to_its_end(clock, outputs_file, capsys):
-    argv = ["jobs", "watch", "r1-retry1", "--every", "60", "--steps", "100"]
-    assert main([*argv, "--outputs", str(outputs_file())]) == 0
+    assert main([*WATCH, "--outputs", str(outputs_file())]) == 0
     polls, ledger = capsys.readouterr().out.split("\nledger of ", 1)
     polls = polls.splitlines()
     assert clock.sleeps == [60, 60] and len(polls) == 3  # at 250, 310 and 370 s
     assert polls[0].startswith(
-        "job r1-retry1 Running (attempt 2); step 11; images/s -; ETA - (no step batch yet)"
+        f"job r1-retry1 Running (attempt 2); step 11; images/s -; {OLDER}; ETA - (no step batch "
+        "yet)"
     )
     # At 310 s: the batch of steps 21-30 took 30 s (640 samples); 70 steps left at 1/3 step/s.
     # Cost: the ledger's billed node-time so far, r1's 100 s and r1-retry1's 80 s on 2 nodes at
@@ -39,13 +48,13 @@ def test_watch_follows_the_retry_to_its_end(clock, outputs_file, capsys):
     # Goodput: productive 140 of 360 node-s, the running attempt counted as running: its steps
     # after its restore are not lost (a failed one's would be recomputed).
     assert polls[1] == (
-        "job r1-retry1 Running (attempt 2); step 30; images/s 21.3; ETA 0:03:30 (no estimate on "
-        "this job); cost USD 9.83; projected USD 21.30 at the ETA; budget --max-cost 50 USD: "
-        "9.83 spent (20%); goodput 38.9%"
+        f"job r1-retry1 Running (attempt 2); step 30; images/s 21.3; {OLDER}; ETA 0:03:30; cost "
+        "USD 9.83; projected USD 21.30 at the ETA; budget --max-cost 50 USD: 9.83 spent (20%); "
+        "goodput 38.9%"
     )
     assert polls[2].startswith(
-        "job r1-retry1 Completed (attempt 2); step 30; images/s 21.3; ETA - (ended) (no estimate "
-        "on this job); cost USD 10.92; projected USD 10.92 (ended); "
+        f"job r1-retry1 Completed (attempt 2); step 30; images/s 21.3; {OLDER}; ETA - (ended); "
+        "cost USD 10.92; projected USD 10.92 (ended); "
     )
     assert ledger.startswith("r1 (2 nodes, failed), r1-retry1 (2 nodes)")
     assert "goodput: 35.0%" in ledger  # the final ledger: tests/azure/test_jobs_ledger.py's
@@ -58,3 +67,42 @@ def test_an_unknown_job_is_one_line_before_any_poll(clock, ml_client, outputs_fi
     assert main(["jobs", "watch", "nope", "--outputs", str(outputs_file())]) == 2
     assert capsys.readouterr().err == "error: no job named 'nope' in the stack's workspace\n"
     assert clock.sleeps == []
+
+
+def test_the_measured_pace_against_the_estimate_tagged_on_the_job(
+    clock, ml_client, outputs_file, capsys
+):
+    basis = "model (99.0% of linear) from a 8-GPU rate published, not measured here"
+    serve(ml_client.return_value, lambda: clock.now, **{IMAGES_TAG: "32.0", BASIS_TAG: basis})
+    assert main([*WATCH, "--outputs", str(outputs_file())]) == 0
+    polls = capsys.readouterr().out.split("\nledger of ", 1)[0].splitlines()
+    # No step batch yet: the prediction, no ratio, no ETA.
+    assert f"; estimate 32.0 images/s, measured/predicted - ({basis}); ETA - (no step" in polls[0]
+    # At 310 s, the batch of steps 21-30: 10 steps and 640 samples in 30 s. 70 steps left: at the
+    # measured 1/3 step/s, 210 s; at 64 samples a step and the predicted 32 images/s, 140 s.
+    measured = 640 / 30
+    left = (100 - 30) * (640 / 10) / 32.0
+    assert (
+        f"; images/s {measured:.1f}; estimate 32.0 images/s, measured/predicted "
+        f"{measured / 32.0:.2f} ({basis}); ETA 0:03:30 at the measured pace, "
+        f"{timedelta(seconds=left)} at the estimate; cost USD 9.83; " in polls[1]
+    )
+    assert f"measured/predicted 0.67 ({basis}); ETA - (ended);" in polls[2]
+
+
+def test_a_users_script_has_no_estimate_and_says_why(clock, ml_client, outputs_file, capsys):
+    serve(ml_client.return_value, lambda: clock.now, **{SCRIPT_TAG: "train.py"})
+    assert main([*WATCH, "--outputs", str(outputs_file())]) == 0
+    polls = capsys.readouterr().out.split("\nledger of ", 1)[0].splitlines()
+    assert (
+        "; estimate - (no estimate on this job: a user's script (azdl estimate prices the "
+        "built-in flavours' models only)); ETA 0:03:30; " in polls[1]
+    )
+
+
+def test_a_tag_that_is_no_figure_is_one_error_line(clock, ml_client, outputs_file, capsys):
+    serve(ml_client.return_value, lambda: clock.now, **{IMAGES_TAG: "fast"})
+    assert main([*WATCH, "--outputs", str(outputs_file())]) == 2
+    assert capsys.readouterr().err == (
+        "error: tag azdl.estimate_images_per_s 'fast' on the job: expected images/s above 0\n"
+    )
