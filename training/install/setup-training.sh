@@ -47,12 +47,12 @@ horovod_recipe() {
 
 if [ -n "$check" ]; then
     if [[ ! -x $venv/bin/python || "$(cat "$hvd_stamp" 2>/dev/null)" != "$(horovod_recipe)" ]]; then
-        echo "error: the Horovod in $venv was not built from this recipe (the frameworks," \
+        echo "error: the Horovod in $venv was not built from this tree's recipe (the frameworks," \
             "build tools, training/install/build_horovod.sh or its patch): run make setup-training" \
             "(azdl setup-training in a team's repository)" >&2
         exit 1
     fi
-    echo "the Horovod in $venv was built from this recipe"
+    echo "the Horovod in $venv was built from this tree's recipe"
     exit 0
 fi
 
