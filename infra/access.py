@@ -41,7 +41,8 @@ _ENTRA_SSH_DOC = (
 # commands that run only on the operator's machine, and `data copy`, which runs on the nodes
 # inside a job with the cluster's identity.
 NO_AZURE_ROLE = ("azdl train", "azdl data sample", "azdl data prepare", "azdl data copy",
-                 "azdl estimate", "azdl plan", "azdl diff", "azdl policy", "azdl init")  # fmt: skip
+                 "azdl estimate", "azdl plan", "azdl diff", "azdl policy", "azdl init",
+                 "azdl setup-training")  # fmt: skip
 COMMAND_ACCESS = (
     ("azdl data stage", ("data-stage",),
      "writes shards and the manifest into the training-data container", _BLOB_DOC),
@@ -60,14 +61,13 @@ COMMAND_ACCESS = (
     ("azdl jobs list", ("submit",), "lists the workspace's jobs", _ROLES_DOC),
     ("azdl jobs show", ("submit",), "reads a job and its chain of attempts", _ROLES_DOC),
     ("azdl jobs ledger", ("submit", "workspace-storage"),
-     "reads a job and its retries, then downloads their events from the workspace's default "
-     "storage", _STORAGE_DOC),
+     "reads a job and its retries, then their events from the outputs container", _BLOB_DOC),
     ("azdl jobs report", ("submit", "workspace-storage"),
-     "reads a job and its retries, then downloads their events and a failed one's logs from the "
-     "workspace's default storage", _STORAGE_DOC),
+     "reads a job and its retries, then their events from the outputs container and a failed "
+     "one's logs from the workspace's default storage", _STORAGE_DOC),
     ("azdl jobs watch", ("submit", "workspace-storage"),
-     "polls a job and its retries, downloading their events from the workspace's default storage "
-     "at each poll", _STORAGE_DOC),
+     "polls a job and its retries, reading their events from the outputs container at each poll",
+     _BLOB_DOC),
     ("azdl jobs cancel", ("submit",), "cancels a job", _ROLES_DOC),
     ("azdl jobs logs", ("submit", "workspace-storage"),
      "streams a job's logs from the workspace's default storage", _STORAGE_DOC),

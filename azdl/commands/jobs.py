@@ -272,7 +272,7 @@ def job_ledger(args) -> int:
     job = _get(client, args.name)
     now = datetime.now(UTC)
     jobs = [_get(client, a["name"]) for a in chain(client, job, outputs, now)]
-    book, gpus, price = ledger_job.chain_ledger(client, jobs, outputs, now)
+    book, gpus, price = ledger_job.chain_ledger(jobs, outputs, now)
     if args.json:
         print_json(SCHEMAS["ledger"], {"name": args.name} | ledger.document(book, gpus, price))
         return 0
@@ -300,8 +300,8 @@ def job_report(args) -> int:
     job = _get(client, args.name)
     now = datetime.now(UTC)
     jobs = _chain_jobs(client, job, outputs, now)
-    found = ledger_job.chain_events(client, jobs)
-    book, gpus, price = ledger_job.chain_ledger(client, jobs, outputs, now, found)
+    found = ledger_job.chain_events(jobs, outputs)
+    book, gpus, price = ledger_job.chain_ledger(jobs, outputs, now, found)
     retries = [ledger_page.Retry(j.name, getattr(j.status, "value", j.status),
                                  ledger_job.verdict(client, j)) for j in jobs]  # fmt: skip
     title = f"azdl ledger of {args.name} ({now:%Y-%m-%d %H:%M} UTC)"

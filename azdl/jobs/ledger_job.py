@@ -1,6 +1,7 @@
 """The ledger of a cluster job and its retries (`azdl jobs ledger`): each attempt's timeline from
-azure-ai-ml's Job object, its events from its `logs` output (training.events), its nodes' price
-from the job's rate tag or the stack's price table (azdl.jobs.budget).
+azure-ai-ml's Job object, its events from its `logs` output in the outputs container
+(training.events), its nodes' price from the job's rate tag or the stack's price table
+(azdl.jobs.budget).
 
 Which timeline fields are Azure ML's and which are inferred (docs/jobs.md, "The ledger"):
 - created: `creation_context.created_at` (the REST resource's systemData.createdAt), documented;
@@ -11,12 +12,14 @@ Which timeline fields are Azure ML's and which are inferred (docs/jobs.md, "The 
   Azure ML's job resource has no start time. Time from created to start is shown as queued, and
   the image pull before the command is in it."""
 
+import os
 import tempfile
 from datetime import datetime
 from fractions import Fraction
 from pathlib import Path
 
 from azdl import ledger
+from azdl.errors import AzdlError
 from azdl.jobs import budget
 from training import events
 
@@ -40,10 +43,38 @@ def attempt_of(job, found: list[dict], now: datetime) -> ledger.Attempt:
     return ledger.Attempt(job.name, start, max(end, start), nodes, failed, created)
 
 
-def job_events(client, name: str) -> list[dict]:
-    """The events in the job's `logs` output (downloaded to a temporary folder)."""
+def events_prefix(job, outputs) -> str:
+    """Where the job's events are in the outputs container: its `logs` output's folder (an
+    `azureml://datastores/<datastore>/paths/<folder>/` URI, azdl.jobs.azureml.datastore_uri),
+    then `events/` (azdl.jobs.spec.EVENTS)."""
+    logs = (job.outputs or {}).get("logs")
+    uri = getattr(logs, "path", None) or ""
+    datastore, _, folder = uri.removeprefix("azureml://datastores/").partition("/paths/")
+    if datastore != outputs.outputs_datastore or not folder:
+        raise AzdlError(
+            f"{job.name}: its `logs` output is {uri or 'missing'}; expected a folder of the "
+            f"stack's outputs datastore ({outputs.outputs_datastore}), as azdl submit makes it"
+        )
+    return f"{folder.rstrip('/')}/events/"
+
+
+def job_events(job, outputs) -> list[dict]:
+    """The job's events, read from the outputs container, where its `logs` mount writes them:
+    a running job's too, which azure-ai-ml's JobOperations.download refuses (only a job in
+    RunHistoryConstants.TERMINAL_STATUSES: azure/ai/ml/operations/_job_operations.py,
+    azure-ai-ml 1.35.2). Entra ID for the stack's account (azdl.staging.container_client)."""
+    from azdl.staging import CONNECTION_STRING_ENV, container_client
+
+    prefix = events_prefix(job, outputs)
+    container = container_client(
+        outputs.outputs_container_name, outputs.outputs_account_url,
+        os.environ.get(CONNECTION_STRING_ENV),
+    )  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="azdl-events-") as tmp:
-        client.jobs.download(name, download_path=tmp, output_name="logs")
+        for blob in container.list_blobs(name_starts_with=prefix):
+            local = Path(tmp, blob.name.removeprefix(prefix))
+            local.parent.mkdir(parents=True, exist_ok=True)
+            local.write_bytes(container.download_blob(blob.name).readall())
         return events.read(Path(tmp))
 
 
@@ -58,18 +89,18 @@ def node_price(job, outputs) -> Fraction | None:
     return None if rate is None else Fraction(str(rate))
 
 
-def chain_events(client, jobs: list) -> list[dict]:
+def chain_events(jobs: list, outputs) -> list[dict]:
     """The events of `jobs`, a job and its retries, in time order."""
-    found = [e for job in jobs for e in job_events(client, job.name)]
+    found = [e for job in jobs for e in job_events(job, outputs)]
     return sorted(found, key=lambda e: e["t_ms"])
 
 
 def chain_ledger(
-    client, jobs: list, outputs, now: datetime, found: list[dict] | None = None
+    jobs: list, outputs, now: datetime, found: list[dict] | None = None
 ) -> tuple[ledger.Ledger, int, Fraction]:
     """(the ledger of `jobs`, a job and its retries in order, GPUs per node, USD per node-hour),
-    from `found`, their events (chain_events), downloaded here when not given."""
-    found = chain_events(client, jobs) if found is None else found
+    from `found`, their events (chain_events), read here when not given."""
+    found = chain_events(jobs, outputs) if found is None else found
     attempts = [attempt_of(job, found, now) for job in jobs]
     return ledger.ledger(attempts, found), outputs.vm_size.gpus, node_price(jobs[-1], outputs)
 

@@ -89,12 +89,12 @@ def compute_name(job) -> str:
     return str(job.compute).rsplit("/computes/", 1)[-1]
 
 
-def exposure(client, job, compute) -> Exposure:
+def exposure(client, job, compute, outputs) -> Exposure:
     """One ended job's billed node-hours and whether an interruption ended it."""
     from azdl.jobs.retry import classify
     from azdl.jobs.workspace import job_logs
 
-    attempt = ledger_job.attempt_of(job, ledger_job.job_events(client, job.name), datetime.now(UTC))
+    attempt = ledger_job.attempt_of(job, ledger_job.job_events(job, outputs), datetime.now(UTC))
     status = getattr(job.status, "value", job.status)
     outcome = classify(status, "", job_logs(client, job.name) if status == "Failed" else "")
     hours = (attempt.end_ms - attempt.start_ms) * attempt.nodes / 3_600_000
@@ -106,14 +106,14 @@ def history_file(workspace: str) -> Path:
     return project.runs_dir() / "history" / f"{workspace}.json"
 
 
-def history(client, workspace: str) -> list[Exposure]:
+def history(client, outputs) -> list[Exposure]:
     """Every ended azdl job of the workspace, on a compute that still exists; the ones not in
     the project's history file yet are read (said on stderr) and added to it."""
     from azure.core.exceptions import ResourceNotFoundError
 
     from azdl.jobs.workspace import TERMINAL
 
-    path = history_file(workspace)
+    path = history_file(outputs.workspace_name)
     kept = json.loads(path.read_text()) if path.is_file() else {}
     ended = [job for job in client.jobs.list()
              if AZDL_TAG in (job.tags or {})
@@ -129,7 +129,7 @@ def history(client, workspace: str) -> list[Exposure]:
             except ResourceNotFoundError:
                 computes[name] = None  # deleted: its size and tier are unknown
         if computes[name] is not None:
-            kept[job.name] = asdict(exposure(client, job, computes[name]))
+            kept[job.name] = asdict(exposure(client, job, computes[name], outputs))
     if new:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(kept, indent=1, sort_keys=True) + "\n")
@@ -139,7 +139,7 @@ def history(client, workspace: str) -> list[Exposure]:
 def for_cluster(client, outputs) -> Estimate:
     """The node MTBF on the stack's cluster's nodes, from the workspace's history."""
     cluster = client.compute.get(outputs.cluster_name)
-    return estimate(history(client, outputs.workspace_name), cluster.size, cluster.tier)
+    return estimate(history(client, outputs), cluster.size, cluster.tier)
 
 
 def wanted(training_args) -> bool:

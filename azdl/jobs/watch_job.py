@@ -1,10 +1,11 @@
 """`azdl jobs watch`: a job and its retries followed until the latest attempt ends. Each poll
-reads the jobs (azure-ai-ml's Job objects) and downloads their events (azdl.jobs.ledger_job),
-and makes a Snapshot: the step, the pace (azdl.pace), the ETA, the cost so far (the ledger's
-billed total: from each attempt's start, queueing left out) and projected, the `--max-cost`
-state, and the goodput so far (the running attempt counted as running, not failed). Against the
-measured pace: the images/s `azdl estimate` predicted for the job's cluster, which `azdl submit`
-tags on a built-in flavour's job (azdl.estimate.job_tags), and the ETA at it.
+reads the jobs (azure-ai-ml's Job objects) and their events (azdl.jobs.ledger_job: from the
+outputs container, as a running job writes them), and makes a Snapshot: the step, the pace
+(azdl.pace), the ETA, the cost so far (the ledger's billed total: from each attempt's start,
+queueing left out) and projected, the `--max-cost` state, and the goodput so far (the running
+attempt counted as running, not failed). Against the measured pace: the images/s `azdl
+estimate` predicted for the job's cluster, which `azdl submit` tags on a built-in flavour's job
+(azdl.estimate.job_tags), and the ETA at it.
 
 Left out: stragglers (the events are rank 0's alone)."""
 
@@ -53,12 +54,12 @@ class Snapshot:
         return self.status in TERMINAL
 
 
-def snapshot(client, jobs: list, outputs, now: datetime, total_steps: int | None) -> Snapshot:
+def snapshot(jobs: list, outputs, now: datetime, total_steps: int | None) -> Snapshot:
     """The figures of `jobs`, a job and its retries in order, at `now`."""
     from azdl.jobs.workspace import TERMINAL  # here: it loads the Azure side
 
-    found = ledger_job.chain_events(client, jobs)
-    book, gpus, price = ledger_job.chain_ledger(client, jobs, outputs, now, found)
+    found = ledger_job.chain_events(jobs, outputs)
+    book, gpus, price = ledger_job.chain_ledger(jobs, outputs, now, found)
     doc = ledger.document(book, gpus, price)
     latest = jobs[-1]
     status = getattr(latest.status, "value", latest.status)
@@ -176,7 +177,7 @@ def follow(client, name: str, chain_of: Callable[[object], list], outputs, every
     ends; return the last one."""
     while True:
         jobs = chain_of(client.jobs.get(name))
-        snap = snapshot(client, jobs, outputs, NOW(), total_steps)
+        snap = snapshot(jobs, outputs, NOW(), total_steps)
         show(snap)
         if snap.ended:
             return snap

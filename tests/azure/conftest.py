@@ -7,6 +7,7 @@ local stand-in for the workspace's control plane that a real MLClient talks to
 
 from tests.azure.blob_endpoint import blob_endpoint  # noqa: F401
 from tests.azure.control_plane import control_plane  # noqa: F401
+from tests.azure.outputs_storage import outputs_azurite, outputs_storage  # noqa: F401
 from tests.azure.refusing_endpoint import container  # noqa: F401
 from tests.support.datasets import make_dataset  # noqa: F401  (fixtures: registered by import)
 from tests.support.job_fixtures import ml_client, outputs, outputs_file  # noqa: F401

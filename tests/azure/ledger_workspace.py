@@ -1,15 +1,16 @@
 """A job and its retry as `azdl jobs report` and `azdl jobs watch` meet them, for tests: their
-Job objects (azure-ai-ml's own, tests/azure/rest_jobs.py) as they stand at a moment, and the
-files MLClient.jobs.download lays out (JobOperations.download, azure-ai-ml 1.x: a named output
-under <path>/named-outputs/<name>/, the default artifacts' logs under <path>/). r1 fails after
-step 20 (its checkpoint: step 10; its log names a pre-emption); r1-retry1 resumes from step 10
-and completes at step 30. Each step batch carries its steps and samples, as training.events
-writes them (64 samples a step)."""
+Job objects (azure-ai-ml's own, tests/azure/rest_jobs.py) as they stand at a moment, their events
+in the outputs container (Azurite, tests/azure/outputs_storage.py) as written by then, and the
+logs MLClient.jobs.download lays out for a job that has ended (JobOperations.download,
+azure-ai-ml 1.x: the default artifacts' logs under <path>/). r1 fails after step 20 (its
+checkpoint: step 10; its log names a pre-emption); r1-retry1 resumes from step 10 and completes
+at step 30. Each step batch carries its steps and samples, as training.events writes them (64
+samples a step)."""
 
-import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from tests.azure.outputs_storage import refuse_unless_ended
 from tests.azure.rest_jobs import rest_job
 
 T0 = datetime(2026, 11, 24, 10, 0, tzinfo=UTC)
@@ -57,24 +58,23 @@ def jobs_at(seconds: float, **tags) -> dict:
     return found
 
 
-def serve(client, clock_s, **tags) -> None:
-    """Make the mocked `client` answer as the workspace does `clock_s()` seconds after T0, the
-    jobs carrying `tags` besides their own."""
-    client.jobs.get.side_effect = lambda name: jobs_at(clock_s(), **tags)[name]
-    client.jobs.list.side_effect = lambda **kw: iter(jobs_at(clock_s(), **tags).values())
+def serve(client, storage, clock_s, **tags) -> None:
+    """Make the mocked `client` and the outputs container `storage` answer as they stand
+    `clock_s()` seconds after T0, the jobs carrying `tags` besides their own."""
+
+    def now() -> dict:
+        for name in EVENTS:
+            storage.put_events(name, [e for e in EVENTS[name] if e["t_ms"] <= at(clock_s())])
+        return jobs_at(clock_s(), **tags)
+
+    client.jobs.get.side_effect = lambda name: now()[name]
+    client.jobs.list.side_effect = lambda **kw: iter(now().values())
 
     def download(name, download_path, output_name=None, **kwargs):
-        if output_name is None:  # the default artifacts: the job's logs
-            (Path(download_path) / "user_logs").mkdir(parents=True)
-            text = PREEMPTED_LOG if name == "r1" else "done\n"
-            (Path(download_path) / "user_logs" / "std_log.txt").write_text(text)
-            return
-        assert output_name == "logs"
-        folder = Path(download_path, "named-outputs", "logs", "events")
-        folder.mkdir(parents=True)
-        seen = [e for e in EVENTS[name] if e["t_ms"] <= at(clock_s())]
-        for process in {e["process"] for e in seen}:
-            text = "".join(json.dumps(e) + "\n" for e in seen if e["process"] == process)
-            (folder / f"events-{name}-round-0-{process}.jsonl").write_text(text)
+        assert output_name is None, "the events are read from the outputs container"
+        refuse_unless_ended(now()[name])
+        (Path(download_path) / "user_logs").mkdir(parents=True)
+        text = PREEMPTED_LOG if name == "r1" else "done\n"
+        (Path(download_path) / "user_logs" / "std_log.txt").write_text(text)
 
     client.jobs.download.side_effect = download

@@ -19,6 +19,10 @@ def rest_job(name, status, created, modified, instances=2, compute="gpu-cluster"
             "resources": {"instanceCount": instances}, "command": "python -m training.guard",
             "environmentId": "azureml:azdl-torch:1",
             "limits": {"timeout": "PT24H", "jobLimitsType": "Command"},
+            # as azdl submit names it (azdl.jobs.azureml.output_folder): the outputs datastore
+            "outputs": {"logs": {
+                "jobOutputType": "uri_folder", "mode": "ReadWriteMount",
+                "uri": f"azureml://datastores/azdl_outputs/paths/azdl/{name}/logs/"}},
         },
         "systemData": {
             "createdAt": created.isoformat(), "createdBy": "u", "createdByType": "User",

@@ -1,11 +1,10 @@
 """`azdl jobs ledger` on a job and its retry: azure-ai-ml's own Job objects (from the REST
 example, tests/azure/rest_jobs.py) for the timeline, MLClient mocked, and the events as
-training.events writes them into each job's `logs` output, downloaded as azure-ai-ml lays a
-named output out (JobOperations.download: <path>/named-outputs/<name>/)."""
+training.events writes them into each job's `logs` output, in the outputs container (Azurite,
+tests/azure/outputs_storage.py)."""
 
 import json
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
@@ -40,7 +39,7 @@ EVENTS = {
 
 
 @pytest.fixture
-def workspace(ml_client):
+def workspace(ml_client, outputs_storage):
     jobs = {
         "r1": rest_job("r1", "Failed", T0, T0 + timedelta(seconds=130), **RATE),
         "r1-retry1": rest_job("r1-retry1", "Completed", T0 + timedelta(seconds=200),
@@ -50,17 +49,8 @@ def workspace(ml_client):
     client = ml_client.return_value
     client.jobs.get.side_effect = jobs.__getitem__
     client.jobs.list.side_effect = lambda **kw: iter(jobs.values())
-
-    def download(name, download_path, output_name=None, **kwargs):
-        assert output_name == "logs"
-        folder = Path(download_path, "named-outputs", "logs", "events")
-        folder.mkdir(parents=True)
-        for process in {e["process"] for e in EVENTS[name]}:
-            mine = [e for e in EVENTS[name] if e["process"] == process]
-            text = "".join(json.dumps(e) + "\n" for e in mine)
-            (folder / f"events-{name}-round-0-{process}.jsonl").write_text(text)
-
-    client.jobs.download.side_effect = download
+    for name, found in EVENTS.items():
+        outputs_storage.put_events(name, found)
     return client
 
 

@@ -45,8 +45,8 @@ class Page(HTMLParser):
 
 
 @pytest.fixture
-def workspace(ml_client):
-    serve(ml_client.return_value, lambda: 400)  # both attempts have ended
+def workspace(ml_client, outputs_storage):
+    serve(ml_client.return_value, outputs_storage, lambda: 400)  # both attempts have ended
     return ml_client.return_value
 
 

@@ -24,10 +24,10 @@ OLDER = (
 
 
 @pytest.fixture
-def clock(ml_client, monkeypatch):
+def clock(ml_client, outputs_storage, monkeypatch):
     clock = Clock()
-    clock.now = START_S
-    serve(ml_client.return_value, lambda: clock.now)
+    clock.now, clock.storage = START_S, outputs_storage
+    serve(ml_client.return_value, outputs_storage, lambda: clock.now)
     monkeypatch.setattr(watch_job, "SLEEP", clock.sleep)
     monkeypatch.setattr(watch_job, "NOW", lambda: T0 + timedelta(seconds=clock.now))
     return clock
@@ -73,7 +73,8 @@ def test_the_measured_pace_against_the_estimate_tagged_on_the_job(
     clock, ml_client, outputs_file, capsys
 ):
     basis = "model (99.0% of linear) from a 8-GPU rate published, not measured here"
-    serve(ml_client.return_value, lambda: clock.now, **{IMAGES_TAG: "32.0", BASIS_TAG: basis})
+    tags = {IMAGES_TAG: "32.0", BASIS_TAG: basis}
+    serve(ml_client.return_value, clock.storage, lambda: clock.now, **tags)
     assert main([*WATCH, "--outputs", str(outputs_file())]) == 0
     polls = capsys.readouterr().out.split("\nledger of ", 1)[0].splitlines()
     # No step batch yet: the prediction, no ratio, no ETA.
@@ -91,7 +92,7 @@ def test_the_measured_pace_against_the_estimate_tagged_on_the_job(
 
 
 def test_a_users_script_has_no_estimate_and_says_why(clock, ml_client, outputs_file, capsys):
-    serve(ml_client.return_value, lambda: clock.now, **{SCRIPT_TAG: "train.py"})
+    serve(ml_client.return_value, clock.storage, lambda: clock.now, **{SCRIPT_TAG: "train.py"})
     assert main([*WATCH, "--outputs", str(outputs_file())]) == 0
     polls = capsys.readouterr().out.split("\nledger of ", 1)[0].splitlines()
     assert (
@@ -101,7 +102,7 @@ def test_a_users_script_has_no_estimate_and_says_why(clock, ml_client, outputs_f
 
 
 def test_a_tag_that_is_no_figure_is_one_error_line(clock, ml_client, outputs_file, capsys):
-    serve(ml_client.return_value, lambda: clock.now, **{IMAGES_TAG: "fast"})
+    serve(ml_client.return_value, clock.storage, lambda: clock.now, **{IMAGES_TAG: "fast"})
     assert main([*WATCH, "--outputs", str(outputs_file())]) == 2
     assert capsys.readouterr().err == (
         "error: tag azdl.estimate_images_per_s 'fast' on the job: expected images/s above 0\n"

@@ -1,8 +1,8 @@
 """`azdl submit -- --checkpoint-every-steps auto` sets the workers' node MTBF from the stack's own
 history (azdl.jobs.node_mtbf), through the command: the workspace's jobs are azure-ai-ml's own
 Job objects (tests/azure/rest_jobs.py), its computes azure-ai-ml's AmlCompute from the REST
-example (Compute/get/AmlCompute.json), MLClient mocked, each job's events and logs as
-JobOperations.download lays them out."""
+example (Compute/get/AmlCompute.json), MLClient mocked, each job's events in the outputs
+container (Azurite) and its logs as JobOperations.download lays them out."""
 
 import json
 from datetime import UTC, datetime, timedelta
@@ -13,6 +13,7 @@ from azure.core.exceptions import ResourceNotFoundError
 
 from azdl.cli import main
 from tests.azure.documented import DATA
+from tests.azure.outputs_storage import refuse_unless_ended
 from tests.azure.rest_jobs import rest_job
 from training.checkpoint_plan import NODE_MTBF_ENV, NODE_MTBF_H
 
@@ -68,29 +69,27 @@ def aml_compute(name: str):
 
 
 @pytest.fixture
-def workspace(ml_client, tmp_path, monkeypatch):
-    """The mocked client serving JOBS, in a project folder of its own (its runs/ history)."""
+def workspace(ml_client, outputs_storage, tmp_path, monkeypatch):
+    """The mocked client serving JOBS, their events in the outputs container, in a project
+    folder of its own (its runs/ history)."""
     (tmp_path / "Pulumi.yaml").write_text("name: team\nruntime: python\n")
     monkeypatch.chdir(tmp_path)
     client = ml_client.return_value
     client.jobs.list.side_effect = lambda **kw: iter(JOBS)
     client.compute.get.side_effect = aml_compute
     by_name = {j.name: j for j in JOBS}
+    for job in JOBS:
+        if job.name != "a4":  # cancelled before its first event
+            up = job.creation_context.created_at + timedelta(seconds=60)
+            outputs_storage.put_events(job.name, [{
+                "attempt": job.name, "round": 0, "process": "node-0-7", "event": "up",
+                "t_ms": round(up.timestamp() * 1000)}])  # fmt: skip
 
     def download(name, download_path, output_name=None, **kwargs):
-        if output_name is None:  # the default artifacts: the job's logs
-            (Path(download_path) / "user_logs").mkdir(parents=True)
-            (Path(download_path) / "user_logs" / "std_log.txt").write_text(LOGS.get(name, ""))
-            return
-        assert output_name == "logs"
-        if name == "a4":  # cancelled before its first event
-            return
-        folder = Path(download_path, "named-outputs", "logs", "events")
-        folder.mkdir(parents=True)
-        up = by_name[name].creation_context.created_at + timedelta(seconds=60)
-        event = {"attempt": name, "round": 0, "process": "node-0-7", "event": "up",
-                 "t_ms": round(up.timestamp() * 1000)}  # fmt: skip
-        (folder / f"events-{name}-round-0-node-0-7.jsonl").write_text(json.dumps(event) + "\n")
+        assert output_name is None, "the events are read from the outputs container"
+        refuse_unless_ended(by_name[name])  # the default artifacts: the job's logs
+        (Path(download_path) / "user_logs").mkdir(parents=True)
+        (Path(download_path) / "user_logs" / "std_log.txt").write_text(LOGS.get(name, ""))
 
     client.jobs.download.side_effect = download
     return client
@@ -100,7 +99,9 @@ def submitted_environment(client) -> dict:
     return client.jobs.create_or_update.call_args.args[0].environment_variables
 
 
-def test_the_node_mtbf_comes_from_the_stacks_own_jobs(workspace, outputs_file, capsys):
+def test_the_node_mtbf_comes_from_the_stacks_own_jobs(
+    workspace, outputs_storage, outputs_file, capsys
+):
     outputs = str(outputs_file())
     assert main(["submit", "--outputs", outputs, "--nodes", "2", *AUTO]) == 0
     # 5 node-hours (2 + 1 + 1 + 1), 1 interruption (a2's pre-emption; a3's bug is not one).
@@ -115,8 +116,11 @@ def test_the_node_mtbf_comes_from_the_stacks_own_jobs(workspace, outputs_file, c
     assert sorted(kept) == ["a1", "a2", "a3", "a4", "b1", "c1"]
     assert (kept["a3"]["interrupted"], kept["a3"]["reason"].split(":")[0]) == (
         False, "the script raised a Python exception")  # fmt: skip
-    # An ended job is read once: the next submission downloads nothing, and says the same.
+    # An ended job is read once: the next submission reads no events and downloads no logs,
+    # and says the same.
     downloads = workspace.jobs.download.call_count
+    for blob in outputs_storage.container.list_blobs():
+        outputs_storage.container.delete_blob(blob.name)
     assert main(["submit", "--outputs", outputs, "--nodes", "2", *AUTO]) == 0
     assert workspace.jobs.download.call_count == downloads
     assert submitted_environment(workspace)[NODE_MTBF_ENV] == f"{expected:.1f}"
