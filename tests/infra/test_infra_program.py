@@ -541,10 +541,10 @@ def test_private_endpoints_and_dns_zones(rendering, cfg):
 
 
 # What the mocked ACR answers differently by the order of a render's two concurrent uploads:
-# the path each upload gets (numbered as asked) and the digest built from it. The program's
-# part is the same whichever image asks first.
+# the path each upload gets (numbered as asked: in the relative path and in the upload URL) and
+# the digest built from it. The program's part is the same whichever image asks first.
 _UPLOAD_ORDER = (
-    (re.compile(r"(source/mock/[^/\"]+/)\d{4}(\.tar\.gz)"), r"\1N\2"),
+    (re.compile(r"(source/(?:mock/)?[^/\"]+/)\d{4}(\.tar\.gz)"), r"\1N\2"),
     (re.compile(r"sha256:[0-9a-f]{64}"), "sha256:D"),
 )
 
