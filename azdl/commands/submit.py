@@ -370,7 +370,7 @@ def run(args: argparse.Namespace) -> int:
             return 0
     client, mtbf_note = None, None
     if auto:
-        if args.dry_run or args.export is not None:
+        if args.dry_run:  # (an --export without it has returned)
             mtbf_note = node_mtbf.NOT_READ
         else:  # the stack's history is the workspace's: sign in now, once
             client = ml_client_checked(outputs, request.nodes)
