@@ -1,20 +1,22 @@
 """`azdl jobs report --html`: one self-contained HTML page of a job's ledger, to paste into a
-review. Its figures are `azdl.ledger.document`'s (the table's numbers, the bar's segments); the
-plots are matplotlib PNGs embedded as base64 data URIs, so the page loads nothing from anywhere
-and needs no script. The events carry no loss (training.events records steps and samples), so
-the page draws no loss curve and says so."""
+review. Its figures are `azdl.ledger.document`'s (the table's numbers, the bar's segments), its
+throughput the events' step batches (azdl.pace), its loss curve the epochs' metrics
+(azdl.epochs); the plots are matplotlib PNGs embedded as base64 data URIs, so the page loads
+nothing from anywhere and needs no script."""
 
 import base64
 import html
 import io
 from dataclasses import dataclass
 
+from azdl.epochs import Epoch, epochs
 from azdl.ledger import BUCKETS, LABELS
-from azdl.pace import Pace
+from azdl.pace import Pace, paces
 
-NO_LOSS = ("No loss curve: the run's events (training.events) record steps and samples, not the "
-           "loss; the built-in flavours log the loss per epoch to MLflow (training.metrics), "
-           "which Azure ML Studio charts.")  # fmt: skip
+NO_LOSS = ("No epoch ended in the run's events, so no loss to draw (a user's script reports its "
+           "epochs with training.events.epoch).")  # fmt: skip
+# The curves drawn, where the epochs have them (the flavours' names; validation's when run).
+LOSSES = ("loss", "val_loss")
 COLORS = {"productive": "#2a9d4b", "recomputed": "#d1495b", "restore": "#edae49",
           "checkpoint": "#00798c", "startup": "#7d8597", "idle": "#3d3d3d"}  # fmt: skip
 
@@ -76,14 +78,34 @@ def pace_png(paces: list[Pace], start_ms: int) -> str:
     return _png(fig)
 
 
+def loss_png(found: list[Epoch], start_ms: int) -> str:
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(8, 3.2), dpi=110)
+    ax = fig.add_subplot()
+    for attempt in dict.fromkeys(e.attempt for e in found):
+        for name in LOSSES:
+            mine = [e for e in found if e.attempt == attempt and name in e.values]
+            if mine:
+                xs = [(e.t_ms - start_ms) / 60_000 for e in mine]
+                ax.plot(xs, [e.values[name] for e in mine], ".-", label=f"{attempt} {name}")
+    ax.set_xlabel("minutes since the first attempt started")
+    ax.set_ylabel("loss (epoch mean)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return _png(fig)
+
+
 def _cell(value) -> str:
     return "–" if value is None else html.escape(str(value))
 
 
-def page(title: str, doc: dict, paces: list[Pace], retries: list[Retry]) -> str:
-    """The HTML page: the ledger as a bar and a table, throughput over time, the attempts and
-    their verdicts."""
+def page(title: str, doc: dict, found: list[dict], retries: list[Retry]) -> str:
+    """The HTML page of the ledger `doc` and its events `found`: the ledger as a bar and a
+    table, throughput and loss over time, the attempts and their verdicts."""
     e = html.escape
+    batches, ended = paces(found), [x for x in epochs(found) if set(LOSSES) & set(x.values)]
     rows = []
     for bucket in (*BUCKETS, "billed"):
         figures = doc["billed"] if bucket == "billed" else doc["buckets"][bucket]
@@ -94,11 +116,21 @@ def page(title: str, doc: dict, paces: list[Pace], retries: list[Retry]) -> str:
     unit = "GPU-hours" if doc["gpus_per_node"] else "node-hours"
     bar_alt = f"{unit} per bucket: " + "; ".join(f"{LABELS[b]} {h}" for b, h in segments(doc))
     start = min((a["start_ms"] for a in doc["attempts"]), default=0)
-    if paces:
-        unit = "images/s" if any(p.samples_per_s for p in paces) else "steps/s"
-        pace = f'<img alt="{unit} over time" src="{pace_png(paces, start)}">'
+    if batches:
+        unit = "images/s" if any(p.samples_per_s for p in batches) else "steps/s"
+        pace = f'<img alt="{unit} over time" src="{pace_png(batches, start)}">'
     else:
         pace = "<p>No step batches in the events: no throughput to draw.</p>"
+    if ended:
+        last = "; ".join(
+            f"{x.attempt} epoch {x.number}: "
+            + ", ".join(f"{k} {x.values[k]:.4g}" for k in LOSSES if k in x.values)
+            for x in ended[-3:]
+        )
+        png = loss_png(ended, start)
+        loss = f'<img id="loss" alt="loss per epoch; last: {e(last)}" src="{png}">'
+    else:
+        loss = f"<p>{e(NO_LOSS)}</p>"
     attempts = "".join(
         f"<tr><td>{e(r.name)}</td><td>{e(r.status)}</td><td>{e(r.verdict)}</td></tr>"
         for r in retries
@@ -123,7 +155,7 @@ node-hours billed; queued {doc["queue_ms"] / 1000:.0f} s (not billed); last step
 <h2>Throughput</h2>
 {pace}
 <h2>Loss</h2>
-<p>{e(NO_LOSS)}</p>
+{loss}
 <h2>Attempts</h2>
 <table id="attempts"><tr><th>job</th><th>status</th><th>verdict</th></tr>{attempts}</table>
 </body></html>

@@ -1,14 +1,14 @@
 """Every epoch's end, for all three flavours: each rank's step time and (PyTorch) own compute
 time gathered, a straggler named, and rank 0's metrics to MLflow (training.metrics) beside the
-TensorBoard logs. Every rank calls `end_epoch` (one small allgather per epoch); the lines and
-metrics: docs/architecture.md ("Epoch log").
+TensorBoard logs, and to the run's events (training.events.epoch). Every rank calls `end_epoch`
+(one small allgather per epoch); the lines and metrics: docs/architecture.md ("Epoch log").
 """
 
 import socket
 import statistics
 import time
 
-from training import metrics
+from training import events, metrics
 
 # A rank whose compute per step takes this many times the median rank's is a straggler (the
 # PyTorch flavour's --straggler-factor).
@@ -127,10 +127,17 @@ class EpochLog:
         if self.rank != 0:
             return
         logged = dict(values) | {"epoch_time_s": took}
+        timed_before = len(self._named)
         logged |= self._stragglers([(r, h, c) for r, h, _m, c in times])
         timed = [(r, h, m) for r, h, m, _c in times if m is not None]
         if median:
             logged["images_per_sec"] = self.images_per_rank_step * len(times) / median
+        # The run's events (the ledger's report and watch): the metrics and this epoch's
+        # stragglers ([] for none, None where the flavour or the warm-up timed no rank).
+        named = self._named[-1] if len(self._named) > timed_before else None
+        shown = dict(values) | {k: logged[k] for k in ("epoch_time_s", "images_per_sec")
+                                if k in logged}  # fmt: skip
+        events.epoch(epoch, shown, named)
         logged |= {f"step_time_s.rank_{r}": m for r, _h, m in timed}
         nodes = node_throughput(timed, self.images_per_rank_step)
         logged |= {f"images_per_sec.node_{host}": rate for host, rate in nodes.items()}

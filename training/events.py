@@ -10,6 +10,7 @@ flavour calls it; a user's script may:
     events.step(global_step, samples)      # after each optimizer step (batched: cheap)
     with events.checkpoint(global_step):   # around writing a checkpoint
         save(...)
+    events.epoch(epoch, {"loss": loss})    # an epoch's metrics (the built-in ones: epoch_log)
     events.end(global_step)                # training finished
 
 Nothing is written when AZDL_EVENTS_DIR is unset or on other ranks (RANK under torchrun,
@@ -24,6 +25,8 @@ batches (what is pending, at exit); the last step itself goes, at every step, in
 import atexit
 import contextlib
 import json
+import math
+import numbers
 import os
 import queue
 import socket
@@ -206,6 +209,20 @@ def checkpoint(global_step: int):
     yield
     if events is not None:
         events.emit("checkpoint_end", step=global_step)
+
+
+def epoch(number: int, values: dict, stragglers: list[tuple[int, str, float]] | None = None):
+    """Epoch `number` (1-based) ended, with its metrics (`values`: loss and the rest, as the
+    flavour logs them; a value that is not a finite number is left out) and, where the flavour
+    times each rank, its stragglers as (rank, host, compute ratio to the median rank), [] for
+    none; None: not timed."""
+    if (events := log()) is not None:
+        finite = {k: float(v) for k, v in values.items()
+                  if isinstance(v, numbers.Real) and math.isfinite(v)}  # fmt: skip
+        named = None if stragglers is None else [
+            {"rank": r, "host": h, "ratio": round(x, 3)} for r, h, x in stragglers]  # fmt: skip
+        events.emit("epoch", epoch=number, step=events.last_step, values=finite,
+                    stragglers=named)  # fmt: skip
 
 
 def end(global_step: int) -> None:

@@ -289,7 +289,6 @@ def _chain_jobs(client, job, outputs, now) -> list:
 def job_report(args) -> int:
     from azdl import ledger, ledger_page
     from azdl.jobs import ledger_job
-    from azdl.pace import paces
 
     if args.events_dir is not None:
         return local_report(args)
@@ -305,7 +304,7 @@ def job_report(args) -> int:
     retries = [ledger_page.Retry(j.name, getattr(j.status, "value", j.status),
                                  ledger_job.verdict(client, j)) for j in jobs]  # fmt: skip
     title = f"azdl ledger of {args.name} ({now:%Y-%m-%d %H:%M} UTC)"
-    text = ledger_page.page(title, ledger.document(book, gpus, price), paces(found), retries)
+    text = ledger_page.page(title, ledger.document(book, gpus, price), found, retries)
     out = args.out or Path(f"{args.name}.html")
     out.write_text(text)
     print(f"wrote {out}")
@@ -348,7 +347,6 @@ def watch_job(args) -> int:
 def local_report(args) -> int:
     """`azdl jobs report --events-dir DIR --html`: the page of a local run (`azdl train`'s)."""
     from azdl import ledger, ledger_page, local_ledger
-    from azdl.pace import paces
 
     folder = args.events_dir
     if args.name is not None:
@@ -361,7 +359,7 @@ def local_report(args) -> int:
                                  "a local run: its output says why" if a.failed else "completed")
                for a in book.attempts]  # fmt: skip
     title = f"azdl ledger of the local run in {folder}"
-    text = ledger_page.page(title, ledger.document(book, 0, None), paces(found), retries)
+    text = ledger_page.page(title, ledger.document(book, 0, None), found, retries)
     out = args.out or Path(f"{folder.resolve().parent.name}.html")
     out.write_text(text)
     print(f"wrote {out}")

@@ -5,9 +5,9 @@ outputs container, as a running job writes them), and makes a Snapshot: the step
 queueing left out) and projected, the `--max-cost` state, and the goodput so far (the running
 attempt counted as running, not failed). Against the measured pace: the images/s `azdl
 estimate` predicted for the job's cluster, which `azdl submit` tags on a built-in flavour's job
-(azdl.estimate.job_tags), and the ETA at it.
-
-Left out: stragglers (the events are rank 0's alone)."""
+(azdl.estimate.job_tags), and the ETA at it. And the ranks the flavour named stragglers in the
+latest attempt's last epoch (azdl.epochs: rank 0 gathers every rank's compute time at each
+epoch's end)."""
 
 import math
 import time
@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from fractions import Fraction
 
 from azdl import ledger
+from azdl.epochs import epochs, stragglers_text
 from azdl.errors import AzdlError
 from azdl.estimate.job_tags import BASIS_TAG, IMAGES_TAG
 from azdl.jobs import budget, ledger_job
@@ -43,6 +44,7 @@ class Snapshot:
     projected_basis: str  # "at the ETA", "to the time limit"
     max_cost: str  # the --max-cost state, in words
     goodput_percent: float | None
+    stragglers: str  # the latest attempt's last epoch's, in words (azdl.epochs)
     book: ledger.Ledger
     gpus: int
     price: Fraction | None  # USD per node-hour
@@ -91,7 +93,9 @@ def snapshot(jobs: list, outputs, now: datetime, total_steps: int | None) -> Sna
         pace.samples_per_s if pace else None, pace.steps_per_s if pace else None, eta,
         predicted, estimate_basis, eta_estimate, cost,
         None if projected is None else round(projected, 2), basis,
-        max_cost_state(latest, cost), doc["goodput_percent"], book, gpus, price,
+        max_cost_state(latest, cost), doc["goodput_percent"],
+        stragglers_text([x for x in epochs(found) if x.attempt == latest.name]), book, gpus,
+        price,
     )  # fmt: skip
 
 
@@ -155,6 +159,7 @@ def fields(snap: Snapshot) -> list[tuple[str, str]]:
         ("projected USD", f"{projected} {snap.projected_basis}"),
         ("budget", snap.max_cost),
         ("goodput", "-" if snap.goodput_percent is None else f"{snap.goodput_percent:.1f}%"),
+        ("stragglers", snap.stragglers),
     ]
 
 

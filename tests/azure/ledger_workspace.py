@@ -5,7 +5,7 @@ logs MLClient.jobs.download lays out for a job that has ended (JobOperations.dow
 azure-ai-ml 1.x: the default artifacts' logs under <path>/). r1 fails after step 20 (its
 checkpoint: step 10; its log names a pre-emption); r1-retry1 resumes from step 10 and completes
 at step 30. Each step batch carries its steps and samples, as training.events writes them (64
-samples a step)."""
+samples a step); an epoch ends every 10 steps, the last with a straggler."""
 
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -32,17 +32,26 @@ def batch(step: int, steps: int) -> dict:
     return {"step": step, "steps": steps, "samples": 64 * steps}
 
 
+def epoch(number: int, step: int, loss: float, stragglers=None, **values) -> dict:
+    """An epoch's end as training.events.epoch writes it."""
+    return {"epoch": number, "step": step, "values": {"loss": loss, **values},
+            "stragglers": stragglers}  # fmt: skip
+
+
 EVENTS = {
     "r1": lines("r1", "node-0-7", (30, "up", {}))
     + lines("r1", "node-0-9", (40, "started", {}), (50, "first_step", {"step": 1, "samples": 64}),
-            (60, "steps", batch(10, 9)), (60, "checkpoint_start", {"step": 10}),
-            (62, "checkpoint_end", {"step": 10}), (80, "steps", batch(20, 10)),
-            (81, "exit", {"step": 20})),
+            (60, "steps", batch(10, 9)), (60, "epoch", epoch(1, 10, 2.31, [])),
+            (60, "checkpoint_start", {"step": 10}), (62, "checkpoint_end", {"step": 10}),
+            (80, "steps", batch(20, 10)), (81, "exit", {"step": 20})),
     "r1-retry1": lines("r1-retry1", "node-1-7", (230, "up", {}))
     + lines("r1-retry1", "node-1-9", (240, "started", {}),
             (245, "restore", {"step": 10, "ms": 5000}),
             (250, "first_step", {"step": 11, "samples": 64}), (280, "steps", batch(20, 9)),
-            (310, "steps", batch(30, 10)), (315, "end", {"step": 30})),
+            (280, "epoch", epoch(2, 20, 1.94, [])), (310, "steps", batch(30, 10)),
+            (310, "epoch", epoch(3, 30, 1.62, [{"rank": 1, "host": "node-1", "ratio": 1.45}],
+                                 val_loss=1.7)),
+            (315, "end", {"step": 30})),
 }  # fmt: skip
 
 

@@ -77,13 +77,16 @@ def test_the_page_carries_the_ledgers_figures(workspace, outputs_file, tmp_path,
     # Self-contained: every image a PNG in a data URI, no address to load anything from.
     assert "http://" not in text and "https://" not in text and "<script" not in text
     pngs = [base64.b64decode(i["src"].removeprefix("data:image/png;base64,")) for i in page.images]
-    assert len(pngs) == 2 and all(png.startswith(b"\x89PNG\r\n\x1a\n") for png in pngs)
+    assert len(pngs) == 3 and all(png.startswith(b"\x89PNG\r\n\x1a\n") for png in pngs)
     assert [i["alt"] for i in page.images][1] == "images/s over time"
+    # The loss curve: every epoch's, its last three named (the events' epochs, ledger_workspace).
+    loss = next(i for i in page.images if i.get("id") == "loss")
+    assert loss["alt"] == ("loss per epoch; last: r1 epoch 1: loss 2.31; r1-retry1 epoch 2: loss "
+                           "1.94; r1-retry1 epoch 3: loss 1.62, val_loss 1.7")  # fmt: skip
     assert [row["cells"] for row in page.tables["attempts"][1:]] == [
         ["r1", "Failed", "a node was pre-empted"],
         ["r1-retry1", "Completed", "completed"],
     ]
-    assert "No loss curve" in text
 
 
 def test_the_page_of_a_local_run(tmp_path, capsys):

@@ -47,11 +47,13 @@ def test_watch_follows_the_retry_to_its_end(clock, outputs_file, capsys):
     # 98.32 USD/h; projected: 210 s more of both nodes (196.64 USD/h).
     # Goodput: productive 140 of 360 node-s, the running attempt counted as running: its steps
     # after its restore are not lost (a failed one's would be recomputed).
+    # Stragglers: the epoch that ended at 310 s named rank 1 (r1's epoch 1 is another attempt's).
     assert polls[1] == (
         f"job r1-retry1 Running (attempt 2); step 30; images/s 21.3; {OLDER}; ETA 0:03:30; cost "
         "USD 9.83; projected USD 21.30 at the ETA; budget --max-cost 50 USD: 9.83 spent (20%); "
-        "goodput 38.9%"
+        "goodput 38.9%; stragglers epoch 3: rank 1 on node-1 at 1.45x the median rank"
     )
+    assert polls[0].endswith("; stragglers - (no epoch has ended yet)")
     assert polls[2].startswith(
         f"job r1-retry1 Completed (attempt 2); step 30; images/s 21.3; {OLDER}; ETA - (ended); "
         "cost USD 10.92; projected USD 10.92 (ended); "

@@ -54,6 +54,24 @@ def test_rank_0_writes_every_event_with_its_attempt_and_round(fresh, monkeypatch
     assert (last["step"], last["round"]) == (45, 2)
 
 
+def test_an_epoch_carries_its_finite_metrics_and_its_stragglers(fresh, monkeypatch):
+    """What the report's loss curve and watch's stragglers read (azdl.epochs); numpy's scalars
+    are numbers too (TensorFlow's loss is a float32); NaN and the rest are left out."""
+    import numpy as np
+
+    monkeypatch.setenv("RANK", "0")
+    events.step(7, 16)
+    events.epoch(1, {"loss": np.float32(0.5), "accuracy": 0.25, "lr": float("nan"),
+                     "note": "text"}, [(1, "node-1", 1.4567)])  # fmt: skip
+    events.epoch(2, {"loss": float("inf")}, None)
+    events.log().close()
+    found = [e for e in events.read(fresh) if e["event"] == "epoch"]
+    assert [(e["epoch"], e["step"], e["values"], e["stragglers"]) for e in found] == [
+        (1, 7, {"loss": 0.5, "accuracy": 0.25}, [{"rank": 1, "host": "node-1", "ratio": 1.457}]),
+        (2, 7, {}, None),
+    ]
+
+
 def test_other_ranks_write_nothing(fresh, monkeypatch):
     monkeypatch.setenv("OMPI_COMM_WORLD_RANK", "1")
     events.started()

@@ -16,7 +16,7 @@ from conftest import TINY
 from azdl.envs import PACKAGES_ROOT, training_env
 from azdl.jobs.safeguards import local_mlflow_uri
 from azdl.local import launch_command
-from training import epoch_log
+from training import epoch_log, events
 from training.torch.compute_clock import ComputeClock
 
 SLOW_RANK_SCRIPT = PACKAGES_ROOT / "tests" / "training" / "slow_rank.py"
@@ -28,10 +28,10 @@ ARGS = [*TINY, "--image-size", "64", "--batch-size", "16", "--epochs", EPOCHS,
 BURN_S = 0.1
 
 
-def run_workers(launcher: str, slow_rank: int, mlflow_uri: str | None) -> str:
+def run_workers(launcher: str, slow_rank: int, mlflow_uri: str | None, extra=None) -> str:
     args = [str(slow_rank), str(BURN_S), *(str(a) for a in ARGS)]
     cmd = launch_command("torch", 2, launcher, args, script=SLOW_RANK_SCRIPT)
-    env = training_env({"MLFLOW_TRACKING_URI": mlflow_uri} if mlflow_uri else {})
+    env = training_env(({"MLFLOW_TRACKING_URI": mlflow_uri} if mlflow_uri else {}) | (extra or {}))
     run = subprocess.run(cmd, cwd=PACKAGES_ROOT, env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, timeout=240)  # fmt: skip
     assert run.returncode == 0, run.stdout
@@ -46,13 +46,21 @@ def test_a_slow_rank_is_named_with_its_host(launcher, tmp_path):
     from mlflow.tracking import MlflowClient
 
     # MLflow's record is the epoch log's, the same under both launchers: checked once (CI time).
+    # So are the run's events (training.events.epoch): read under torchrun.
     uri = local_mlflow_uri(tmp_path) if launcher == "horovod" else None
-    output = run_workers(launcher, slow_rank=1, mlflow_uri=uri)
+    folder = tmp_path / "events"
+    extra = {events.DIR_ENV: str(folder)} if uri is None else {}
+    output = run_workers(launcher, slow_rank=1, mlflow_uri=uri, extra=extra)
     host = socket.gethostname()
     named = re.findall(r"compute per step per rank .* - straggler: rank (\d+) on (\S+) at", output)
     assert named == [("1", host)] * EPOCHS, output
     assert f"stragglers over the run: rank 1 on {host} in {EPOCHS} of {EPOCHS} epochs" in output
     if uri is None:
+        ended = [e for e in events.read(folder) if e["event"] == "epoch"]
+        assert [e["epoch"] for e in ended] == list(range(1, EPOCHS + 1))
+        assert all(e["values"]["loss"] > 0 and e["values"]["images_per_sec"] > 0 for e in ended)
+        assert [[(s["rank"], s["host"]) for s in e["stragglers"]] for e in ended] == [
+            [(1, host)]] * EPOCHS  # fmt: skip
         return
     client = MlflowClient(tracking_uri=uri)
     (experiment,) = [e for e in client.search_experiments() if e.name == "azdl"]
