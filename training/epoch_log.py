@@ -1,14 +1,15 @@
 """Every epoch's end, for all three flavours: each rank's step time and (PyTorch) own compute
 time gathered, a straggler named, and rank 0's metrics to MLflow (training.metrics) beside the
-TensorBoard logs, and to the run's events (training.events.epoch). Every rank calls `end_epoch`
-(one small allgather per epoch); the lines and metrics: docs/architecture.md ("Epoch log").
+TensorBoard logs (with training.live's figures), and to the run's events (training.events.epoch).
+Every rank calls `end_epoch` (one small allgather per epoch); the lines and metrics:
+docs/architecture.md ("Epoch log").
 """
 
 import socket
 import statistics
 import time
 
-from training import events, metrics
+from training import events, live, metrics
 
 # A rank whose compute per step takes this many times the median rank's is a straggler (the
 # PyTorch flavour's --straggler-factor).
@@ -95,6 +96,7 @@ class EpochLog:
         self.rank, self.gather, self.framework = rank, allgather_object, framework
         self.factor = straggler_factor
         self.images_per_rank_step = images_per_rank_step
+        self.total_epochs = args.epochs
         self.host = socket.gethostname()
         self.run = metrics.start(
             rank,
@@ -137,10 +139,11 @@ class EpochLog:
         named = self._named[-1] if len(self._named) > timed_before else None
         shown = dict(values) | {k: logged[k] for k in ("epoch_time_s", "images_per_sec")
                                 if k in logged}  # fmt: skip
-        events.epoch(epoch, shown, named)
+        at = events.epoch(epoch, shown, named)
         logged |= {f"step_time_s.rank_{r}": m for r, _h, m in timed}
         nodes = node_throughput(timed, self.images_per_rank_step)
         logged |= {f"images_per_sec.node_{host}": rate for host, rate in nodes.items()}
+        logged |= live.now(self.total_epochs - epoch, took, at)  # what `azdl jobs watch` shows
         self.run.log(logged, step=epoch)
 
     def _stragglers(self, computes) -> dict[str, float]:

@@ -12,6 +12,7 @@ flavour calls it; a user's script may:
         save(...)
     events.epoch(epoch, {"loss": loss})    # an epoch's metrics (the built-in ones: epoch_log)
     events.end(global_step)                # training finished
+    events.rank_is(hvd.rank())             # Horovod elastic: after each reset (ranks move)
 
 Nothing is written when AZDL_EVENTS_DIR is unset or on other ranks (RANK under torchrun,
 OMPI_COMM_WORLD_RANK under MPI, HOROVOD_RANK under horovodrun; NODE_RANK for a node's own
@@ -80,6 +81,8 @@ class Log:
         self.pending = 0  # samples since the last step line
         self.pending_steps = 0
         self.line_due = 0.0
+        self.first_step_ms: int | None = None  # when this process's first step ended
+        self.checkpoint_ms = 0  # time spent writing checkpoints (training.live)
         self.ended = False
         self.writer = threading.Thread(target=self._write, name="azdl-events", daemon=True)
         self.writer.start()
@@ -119,7 +122,8 @@ class Log:
 
     def step(self, global_step: int, samples: int) -> None:
         if self.last_step is None:
-            self.emit("first_step", step=global_step, samples=samples)
+            self.first_step_ms = now_ms()
+            self.emit("first_step", self.first_step_ms, step=global_step, samples=samples)
             self.line_due = time.monotonic() + STEP_LINE_S
         else:
             self.pending += samples
@@ -181,6 +185,22 @@ def log() -> Log | None:
     return _log
 
 
+def rank_is(rank_now: int) -> None:
+    """Horovod elastic, at each (re)start of the training function: this process's rank now. A
+    reset renumbers the ranks (rank 0 may be the worker that left), so rank 0 writes the events
+    from here on, in a file of its own, and a process that is no longer rank 0 stops writing."""
+    global _log
+    current = log()
+    if rank_now == 0 and current is None and os.environ.get(DIR_ENV):
+        _log = Log(Path(os.environ[DIR_ENV]), attempt(), restart_round())
+        atexit.register(_log.close)
+        _log.emit("started")
+    elif rank_now != 0 and current is not None:
+        current.ended = True  # still running: no `exit` event
+        current.close()
+        _log = None
+
+
 def started() -> None:
     """The workers have met (rendezvous, init_process_group or hvd.init done)."""
     if (events := log()) is not None:
@@ -205,24 +225,31 @@ def checkpoint(global_step: int):
     events = log()
     if events is not None:
         events.flush_steps()
-        events.emit("checkpoint_start", step=global_step)
+        began = now_ms()
+        events.emit("checkpoint_start", began, step=global_step)
     yield
     if events is not None:
-        events.emit("checkpoint_end", step=global_step)
+        ended = now_ms()
+        events.checkpoint_ms += ended - began
+        events.emit("checkpoint_end", ended, step=global_step)
 
 
-def epoch(number: int, values: dict, stragglers: list[tuple[int, str, float]] | None = None):
+def epoch(number: int, values: dict, stragglers: list[tuple[int, str, float]] | None = None
+          ) -> int | None:  # fmt: skip
     """Epoch `number` (1-based) ended, with its metrics (`values`: loss and the rest, as the
     flavour logs them; a value that is not a finite number is left out) and, where the flavour
     times each rank, its stragglers as (rank, host, compute ratio to the median rank), [] for
-    none; None: not timed."""
-    if (events := log()) is not None:
-        finite = {k: float(v) for k, v in values.items()
-                  if isinstance(v, numbers.Real) and math.isfinite(v)}  # fmt: skip
-        named = None if stragglers is None else [
-            {"rank": r, "host": h, "ratio": round(x, 3)} for r, h, x in stragglers]  # fmt: skip
-        events.emit("epoch", epoch=number, step=events.last_step, values=finite,
-                    stragglers=named)  # fmt: skip
+    none; None: not timed. Returns the event's time (None: nothing written)."""
+    if (events := log()) is None:
+        return None
+    finite = {k: float(v) for k, v in values.items()
+              if isinstance(v, numbers.Real) and math.isfinite(v)}  # fmt: skip
+    named = None if stragglers is None else [
+        {"rank": r, "host": h, "ratio": round(x, 3)} for r, h, x in stragglers]  # fmt: skip
+    at = now_ms()
+    events.emit("epoch", at, epoch=number, step=events.last_step, values=finite,
+                stragglers=named)  # fmt: skip
+    return at
 
 
 def end(global_step: int) -> None:

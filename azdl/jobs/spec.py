@@ -30,7 +30,7 @@ from azdl.jobs.request import STORAGE_MODES, JobPart, JobRequest
 from azdl.jobs.stack_outputs import StackOutputs
 from azdl.launchers import LAUNCHERS, TORCHRUN_ENV, labelled, node_torchrun
 from azdl.runtime import module_command
-from training import events, flight_recorder, job_stop
+from training import events, flight_recorder, job_stop, live
 from training.flavours import FRAMEWORKS
 
 # A job name as it appears in the outputs container's folders (Azure ML job names are letters,
@@ -235,8 +235,10 @@ def build_job(outputs: StackOutputs, request: JobRequest):
     if request.health_check:
         tags["azdl.health_check"] = "true"
     rate, _note = budget.hourly_rate(outputs, request.nodes)
+    rated = {}
     if rate is not None:
         tags[budget.RATE_TAG] = f"{rate:g}"
+        rated = {live.RATE_ENV: f"{rate:g}"}  # rank 0's live.cost_usd in MLflow
     if request.max_cost is not None:
         tags[budget.MAX_COST_TAG] = f"{request.max_cost:g}"
     if request.script is None:  # a user's script trains what the estimate cannot know
@@ -271,7 +273,8 @@ def build_job(outputs: StackOutputs, request: JobRequest):
         environment_variables=nccl_environment(outputs, request.nccl_debug)
         | guards
         | part.environment
-        | node_mtbf.environment(request.node_mtbf_h),
+        | node_mtbf.environment(request.node_mtbf_h)
+        | rated,
         shm_size=request.shm_size,
         docker_args=(
             nfs_docker_args(outputs.nfs_mount_target) if request.storage == "nfs" else None

@@ -14,6 +14,7 @@ from azdl.jobs import budget
 from azdl.jobs import submit as submit_service
 from azdl.review.prices import PRICES_FILE
 from tests.jobs.failed_jobs import NCCL_IB, NON_ZERO, cluster
+from training import live
 
 H100 = "Standard_ND96isr_H100_v5"
 
@@ -41,6 +42,8 @@ def test_max_cost_becomes_the_time_it_buys_on_the_jobs_nodes(ml_client, outputs_
     assert job.limits.timeout == math.floor(500 / (2 * listed_price(H100)) * 3600)
     assert job.tags[budget.MAX_COST_TAG] == "500"
     assert float(job.tags[budget.RATE_TAG]) == pytest.approx(2 * listed_price(H100))
+    # The same rate reaches rank 0, which charts the cost so far in MLflow (training.live).
+    assert job.environment_variables[live.RATE_ENV] == job.tags[budget.RATE_TAG]
     ml_client.assert_not_called()
 
 

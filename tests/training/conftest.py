@@ -4,6 +4,7 @@ TFRecord set, read losses and throughput records from a run's output."""
 import os
 import re
 import subprocess
+import time
 from dataclasses import dataclass
 
 import pytest
@@ -23,6 +24,7 @@ BALANCED_FACTOR = 2.5
 class Run:
     returncode: int
     output: str  # stdout and stderr of every worker and the launcher
+    started_ms: int = 0  # when it was launched (epoch milliseconds)
 
     def losses(self) -> list[float]:
         """The training loss of every epoch, as rank 0 prints it (Keras and the TF loop)."""
@@ -39,6 +41,7 @@ def launch(
 ) -> Run:
     cmd = launch_command(framework, workers, launcher, [str(a) for a in args], transport=transport)
     env = training_env({"TF_CPP_MIN_LOG_LEVEL": "1", **(env or {})})
+    started_ms = time.time_ns() // 1_000_000
     proc = subprocess.run(
         cmd,
         cwd=PACKAGES_ROOT,
@@ -48,7 +51,7 @@ def launch(
         text=True,
         timeout=timeout,
     )
-    return Run(proc.returncode, proc.stdout)
+    return Run(proc.returncode, proc.stdout, started_ms)
 
 
 def write_tiny_tfrecords(directory, train_shards=2, validation_shards=2, per_shard=24, classes=4):

@@ -19,6 +19,7 @@ from conftest import TINY, worker_pids
 
 from azdl.envs import PACKAGES_ROOT, training_bin, training_env
 from azdl.runtime import module_command
+from training import events
 
 pytestmark = pytest.mark.slow
 
@@ -46,7 +47,7 @@ def test_killing_a_worker_does_not_stop_elastic_training(framework, tmp_path):
         "--lr-decay", "none", "--base-lr", "4", "--timing-warmup-steps", "2",
         "--commit-every", "2", "--dump-weights", str(tmp_path / "w"), "--checkpoint-dir", ckpt,
     ]  # fmt: skip
-    env = training_env({"TF_CPP_MIN_LOG_LEVEL": "1"})
+    env = training_env({"TF_CPP_MIN_LOG_LEVEL": "1", events.DIR_ENV: str(tmp_path / "events")})
     proc = subprocess.Popen(
         cmd, cwd=PACKAGES_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
@@ -57,7 +58,11 @@ def test_killing_a_worker_does_not_stop_elastic_training(framework, tmp_path):
         if ("epoch 2/" in line and "workers: 2" in line) or time.monotonic() > deadline:
             break
     assert any("epoch 2/" in line and "workers: 2" in line for line in seen), "".join(seen)
-    (victim,) = worker_pids(module, str(tmp_path / "w"), "HOROVOD_HOSTNAME=127.0.0.1")
+    folder = tmp_path / "events"
+    if framework == "torch":  # rank 0, once its epoch 2 is written: the survivor takes over
+        victim = events_writer(folder, 2)
+    else:
+        (victim,) = worker_pids(module, str(tmp_path / "w"), "HOROVOD_HOSTNAME=127.0.0.1")
     os.kill(victim, signal.SIGKILL)
     output = "".join(seen) + proc.communicate(timeout=240)[0]
 
@@ -70,3 +75,20 @@ def test_killing_a_worker_does_not_stop_elastic_training(framework, tmp_path):
     assert (tmp_path / "w" / "rank-0.npz").exists()
     # Every step ran exactly once in the run's count: the rollback went back to a commit.
     assert f'"global_step": {EPOCHS * STEPS},' in (ckpt / "progress.json").read_text()
+    if framework == "torch":  # each epoch's event, for the report's loss curve (twice: an
+        # epoch the rollback ended again), from the first rank 0 and then the survivor
+        ended = [e for e in events.read(folder) if e["event"] == "epoch"]
+        assert sorted({e["epoch"] for e in ended}) == list(range(1, EPOCHS + 1)), ended
+        assert len({e["process"] for e in ended}) == 2, ended
+        assert all(e["values"]["loss"] > 0 for e in ended), ended
+
+
+def events_writer(folder, epoch: int) -> int:
+    """The pid of the process writing `folder`'s events (rank 0), once its `epoch` is there."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        for e in events.read(folder):
+            if e["event"] == "epoch" and e["epoch"] == epoch:
+                return int(e["process"].rsplit("-", 1)[1])  # host-pid
+        time.sleep(0.05)
+    raise AssertionError(f"no epoch {epoch} event in {folder} after 60 s")

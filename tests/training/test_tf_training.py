@@ -11,9 +11,8 @@ import json
 import numpy as np
 import pytest
 from conftest import TINY, launch, write_tiny_tfrecords
-from mlflow_run import check_run
+from mlflow_run import check_run, run_env
 
-from azdl.jobs.safeguards import local_mlflow_uri
 from training.throughput import FIELDS, SCHEMA, parse_throughput_lines
 
 pytestmark = pytest.mark.slow
@@ -40,7 +39,7 @@ def synthetic(request, tmp_path_factory):
             "--batch-size", 8, "--val-steps", 2, "--dump-weights", root / "two",
             "--checkpoint-dir", root / "ckpt", "--log-dir", root / "tb",
         ],
-        env={"MLFLOW_TRACKING_URI": local_mlflow_uri(root)},
+        env=run_env(root),
     )  # fmt: skip
     assert two.returncode == 0, two.output
     one = launch(framework, 1, [*common, "--batch-size", 16, "--dump-weights", root / "one"])
@@ -103,7 +102,7 @@ def _initial_weights(root):
 @pytest.mark.training_env
 def test_the_two_worker_run_logged_each_metric_once_per_epoch_from_rank_0(synthetic):
     framework, root, two, _ = synthetic
-    check_run(local_mlflow_uri(root), framework, EPOCHS, two.output)
+    check_run(root, framework, EPOCHS, two)
 
 
 def test_rank0_writes_checkpoints_and_tensorboard(synthetic):

@@ -14,10 +14,9 @@ import sys
 import numpy as np
 import pytest
 from conftest import TINY, Run, launch, write_tiny_tfrecords
-from mlflow_run import TORCH_ARGS, check_run
+from mlflow_run import TORCH_ARGS, check_run, run_env
 
 from azdl.envs import PACKAGES_ROOT, training_env
-from azdl.jobs.safeguards import local_mlflow_uri
 from azdl.local import launch_command
 from training.throughput import FIELDS, SCHEMA, parse_throughput_lines
 
@@ -38,9 +37,9 @@ def synthetic(tmp_path_factory):
     common = [*TINY, *SGD, "--epochs", EPOCHS, "--steps-per-epoch", STEPS]
     outputs = ["--dump-weights", root / "two", "--checkpoint-dir", root / "ckpt"]
     outputs += ["--log-dir", root / "tb", "--val-steps", 2]
-    mlflow = {"MLFLOW_TRACKING_URI": local_mlflow_uri(root)}
+    two = [*common, "--batch-size", 8, *outputs, *TORCH_ARGS]
     runs = {
-        "two": launch("torch", 2, [*common, "--batch-size", 8, *outputs, *TORCH_ARGS], env=mlflow),
+        "two": launch("torch", 2, two, env=run_env(root)),
         "one": launch("torch", 1, [*common, "--batch-size", 16, "--dump-weights", root / "one"]),
         "accum": launch(
             "torch",
@@ -113,7 +112,7 @@ def test_two_workers_equal_one_worker_with_double_batch_or_accumulation(syntheti
 @pytest.mark.training_env
 def test_the_two_worker_run_logged_each_metric_once_per_epoch_from_rank_0(synthetic):
     root, runs = synthetic
-    check_run(local_mlflow_uri(root), "torch", EPOCHS, runs["two"].output)
+    check_run(root, "torch", EPOCHS, runs["two"])
 
 
 def test_rank0_checkpoints_and_logs(synthetic):

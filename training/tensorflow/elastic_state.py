@@ -6,7 +6,7 @@ lost. How, and why not Horovod's own state: docs/architecture.md ("Elastic train
 
 from dataclasses import dataclass
 
-from training import checkpoints
+from training import checkpoints, events
 
 
 @dataclass
@@ -104,6 +104,7 @@ def run(train_from, state) -> None:
     def on_reset():
         nonlocal resets
         resets += 1
+        events.rank_is(hvd.rank())
         if hvd.rank() == 0:
             print(f"workers changed: now {hvd.size()} (reset {resets})", flush=True)
 

@@ -71,6 +71,7 @@ class ElasticRun:
         the current rank and number of workers. Inside the elastic function: counting shards is
         collective."""
         a, hvd, size = self.args, self.hvd, self.hvd.size()
+        events.rank_is(hvd.rank())
         self.data = Data(a, hvd.rank(), size, hvd.local_size(), self.device, hvd.allgather_object)
         self.data.start_at(state.global_step * a.grad_accum)
         self.trainer.rescale(size)
@@ -122,6 +123,7 @@ class ElasticRun:
                     f"- workers: {hvd.size()}",
                     flush=True,
                 )
+                events.epoch(state.epoch + 1, {"loss": mean_loss, "lr": lr})  # no EpochLog here
                 if a.checkpoint_dir:
                     self.checkpoint = self.trainer.save(
                         Path(a.checkpoint_dir), state.epoch + 1, state.global_step
