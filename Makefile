@@ -9,6 +9,7 @@ demo:  ## local 2-worker Horovod training on synthetic data
 	.venv/bin/azdl train --workers 2
 
 test: setup  ## every test: unit, Pulumi-under-mocks, multi-process Horovod and torchrun, Azurite
+	scripts/setup-browser.sh
 	scripts/test.sh
 
 test-fast: setup-operator  ## the operator side's tests in under 2 minutes, saying what it leaves out

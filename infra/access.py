@@ -64,10 +64,11 @@ COMMAND_ACCESS = (
      "reads a job and its retries, then their events from the outputs container", _BLOB_DOC),
     ("azdl jobs report", ("submit", "workspace-storage"),
      "reads a job and its retries, then their events from the outputs container and a failed "
-     "one's logs from the workspace's default storage", _STORAGE_DOC),
+     "one's logs from the workspace's default storage (a local run's, with --events-dir: none)",
+     _STORAGE_DOC),
     ("azdl jobs watch", ("submit", "workspace-storage"),
-     "polls a job and its retries, reading their events from the outputs container at each poll",
-     _BLOB_DOC),
+     "polls a job and its retries, reading their events from the outputs container at each poll "
+     "(a local run's, with --events-dir: none)", _BLOB_DOC),
     ("azdl jobs cancel", ("submit",), "cancels a job", _ROLES_DOC),
     ("azdl jobs logs", ("submit", "workspace-storage"),
      "streams a job's logs from the workspace's default storage", _STORAGE_DOC),

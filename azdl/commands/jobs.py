@@ -55,12 +55,12 @@ def register(subparsers) -> None:
         if name == "list":
             q.add_argument("--experiment", default="azdl", help="experiment (default azdl)")
             q.add_argument("--limit", type=positive_int, default=20, help="jobs shown (default 20)")
-        elif name == "report":
+        elif name in ("report", "watch"):
             q.add_argument("name", type=job_name, metavar="JOB", nargs="?",
                            help="the job's name (none with --events-dir)")  # fmt: skip
             where.add_argument("--events-dir", type=Path, metavar="DIR",
                                help="a local run's events instead of a job: the folder `azdl "
-                               "train` names at its end (events and attempts: DIR)")  # fmt: skip
+                               "train` names (events and attempts: DIR)")  # fmt: skip
         else:
             q.add_argument("name", type=job_name, metavar="JOB", help="the job's name")
         if name == "download":
@@ -316,29 +316,41 @@ def watch_job(args) -> int:
     from azdl.console import make_console
     from azdl.jobs import watch_job as watching
 
-    client, outputs = _client(args)
-    _get(client, args.name)  # an unknown job: one line, before the first poll
+    if args.events_dir is not None:
+        if args.name is not None:
+            raise AzdlError(f"azdl jobs watch: a JOB ({args.name}) or --events-dir, not both")
+        title = f"azdl jobs watch --events-dir {args.events_dir}"
 
-    def chain_of(job):
-        return _chain_jobs(client, job, outputs, datetime.now(UTC))
+        def poll():
+            return watching.local_snapshot(args.events_dir, args.steps)
 
-    def follow(show):
-        return watching.follow(client, args.name, chain_of, outputs, args.every, args.steps, show)
+        poll()  # a folder with no run in it: one line, before the first poll is shown
+    else:
+        if args.name is None:
+            raise AzdlError("azdl jobs watch: name a JOB (with -s STACK or --outputs FILE), or "
+                            "a local run's --events-dir DIR")  # fmt: skip
+        client, outputs = _client(args)
+        _get(client, args.name)  # an unknown job: one line, before the first poll
+        title = f"azdl jobs watch {args.name}"
+
+        def poll():
+            jobs = _chain_jobs(client, client.jobs.get(args.name), outputs, datetime.now(UTC))
+            return watching.snapshot(jobs, outputs, watching.NOW(), args.steps)
 
     if sys.stdout.isatty():
         from rich.live import Live
         from rich.table import Table
 
         def table(snap):
-            grid = Table(show_header=False, title=f"azdl jobs watch {args.name}")
+            grid = Table(show_header=False, title=title)
             for name, value in watching.fields(snap):
                 grid.add_row(name, value)
             return grid
 
         with Live(console=make_console(), auto_refresh=False) as live:
-            last = follow(lambda snap: live.update(table(snap), refresh=True))
+            last = watching.follow(poll, args.every, lambda s: live.update(table(s), refresh=True))
     else:
-        last = follow(lambda snap: print(watching.line(snap), flush=True))
+        last = watching.follow(poll, args.every, lambda s: print(watching.line(s), flush=True))
     for text in ledger.lines(last.book, last.gpus, last.price):
         print(text)
     return 0 if last.status == "Completed" else 1

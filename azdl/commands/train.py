@@ -171,6 +171,9 @@ def run_launcher(
     print("+ " + shlex.join(cmd), file=sys.stderr, flush=True)
     name = env[local_ledger.ATTEMPT_ENV]
     began = ledger.now_ms()
+    local_ledger.record_start(events_dir, name, began)
+    watch = f"azdl jobs watch --events-dir {shlex.quote(str(events_dir))}"
+    print(f"azdl: follow it with `{watch}`", file=sys.stderr, flush=True)
     code = start(cmd, launcher, env, cwd, transport)
     attempt = ledger.Attempt(name, began, ledger.now_ms(), nodes=1, failed=code != 0)
     local_ledger.record_attempt(events_dir, attempt)

@@ -58,19 +58,48 @@ class Snapshot:
 
 def snapshot(jobs: list, outputs, now: datetime, total_steps: int | None) -> Snapshot:
     """The figures of `jobs`, a job and its retries in order, at `now`."""
-    from azdl.jobs.workspace import TERMINAL  # here: it loads the Azure side
-
     found = ledger_job.chain_events(jobs, outputs)
     book, gpus, price = ledger_job.chain_ledger(jobs, outputs, now, found)
-    doc = ledger.document(book, gpus, price)
     latest = jobs[-1]
     status = getattr(latest.status, "value", latest.status)
-    mine = [p for p in paces(found) if p.attempt == latest.name]
+    timeout = latest.limits.timeout if latest.limits is not None else None
+    return figures(found, book, gpus, price, latest.name, status, total_steps,
+                   estimate_of(latest.tags or {}), max_cost_state(latest, book, gpus, price),
+                   timeout)  # fmt: skip
+
+
+def local_snapshot(events_dir, total_steps: int | None) -> Snapshot:
+    """The figures of a local run (`azdl train`'s events folder) now: one node, unpriced."""
+    from azdl import local_ledger
+    from training import events
+
+    found = events.read(events_dir)
+    rows = local_ledger.timeline(events_dir, ledger.now_ms(), found)
+    if not rows:
+        raise AzdlError(f"--events-dir {events_dir}: no attempt-*.json in it; expected the folder "
+                        "`azdl train` names when it starts")  # fmt: skip
+    book = ledger.ledger([attempt for attempt, _ in rows], found)
+    latest, status = rows[-1]
+    return figures(found, book, 0, None, latest.name, status, total_steps,
+                   (None, f"{NO_ESTIMATE}: a local run"), "no --max-cost (a local run)",
+                   None)  # fmt: skip
+
+
+def figures(found: list[dict], book: ledger.Ledger, gpus: int, price: Fraction | None,
+            name: str, status: str, total_steps: int | None,
+            estimate: tuple[float | None, str], max_cost: str, timeout_s: float | None
+            ) -> Snapshot:  # fmt: skip
+    """The Snapshot of the latest attempt `name` (in `status`) of the chain `book` holds, from
+    its events `found`."""
+    from azdl.jobs.workspace import TERMINAL  # here: it loads the Azure side
+
+    doc = ledger.document(book, gpus, price)
+    mine = [p for p in paces(found) if p.attempt == name]
     pace = mine[-1] if mine else None
-    step = ledger.last_step([e for e in found if e["attempt"] == latest.name])
+    step = ledger.last_step([e for e in found if e["attempt"] == name])
     ended = status in TERMINAL
     eta = eta_estimate = None
-    predicted, estimate_basis = estimate_of(latest.tags or {})
+    predicted, estimate_basis = estimate
     if not ended and pace and total_steps is not None and step is not None:
         eta = max(total_steps - step, 0) / pace.steps_per_s
         if predicted is not None:  # at the measured samples per step
@@ -84,18 +113,17 @@ def snapshot(jobs: list, outputs, now: datetime, total_steps: int | None) -> Sna
         projected, basis = cost, "(ended)"
     elif hourly is not None and eta is not None:
         projected, basis = cost + eta / 3600 * hourly, "at the ETA"
-    elif hourly is not None and latest.limits is not None and latest.limits.timeout:
+    elif hourly is not None and timeout_s:
         ran = (book.attempts[-1].end_ms - book.attempts[-1].start_ms) / 1000
-        left = max(latest.limits.timeout - ran, 0)
+        left = max(timeout_s - ran, 0)
         projected, basis = cost + left / 3600 * hourly, "to the time limit"
     return Snapshot(
-        latest.name, status, len(jobs), step,
+        name, status, len(book.attempts), step,
         pace.samples_per_s if pace else None, pace.steps_per_s if pace else None, eta,
         predicted, estimate_basis, eta_estimate, cost,
-        None if projected is None else round(projected, 2), basis,
-        max_cost_state(latest, cost), doc["goodput_percent"],
-        stragglers_text([x for x in epochs(found) if x.attempt == latest.name]), book, gpus,
-        price,
+        None if projected is None else round(projected, 2), basis, max_cost,
+        doc["goodput_percent"],
+        stragglers_text([x for x in epochs(found) if x.attempt == name]), book, gpus, price,
     )  # fmt: skip
 
 
@@ -121,10 +149,11 @@ def estimate_of(tags: dict) -> tuple[float | None, str]:
     return None, f"{NO_ESTIMATE}: {why}"
 
 
-def max_cost_state(job, cost: float | None) -> str:
+def max_cost_state(job, book: ledger.Ledger, gpus: int, price: Fraction | None) -> str:
     cap = (job.tags or {}).get(budget.MAX_COST_TAG)
     if cap is None:
         return "no --max-cost"
+    cost = ledger.document(book, gpus, price)["billed"]["usd"]
     if cost is None:
         return f"--max-cost {cap} USD; spent unknown (unpriced)"
     return f"--max-cost {cap} USD: {cost:.2f} spent ({cost / float(cap) * 100:.0f}%)"
@@ -176,13 +205,12 @@ def now() -> datetime:
 SLEEP, NOW = time.sleep, now
 
 
-def follow(client, name: str, chain_of: Callable[[object], list], outputs, every: float,
-           total_steps: int | None, show: Callable[[Snapshot], None]) -> Snapshot:  # fmt: skip
+def follow(poll: Callable[[], Snapshot], every: float, show: Callable[[Snapshot], None]
+           ) -> Snapshot:  # fmt: skip
     """Poll every `every` seconds, handing each Snapshot to `show`, until the latest attempt
     ends; return the last one."""
     while True:
-        jobs = chain_of(client.jobs.get(name))
-        snap = snapshot(jobs, outputs, NOW(), total_steps)
+        snap = poll()
         show(snap)
         if snap.ended:
             return snap

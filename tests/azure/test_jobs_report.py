@@ -122,3 +122,56 @@ def test_the_page_of_a_local_run(tmp_path, capsys):
     )
     assert main(["jobs", "report", "--events-dir", str(tmp_path), "--html"]) == 2
     assert "no attempt-*.json in it" in capsys.readouterr().err
+
+
+# Run in the copy of the page a browser opens (the page itself runs no script): each image's
+# decoded width and the ledger table's text, as far as the browser shows them (0 and "" where
+# it lays out nothing), written into the DOM.
+PROBE = """<script>
+addEventListener("load", () => {
+  const shown = (e) => e.checkVisibility() && e.getBoundingClientRect().width > 0;
+  const probe = document.createElement("pre");
+  probe.id = "probe";
+  probe.textContent = JSON.stringify({
+    widths: Array.from(document.images, (i) => (shown(i) ? i.naturalWidth : 0)),
+    ledger: Array.from(document.querySelectorAll("#ledger tr[data-bucket]"), (r) => [
+      r.dataset.bucket, ...Array.from(r.cells, (c) => (shown(c) ? c.innerText : "")),
+    ]),
+  });
+  document.body.append(probe);
+});
+</script>"""
+
+
+@pytest.mark.slow
+def test_the_page_opens_in_headless_chromium_with_the_ledgers_figures(
+    workspace, outputs_file, tmp_path, capsys
+):
+    """The page in a real browser (Debian's chromium, scripts/setup-browser.sh): every image
+    decodes, and the table it lays out holds `azdl jobs ledger --json`'s figures."""
+    import shutil
+    import subprocess
+
+    browser = shutil.which("chromium")
+    assert browser, "chromium is not installed: scripts/setup-browser.sh (make test runs it)"
+    out = tmp_path / "r1.html"
+    argv = ["r1-retry1", "--outputs", str(outputs_file())]
+    assert main(["jobs", "report", *argv, "--html", "--out", str(out)]) == 0
+    assert main(["jobs", "ledger", *argv, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out.split("\n", 1)[1])
+    probed = tmp_path / "probed.html"
+    probed.write_text(out.read_text().replace("</body>", PROBE + "</body>"))
+    dom = subprocess.run(
+        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+         f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=5000", "--dump-dom",
+         probed.as_uri()],
+        capture_output=True, text=True, timeout=120, check=True,
+    ).stdout  # fmt: skip
+    found = json.loads(dom.split('<pre id="probe">', 1)[1].split("</pre>", 1)[0])
+    assert len(found["widths"]) == 3 and all(w > 100 for w in found["widths"]), found
+    keys = ("node_ms", "node_hours", "gpu_hours", "usd")
+    shown = {bucket: cells[1:] for bucket, *cells in found["ledger"]}
+    assert list(shown) == [*BUCKETS, "billed"]
+    for bucket, cells in shown.items():
+        figures = doc["billed"] if bucket == "billed" else doc["buckets"][bucket]
+        assert [float(c or "nan") for c in cells] == [figures[k] for k in keys], (bucket, cells)

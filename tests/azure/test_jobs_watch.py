@@ -4,6 +4,7 @@ stdout is not a terminal, so each poll is one plain line. The jobs there carry n
 (as an older azdl submitted them); with the tags `azdl submit` sets, the measured pace is set
 against `azdl estimate`'s figure."""
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -109,3 +110,47 @@ def test_a_tag_that_is_no_figure_is_one_error_line(clock, ml_client, outputs_fil
     assert capsys.readouterr().err == (
         "error: tag azdl.estimate_images_per_s 'fast' on the job: expected images/s above 0\n"
     )
+
+
+def test_a_local_run_whose_azdl_train_was_killed_ends_failed_at_its_last_event(tmp_path, capsys):
+    """`azdl train` records the attempt's start with its pid, and its end when the workers end;
+    killed in between, it leaves the start alone: watch ends the attempt as failed, at its last
+    event. (A run followed to its end: tests/training/test_train_cli.py.)"""
+    import json
+    import subprocess
+    import sys
+
+    from azdl import local_ledger
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()  # a pid that has ended: as a killed `azdl train`'s
+    folder = tmp_path / "events"
+    folder.mkdir()
+    (folder / "attempt-local-1.json").write_text(
+        json.dumps({"name": "local-1", "start_ms": 1_000, "pid": gone.pid})
+    )
+    lines = [
+        {"t_ms": 3_000, "event": "first_step", "step": 1, "samples": 8},
+        {"t_ms": 9_000, "event": "steps", "step": 20, "steps": 19, "samples": 152},
+    ]
+    (folder / "events-local-1-round-0-host-9.jsonl").write_text("".join(
+        json.dumps(e | {"attempt": "local-1", "round": 0, "process": "host-9"}) + "\n"
+        for e in lines))  # fmt: skip
+    ((attempt, status),) = local_ledger.timeline(folder, 60_000, [])
+    assert (status, attempt.end_ms, attempt.failed) == ("Failed", 1_000, True)  # no events given
+    assert main(["jobs", "watch", "--events-dir", str(folder), "--every", "1"]) == 1
+    polls, ledger = capsys.readouterr().out.split("\nledger of ", 1)
+    assert polls.startswith("job local-1 Failed (attempt 1); step 20; ")
+    assert ledger.startswith("local-1 (1 node, failed)\n")
+    assert re.search(r"\nbilled total +8\.0 ", ledger), ledger  # 1 s to 9 s: the last event
+
+
+def test_watch_takes_a_job_or_a_local_runs_folder(tmp_path, capsys):
+    assert main(["jobs", "watch", "r1", "--events-dir", str(tmp_path)]) == 2
+    assert (
+        capsys.readouterr().err == "error: azdl jobs watch: a JOB (r1) or --events-dir, not both\n"
+    )
+    assert main(["jobs", "watch", "--events-dir", str(tmp_path)]) == 2
+    assert "no attempt-*.json in it" in capsys.readouterr().err
+    assert main(["jobs", "watch"]) == 2
+    assert capsys.readouterr().err.startswith("error: azdl jobs watch: name a JOB")

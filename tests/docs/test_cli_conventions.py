@@ -296,7 +296,10 @@ NO_JSON = {
     "init": "writes a repository; its files are the record",
     "setup-training": "streams pip's and the build's output; its record is the environment",
     "jobs report": "writes an HTML page; its figures are `azdl jobs ledger --json`'s",
-    "jobs watch": "a live view; `azdl jobs ledger --json` is its record once the job ends",
+    "jobs watch": (
+        "a live view (of a job, or with `--events-dir` of a local run); `azdl jobs ledger --json` "
+        "is its record once the job ends"
+    ),
 }
 SCHEMA_NAME = re.compile(r"\bazdl\.[a-z-]+/v\d+\b")
 

@@ -5,7 +5,9 @@ training script's help printed once, and TensorFlow's C++ start-up lines kept ou
 set-up's Horovod build check unless AZDL_VERBOSE=1."""
 
 import os
+import re
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -83,12 +85,19 @@ def azdl(
     *args, cwd: Path = PACKAGES_ROOT, timeout: int = 300, **env
 ) -> subprocess.CompletedProcess:
     """The `azdl` command of this checkout, run from the operator environment."""
-    environ = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
-    environ |= {"PYTHONPATH": str(PACKAGES_ROOT), **env}
     return subprocess.run(
-        [str(OPERATOR_PYTHON), "-m", "azdl", *map(str, args)],
-        cwd=cwd, env=environ, capture_output=True, text=True, timeout=timeout,
+        azdl_argv(*args), cwd=cwd, env=operator_env(**env), capture_output=True, text=True,
+        timeout=timeout,
     )  # fmt: skip
+
+
+def azdl_argv(*args) -> list[str]:
+    return [str(OPERATOR_PYTHON), "-m", "azdl", *map(str, args)]
+
+
+def operator_env(**env) -> dict[str, str]:
+    environ = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    return environ | {"PYTHONPATH": str(PACKAGES_ROOT), **env}
 
 
 def shard_folder(path: Path, shards: int) -> Path:
@@ -219,6 +228,51 @@ def test_a_worker_that_fails_is_reported_by_rank_without_horovodruns_traceback(t
     after = run.stderr.split(failure)[1].splitlines()
     assert after[-1].startswith("events and attempts: ")
     assert "Traceback" not in run.stderr and "RuntimeError" not in run.stderr
+
+
+# A script of a user's that steps for about 8 s and reports its steps (docs/jobs.md, "The events
+# behind it"): time for a step batch (training.events.STEP_LINE_S) while `azdl jobs watch` polls.
+STEPPING = """\
+import time
+from training import events
+events.started()
+for step in range(1, 41):
+    time.sleep(0.2)
+    events.step(step, 8)
+events.end(40)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.training_env
+def test_watch_follows_a_local_run_to_its_end_and_prints_the_ledger_train_printed(tmp_path):
+    script, run_dir = tmp_path / "steps.py", tmp_path / "run"
+    script.write_text(STEPPING)
+    train = subprocess.Popen(
+        azdl_argv("train", "--script", script, "--workers", 1, "--run-dir", run_dir),
+        cwd=tmp_path, env=operator_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    events_dir, deadline = run_dir / "events", time.monotonic() + 60
+    while not list(events_dir.glob("attempt-*.json")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    watch = azdl("jobs", "watch", "--events-dir", events_dir, "--every", 1, "--steps", 40,
+                 cwd=tmp_path, timeout=120)  # fmt: skip
+    _, err = train.communicate(timeout=120)
+    assert train.returncode == 0, err
+    assert f"azdl: follow it with `azdl jobs watch --events-dir {events_dir}`" in err
+    assert watch.returncode == 0, watch.stderr
+    polls, ledger = watch.stdout.split("\nledger of ", 1)
+    polls = polls.splitlines()
+    running = [p for p in polls if " Running (attempt 1); " in p]
+    assert len(running) >= 3, polls  # polled while it ran, once a second
+    paced = [p for p in running if "; images/s -; " not in p]
+    assert paced and all(re.search(r"; ETA \d+:\d\d:\d\d; cost USD -; ", p) for p in paced), polls
+    assert "; estimate - (no estimate on this job: a local run); " in polls[0]
+    assert re.search(r"^job local-\S+ Completed \(attempt 1\); step 40; ", polls[-1]), polls
+    assert "; ETA - (ended); " in polls[-1] and len(polls) == len(running) + 1
+    # The ledger watch ends with is the one azdl train printed at its end.
+    assert f"ledger of {ledger}".strip() in err, (ledger, err)
 
 
 @pytest.mark.slow
