@@ -10,11 +10,13 @@ from job_commands import runs, unguarded
 
 from azdl.cli import main
 from azdl.errors import AzdlError
+from azdl.jobs import budget
 from azdl.jobs.azureml import NFS_MOUNT_POINT
 from azdl.jobs.request import JobRequest
 from azdl.jobs.safeguards import stall_environment
 from azdl.jobs.spec import build_job
 from azdl.jobs.stack_outputs import load_outputs
+from training import live
 
 
 def submitted(ml_client):
@@ -93,7 +95,9 @@ def test_cpu_size_runs_one_process_per_node_without_nccl_and_rejects_gpu_options
     assert main(["submit", "--outputs", str(path), "--nodes", "2", "--storage", "synthetic"]) == 0
     job = submitted(ml_client)
     assert job.distribution.process_count_per_instance == 1
-    assert job.environment_variables == stall_environment(600)  # no NCCL on CPU sizes
+    # No NCCL on CPU sizes: the stall guard's, and the nodes' rate for the live cost in MLflow.
+    rate = {live.RATE_ENV: job.tags[budget.RATE_TAG]}
+    assert job.environment_variables == stall_environment(600) | rate
     for option in (["--precision", "fp16"], ["--fp16-allreduce"]):
         ml_client.reset_mock()
         code = main(["submit", "--outputs", str(path), "--storage", "synthetic", "--", *option])
