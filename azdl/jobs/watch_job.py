@@ -64,7 +64,7 @@ def snapshot(jobs: list, outputs, now: datetime, total_steps: int | None) -> Sna
     status = getattr(latest.status, "value", latest.status)
     timeout = latest.limits.timeout if latest.limits is not None else None
     return figures(found, book, gpus, price, latest.name, status, total_steps,
-                   estimate_of(latest.tags or {}), max_cost_state(latest, book, gpus, price),
+                   estimate_of(latest.tags or {}), (latest.tags or {}).get(budget.MAX_COST_TAG),
                    timeout)  # fmt: skip
 
 
@@ -81,16 +81,15 @@ def local_snapshot(events_dir, total_steps: int | None) -> Snapshot:
     book = ledger.ledger([attempt for attempt, _ in rows], found)
     latest, status = rows[-1]
     return figures(found, book, 0, None, latest.name, status, total_steps,
-                   (None, f"{NO_ESTIMATE}: a local run"), "no --max-cost (a local run)",
-                   None)  # fmt: skip
+                   (None, f"{NO_ESTIMATE}: a local run"), None, None)  # fmt: skip
 
 
 def figures(found: list[dict], book: ledger.Ledger, gpus: int, price: Fraction | None,
             name: str, status: str, total_steps: int | None,
-            estimate: tuple[float | None, str], max_cost: str, timeout_s: float | None
+            estimate: tuple[float | None, str], cap: str | None, timeout_s: float | None
             ) -> Snapshot:  # fmt: skip
     """The Snapshot of the latest attempt `name` (in `status`) of the chain `book` holds, from
-    its events `found`."""
+    its events `found`; `cap`: the job's --max-cost tag, if any."""
     from azdl.jobs.workspace import TERMINAL  # here: it loads the Azure side
 
     doc = ledger.document(book, gpus, price)
@@ -121,7 +120,7 @@ def figures(found: list[dict], book: ledger.Ledger, gpus: int, price: Fraction |
         name, status, len(book.attempts), step,
         pace.samples_per_s if pace else None, pace.steps_per_s if pace else None, eta,
         predicted, estimate_basis, eta_estimate, cost,
-        None if projected is None else round(projected, 2), basis, max_cost,
+        None if projected is None else round(projected, 2), basis, max_cost_state(cap, cost),
         doc["goodput_percent"],
         stragglers_text([x for x in epochs(found) if x.attempt == name]), book, gpus, price,
     )  # fmt: skip
@@ -149,11 +148,9 @@ def estimate_of(tags: dict) -> tuple[float | None, str]:
     return None, f"{NO_ESTIMATE}: {why}"
 
 
-def max_cost_state(job, book: ledger.Ledger, gpus: int, price: Fraction | None) -> str:
-    cap = (job.tags or {}).get(budget.MAX_COST_TAG)
+def max_cost_state(cap: str | None, cost: float | None) -> str:
     if cap is None:
         return "no --max-cost"
-    cost = ledger.document(book, gpus, price)["billed"]["usd"]
     if cost is None:
         return f"--max-cost {cap} USD; spent unknown (unpriced)"
     return f"--max-cost {cap} USD: {cost:.2f} spent ({cost / float(cap) * 100:.0f}%)"
