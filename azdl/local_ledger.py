@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from azdl import ledger
+from azdl.errors import AzdlError
 from training import events
 
 EVENTS_DIR = "events"  # inside the run's folder
@@ -56,9 +57,14 @@ def timeline(events_dir: Path, now_ms: int, found: list[dict]) -> list[tuple[led
     """Each attempt recorded in `events_dir`, in order, with its status: Completed or Failed as
     `azdl train` recorded it at the end; Running (until `now_ms`) while the `azdl train` that
     started it lives; Failed where that process ended without recording the end (killed), the
-    attempt then ending at its last event (`found`: the folder's events)."""
+    attempt then ending at its last event (`found`: the folder's events). None recorded: an
+    error."""
+    paths = list(events_dir.glob("attempt-*.json"))
+    if not paths:
+        raise AzdlError(f"--events-dir {events_dir}: no attempt-*.json in it; expected the folder "
+                        "`azdl train` names as it starts")  # fmt: skip
     rows = []
-    for path in events_dir.glob("attempt-*.json"):
+    for path in paths:
         record = json.loads(path.read_text())
         if "end_ms" in record:
             attempt = ledger.Attempt(**record)

@@ -290,11 +290,8 @@ def job_report(args) -> int:
     from azdl import ledger, ledger_page
     from azdl.jobs import ledger_job
 
-    if args.events_dir is not None:
+    if is_local_run(args, "report"):
         return local_report(args)
-    if args.name is None:
-        raise AzdlError("azdl jobs report: name a JOB (with -s STACK or --outputs FILE), or a "
-                        "local run's --events-dir DIR")  # fmt: skip
     client, outputs = _client(args)
     job = _get(client, args.name)
     now = datetime.now(UTC)
@@ -316,9 +313,7 @@ def watch_job(args) -> int:
     from azdl.console import make_console
     from azdl.jobs import watch_job as watching
 
-    if args.events_dir is not None:
-        if args.name is not None:
-            raise AzdlError(f"azdl jobs watch: a JOB ({args.name}) or --events-dir, not both")
+    if is_local_run(args, "watch"):
         title = f"azdl jobs watch --events-dir {args.events_dir}"
 
         def poll():
@@ -326,9 +321,6 @@ def watch_job(args) -> int:
 
         poll()  # a folder with no run in it: one line, before the first poll is shown
     else:
-        if args.name is None:
-            raise AzdlError("azdl jobs watch: name a JOB (with -s STACK or --outputs FILE), or "
-                            "a local run's --events-dir DIR")  # fmt: skip
         client, outputs = _client(args)
         _get(client, args.name)  # an unknown job: one line, before the first poll
         title = f"azdl jobs watch {args.name}"
@@ -356,16 +348,22 @@ def watch_job(args) -> int:
     return 0 if last.status == "Completed" else 1
 
 
+def is_local_run(args, command: str) -> bool:
+    """Whether `azdl jobs COMMAND` is given a local run's --events-dir (else a JOB): one of the
+    two, or one error line."""
+    if args.events_dir is not None and args.name is not None:
+        raise AzdlError(f"azdl jobs {command}: a JOB ({args.name}) or --events-dir, not both")
+    if args.events_dir is None and args.name is None:
+        raise AzdlError(f"azdl jobs {command}: name a JOB (with -s STACK or --outputs FILE), or "
+                        "a local run's --events-dir DIR")  # fmt: skip
+    return args.events_dir is not None
+
+
 def local_report(args) -> int:
     """`azdl jobs report --events-dir DIR --html`: the page of a local run (`azdl train`'s)."""
     from azdl import ledger, ledger_page, local_ledger
 
     folder = args.events_dir
-    if args.name is not None:
-        raise AzdlError(f"azdl jobs report: a JOB ({args.name}) or --events-dir, not both")
-    if not sorted(folder.glob("attempt-*.json")):
-        raise AzdlError(f"--events-dir {folder}: no attempt-*.json in it; expected the folder "
-                        "`azdl train` names at its end (events and attempts: DIR)")  # fmt: skip
     book, found = local_ledger.book(folder)
     retries = [ledger_page.Retry(a.name, "failed" if a.failed else "completed",
                                  "a local run: its output says why" if a.failed else "completed")
