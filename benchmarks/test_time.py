@@ -1,23 +1,28 @@
-"""Where `make test`'s time goes, per stream and per file, before and after a cut: this run's
-`scripts/test.sh --durations=0` (the README's `make test` without its set-up) beside the run
-the results file recorded last (its commit and date with it), or beside the log of an earlier
-run of the same command on the same machine, whose commit is given.
+"""Where `make test`'s time goes, per stream and per file, before and after a cut, both measured in
+this one run on this machine: `scripts/test.sh --durations=0` (the README's `make test` without its
+set-up) first in a clone of the commit before the cut, set up from nothing (`make setup`, not
+timed), then in this checkout.
 
-    python benchmarks/test_time.py [--before-log LOG --before-commit COMMIT]
+    python benchmarks/test_time.py [--before COMMIT]
 
-The streams run at the same time on the machine's cores (scripts/test.sh): the training side in
-the foreground; the operator side, then the GPU kit's smoke run, in the background. Each
-stream's time is pytest's own summary of it; a file's time is the sum of its tests' setup, call
-and teardown. Targets (issue 33): the training stream and the kit's smoke each at most half of
-their time before. Writes benchmarks/results/test_time.{md,json}; exits non-zero when the suite
-fails or a log cannot be read.
+COMMIT defaults to the commit the results file last measured as "before" (the suite before the cuts
+began). A run recorded earlier is never the "before": machines of one name differ by 2×
+(docs/testing.md), so only a pair measured together is a ratio of the suite's work. The streams run
+at the same time on the machine's cores (scripts/test.sh): the training side in the foreground; the
+operator side, then the GPU kit's smoke run, in the background. Each stream's time is pytest's own
+summary of it; a file's time is the sum of its tests' setup, call and teardown. Targets (issue 33):
+the training stream and the kit's smoke each at most half of their time before. Writes
+benchmarks/results/test_time.{md,json}; exits non-zero when either suite fails or a log cannot be
+read.
 """
 
 import argparse
 import json
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -74,12 +79,12 @@ def per_file(streams: dict) -> dict[str, float]:
     return {f: t for name in STREAMS for f, t in streams[name]["files"].items()}
 
 
-def run_suite(log: Path) -> tuple[int, float]:
-    """scripts/test.sh --durations=0 in this checkout, its output to the terminal and `log`."""
+def run_suite(checkout: Path, log: Path) -> tuple[int, float]:
+    """scripts/test.sh --durations=0 in `checkout`, its output to the terminal and `log`."""
     started = time.perf_counter()
     with log.open("w") as out:
         proc = subprocess.Popen(
-            ["scripts/test.sh", "--durations=0"], cwd=ROOT, stdout=subprocess.PIPE,
+            ["scripts/test.sh", "--durations=0"], cwd=checkout, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, text=True,
         )  # fmt: skip
         for line in proc.stdout:
@@ -88,44 +93,66 @@ def run_suite(log: Path) -> tuple[int, float]:
     return proc.wait(), time.perf_counter() - started
 
 
+def set_up_before(commit: str, where: Path) -> None:
+    """A clone of this repository at `commit` in `where`, its environments made from nothing."""
+    print(f"==> test_time: cloning {commit} into {where} and running its `make setup`", flush=True)
+    subprocess.run(["git", "clone", "-q", "--no-checkout", str(ROOT), str(where)], check=True)
+    subprocess.run(["git", "-C", str(where), "checkout", "-q", commit], check=True)
+    subprocess.run(["make", "--no-print-directory", "setup"], cwd=where, check=True)
+
+
+def recorded_before() -> str:
+    """The commit the results file last measured as "before"."""
+    try:
+        return json.loads((RESULTS_DIR / "test_time.json").read_text())["data"]["before"]["commit"]
+    except (OSError, ValueError, KeyError) as e:
+        sys.exit(f"error: no recorded run to take the before commit from ({e}): give --before")
+
+
+def read(log: Path, what: str) -> dict:
+    try:
+        return read_log(log.read_text())
+    except (OSError, LogError) as e:
+        sys.exit(f"error: the {what} run's log {log}: {e}")
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument(
-        "--before-log",
-        type=Path,
-        help="an earlier run's output of scripts/test.sh --durations=0 (default: "
-        "the run benchmarks/results/test_time.json recorded last)",
+        "--before",
+        metavar="COMMIT",
+        help="the commit before the cut (default: the one the results file measured as before)",
     )
-    p.add_argument("--before-commit", help="the commit the --before-log run measured")
     p.add_argument(
-        "--log",
+        "--logs",
         type=Path,
-        default=ROOT / "out" / "test-time.log",
-        help="where this run's output is kept (default: out/test-time.log)",
+        default=ROOT / "out",
+        help="where both runs' output is kept: test-time-before.log, test-time.log (default: out)",
     )
     a = p.parse_args()
-    if (a.before_log is None) != (a.before_commit is None):
-        p.error("--before-log and --before-commit go together")
-    if a.before_log is not None:
-        try:
-            before = read_log(a.before_log.read_text())
-        except (OSError, LogError) as e:
-            sys.exit(f"error: --before-log {a.before_log}: {e}")
-        before_commit, before_what = a.before_commit, "its commit as given"
-    else:
-        try:
-            last = json.loads((RESULTS_DIR / "test_time.json").read_text())
-        except (OSError, ValueError) as e:
-            sys.exit(f"error: no earlier run to compare with ({e}): give --before-log")
-        before = last["data"]["after"]["streams"]
-        before_commit, before_what = last["commit"][:7], f"recorded {last['date']}"
-    run = Run(MEASURES)
-    a.log.parent.mkdir(parents=True, exist_ok=True)
-    code, wall = run_suite(a.log)
+    before_commit = a.before or recorded_before()
     try:
-        after = read_log(a.log.read_text())
-    except LogError as e:
-        sys.exit(f"error: this run's log {a.log}: {e}")
+        full = subprocess.run(
+            ["git", "rev-parse", "--verify", f"{before_commit}^{{commit}}"],
+            cwd=ROOT, capture_output=True, text=True, check=True,
+        ).stdout.strip()  # fmt: skip
+    except subprocess.CalledProcessError:
+        sys.exit(f"error: --before {before_commit}: not a commit of this repository")
+    before_commit = full[:7]
+    run = Run(MEASURES)
+    a.logs.mkdir(parents=True, exist_ok=True)
+    before_log, after_log = a.logs / "test-time-before.log", a.logs / "test-time.log"
+    with tempfile.TemporaryDirectory(prefix="azdl-test-time-") as tmp:
+        clone = Path(tmp) / "before"
+        set_up_before(full, clone)
+        print(f"==> test_time: the suite at {before_commit} (before)", flush=True)
+        before_code, before_wall = run_suite(clone, before_log)
+        shutil.rmtree(clone, ignore_errors=True)  # its environments: gigabytes
+    if before_code != 0:
+        sys.exit(f"error: the suite at {before_commit} failed (exit {before_code}): {before_log}")
+    print("==> test_time: the suite in this checkout (after)", flush=True)
+    code, wall = run_suite(ROOT, after_log)
+    before, after = read(before_log, "before"), read(after_log, "after")
     commit = run.source["commit"][:7]
     rows, figures = [], {}
     for name in STREAMS:
@@ -142,19 +169,20 @@ def main() -> int:
     run.write(
         "test_time",
         f"`make test`'s streams, seconds: before ({before_commit}) and after ({commit}), "
-        "each measured once on this machine",
+        "both measured in this run on this machine",
         ["stream", "before", "after", "after / before", "target", "", "after: pytest's summary"],
         rows,
         notes=[
-            f"Before: `scripts/test.sh --durations=0` at `{before_commit}` (an earlier run on "
-            f"this machine, {before_what}); after: this run, at `{commit}`, {wall:.0f} s wall, "
-            f"exit {code}. The set-up (`make setup`) is not timed.",
+            f"Before: `scripts/test.sh --durations=0` in a clone at `{before_commit}`, "
+            f"{before_wall:.0f} s wall; after: the same in this checkout at `{commit}`, "
+            f"{wall:.0f} s wall, exit {code}; one after the other, in this run. The set-ups "
+            "(`make setup`) are not timed.",
             "The training stream runs in the foreground; the operator stream, then the kit's "
             "smoke run, in the background, both streams sharing the machine's cores.",
             "The 25 slowest files, seconds (setup + call + teardown of their tests), before → "
             "after: " + "; ".join(f"`{f}` {b} → {x}" for f, b, x in files) + ".",
         ],
-        data={"before": {"commit": before_commit, "streams": before},
+        data={"before": {"commit": before_commit, "wall_s": before_wall, "streams": before},
               "after": {"commit": commit, "exit_code": code, "wall_s": wall, "streams": after}},
         figures=figures,
     )  # fmt: skip

@@ -22,11 +22,12 @@ if [ "${QUICK:-0}" != 1 ]; then
     "$op" benchmarks/p2_launchers.py
     "$op" benchmarks/p1_vs_horovod.py --rounds 2
     "$op" benchmarks/teardown_stress.py --before 86465dd --before-runs 20
-    # make test itself, per stream and file, against the run test_time.json recorded last.
+    # make test itself, per stream and file, beside the suite before the cuts, both run now.
     "$op" benchmarks/test_time.py
-    # Every test file that starts processes, 5 times in a row beside one busy process per core.
-    "$op" benchmarks/flake_hunt.py --times 5 --load "$(nproc)" \
-        $(grep -rlE "subprocess|Popen|launch\(" tests --include='test_*.py' | sort)
+    # Every training test file and every other that starts processes, 5 times in a row, two at
+    # once (as make test's two streams run).
+    "$op" benchmarks/flake_hunt.py --times 5 --lanes 2 $( (ls tests/training/test_*.py;
+        grep -rlE "subprocess|Popen|launch\(" tests --include='test_*.py') | sort -u)
 fi
 ls -l benchmarks/results/
 "$op" benchmarks/targets.py --check
