@@ -2,18 +2,16 @@
 with MLClient mocked (a size that errors included), and the local bench end to end."""
 
 import json
-import shutil
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 from azure.core.exceptions import HttpResponseError
+from bench_jobs import DATA, bench, download_recorded_log, jobs_ending, nodes_of
 
 from azdl.cli import main
 from azdl.jobs.bench import default_nodes, record_of
 from azdl.jobs.report import Run, baseline_note, markdown_table, with_efficiency, write_report
 
-DATA = Path(__file__).with_name("data")
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
@@ -108,38 +106,6 @@ def test_default_node_counts_double_up_to_the_cluster_maximum():
     assert default_nodes(1) == [1]
     assert default_nodes(4) == [1, 2, 4]
     assert default_nodes(6) == [1, 2, 4, 6]
-
-
-def nodes_of(job_name: str) -> int:
-    return int(job_name.split("-")[2].removesuffix("n"))  # azdl-keras-<nodes>n-…
-
-
-def download_recorded_log(name, download_path, **options):
-    """jobs.download as Azure ML does it: the recorded rank-0 log of that size under user_logs/."""
-    assert options == {}, "only the logs, not the named outputs (checkpoints)"
-    target = Path(download_path) / "user_logs"
-    target.mkdir(parents=True)
-    shutil.copy(DATA / f"cluster-{nodes_of(name)}-nodes.log", target / "std_log_process_0.txt")
-
-
-def jobs_ending(client, statuses_by_nodes: dict[int, str]) -> None:
-    """Each submitted job reports the status given for its node count."""
-    statuses = {}
-
-    def create(job):
-        statuses[job.name] = statuses_by_nodes[job.resources.instance_count]
-        return SimpleNamespace(name=job.name)
-
-    client.jobs.create_or_update.side_effect = create
-    client.jobs.get.side_effect = lambda name: SimpleNamespace(status=statuses[name])
-    client.jobs.download.side_effect = download_recorded_log
-
-
-def bench(outputs_file, out: Path, *options: str) -> int:
-    path = outputs_file(max_nodes=4)
-    return main(
-        ["bench", "--outputs", str(path), "--out", str(out), "--poll-seconds", "0", *options]
-    )
 
 
 def test_cluster_bench_submits_each_size_in_turn_and_reports_every_job(

@@ -5,7 +5,7 @@ measured node counts replace the model, the failed one is modelled from the meas
 import json
 
 import pytest
-from test_bench import bench, jobs_ending
+from bench_jobs import bench, jobs_ending
 
 from azdl.cli import main
 
