@@ -29,6 +29,13 @@ WORKERS = {
 }
 
 
+def _compiled(row: dict) -> str:
+    """The compile column: no, yes, or yes with PyTorch's backend override in force."""
+    if not row["compile"]:
+        return "no"
+    return f"yes, backends {row['backend_override']}" if row["backend_override"] else "yes"
+
+
 def build(
     all_rows: list[dict], command: str, smoke: bool = False, budget: int | None = None
 ) -> tuple[dict, str]:
@@ -63,7 +70,8 @@ def build(
         lines[0] = f"P3: nothing measured; {report['date']}."
     if smoke:
         lines[0:0] = [
-            "SMOKE RUN on CPU (tiny model, 2 steps, CPU decode, no sync check): it checks that "
+            "SMOKE RUN on CPU (tiny model, 2 steps, CPU decode, no sync check, torch.compile "
+            "generating no kernels): it checks that "
             "the kit runs every step, Horovod's included; it measures nothing.",
             "",
         ]
@@ -79,7 +87,7 @@ def build(
         lines.append(
             f"| {r['label']} | {WORKERS[r['workers']]} | "
             f"{r['model']}, {r['image_size']}, {r['batch']} | {r['precision']} | "
-            f"{layout if r['channels_last'] else 'no'} | {'yes' if r['compile'] else 'no'} | "
+            f"{layout if r['channels_last'] else 'no'} | {_compiled(r)} | "
             f"{'yes' if r['sync_debug'] else 'no'} | {r['images_per_sec']:,.0f} | {ratio} | "
             f"{share} |"
         )

@@ -28,6 +28,7 @@ alive 5 s later fails the run: one left inside torch while the interpreter exits
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -286,6 +287,8 @@ def measure(args, targs, workers, data, device) -> dict:
         "channels_last": args.channels_last,
         "weights_channels_last": args.weights_channels_last,
         "compile": args.compile,
+        # PyTorch's backend override (torch/_dynamo/config.py), which the kit's smoke run sets.
+        "backend_override": os.environ.get("TORCH_COMPILE_OVERRIDE_BACKENDS") or None,
         "workers": args.workers,
         "sync_debug": args.sync_debug,
         "timed_steps": args.steps,

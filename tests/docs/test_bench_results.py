@@ -16,9 +16,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import bench_results  # noqa: E402
 import provenance  # noqa: E402
 
-# The results files' writer and reader, and the baseline P1 runs as a child: not benchmarks.
+# The results files' writer and reader, the baseline P1 runs as a child, and test_time.py's
+# pytest plugin: not benchmarks.
 NOT_SCRIPTS = ("bench_results.py", "provenance.py", "targets.py", "p1_horovod_baseline.py",
-               "cpu_load.py")  # fmt: skip
+               "cpu_load.py", "cpu_per_test.py")  # fmt: skip
 SCRIPTS = sorted(p for p in (ROOT / "benchmarks").glob("*.py") if p.name not in NOT_SCRIPTS)
 
 

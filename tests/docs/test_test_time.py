@@ -5,6 +5,7 @@ per-file sums are held to: with --durations=0 pytest lists every setup, call and
 (those under 5 ms hidden), so a stream's files add up to its time less collection and start-up."""
 
 import gzip
+import subprocess
 import sys
 from pathlib import Path
 
@@ -58,3 +59,37 @@ def test_each_stream_is_pytests_summary_and_its_files_add_up_to_it(log):
 def test_a_log_that_is_not_the_commands_output_is_refused(log, cut, message):
     with pytest.raises(test_time.LogError, match=message):
         test_time.read_log(cut(log))
+
+
+# A test that waits for a process which burns CPU, and one that does nothing.
+TESTS = """
+import subprocess, sys, time
+
+def test_busy():
+    subprocess.run([sys.executable, "-c", "import time\\nt = time.process_time()\\n"
+                    "while time.process_time() - t < 0.6: pass"], check=True)
+
+def test_idle():
+    time.sleep(0.3)
+"""
+
+
+def test_each_tests_cpu_counts_the_processes_it_waited_for(tmp_path):
+    (tmp_path / "test_pair.py").write_text(TESTS)
+    env, cpu = test_time.suite_env(tmp_path)
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "test_pair.py", "-q", "-p", test_time.CPU_PLUGIN,
+         "-p", "no:cacheprovider"], cwd=tmp_path, env=env, capture_output=True, text=True,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
+    seconds = test_time.read_cpu(cpu)
+    assert seconds.keys() == {"test_pair.py::test_busy", "test_pair.py::test_idle"}
+    assert seconds["test_pair.py::test_busy"] >= 0.6, seconds  # the child's, not pytest's
+    assert seconds["test_pair.py::test_idle"] < 0.2, seconds  # sleeping costs none
+    cache = Path(env["TORCHINDUCTOR_CACHE_DIR"])  # a kernel cache of its own, empty
+    assert cache.parent == tmp_path and not cache.exists()
+    streams = test_time.cpu_by(
+        {"tests/training/test_gpu_bench.py::t": 1.0, "tests/training/test_x.py::t": 2.0,
+         "tests/training/test_y.py::t": 3.0, "tests/jobs/test_z.py::t": 4.0}, test_time.stream_of,
+    )  # fmt: skip
+    assert streams == {"kit": 1.0, "training": 5.0, "operator": 4.0}

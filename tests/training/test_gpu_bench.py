@@ -44,10 +44,12 @@ HOROVOD_ROW = "horovod-1-worker-no-hooks"
 
 
 def _kit(repo: Path, *argv, timeout: int) -> subprocess.CompletedProcess:
+    """run.sh in `repo`, with torch.compile's kernel cache in a folder of its own beside it
+    (empty at first, as on a CI machine)."""
     return subprocess.run(
         ["bash", "benchmarks/gpu/run.sh", *map(str, argv)],
         cwd=repo,
-        env=training_env(),
+        env=training_env({"TORCHINDUCTOR_CACHE_DIR": str(repo.parent / "inductor")}),
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -104,10 +106,16 @@ def test_one_command_runs_every_variant_then_the_horovod_row_on_the_set_up_build
         assert row["timed_steps"] == 2 and row["device"] == "cpu" and row["images_per_sec"] > 0
         assert row["sync_debug"] is False  # the sync check needs CUDA: the smoke drops it
     assert rows["real-cpu-decode"]["data"] == rows["real-gpu-decode"]["data"] == "real"
-    assert rows["synthetic-compile"]["compile"] and not rows["eager-fp32"]["channels_last"]
+    # Compiled with no kernels generated on the CPU (run.sh's TORCH_COMPILE_OVERRIDE_BACKENDS):
+    # none in the cache.
+    compiled = rows["synthetic-compile"]
+    assert compiled["compile"] and compiled["backend_override"] == ">=0:aot_eager"
+    assert not [path for path in (repo.parent / "inductor").rglob("*") if path.is_file()]
+    assert not rows["eager-fp32"]["channels_last"]
     md = (out / "results" / "p3_gpu.md").read_text()
     assert md.startswith("SMOKE RUN on CPU") and "budget" not in md
     assert "Horovod, 1 worker: no hooks, plain PyTorch under hvd.init" in md
+    assert "| yes, backends >=0:aot_eager |" in md and "| no |" in md
     # The smoke run's report stays in its own folder: the repository's results are untouched.
     results = Path(PACKAGES_ROOT) / "benchmarks" / "results"
     for name in ("p3_gpu.md", "p3_gpu.json"):
@@ -355,6 +363,7 @@ def test_p3_report_compares_with_the_synthetic_run_of_the_same_session(tmp_path)
         "sync_debug": True,
         "channels_last": True,
         "compile": False,
+        "backend_override": None,
         "weights_channels_last": False,
         "kernel_time_share": 0.9,
     }
