@@ -86,18 +86,27 @@ def per_file(streams: dict) -> dict[str, float]:
 
 
 def suite_env(tmp: Path) -> tuple[dict[str, str], Path]:
-    """The environment a suite runs in, with folders under `tmp`: the CPU plugin alone on
-    PYTHONPATH (benchmarks/ holds modules whose names could shadow others), the folder its
+    """The environment a suite runs in, with folders under `tmp`: the folder the CPU plugin's
     records go to, and an empty kernel cache for torch.compile, as on a fresh CI machine (its
     default folder, /tmp/torchinductor_$USER, outlives a run: the suite that ran second would
-    find the first one's kernels)."""
-    plugin, cpu, cache = (tmp / name for name in ("plugin", "cpu", "inductor"))
-    plugin.mkdir(), cpu.mkdir()
-    shutil.copy(Path(__file__).with_name(f"{CPU_PLUGIN}.py"), plugin)
-    path = os.pathsep.join(filter(None, [str(plugin), os.environ.get("PYTHONPATH")]))
-    env = os.environ | {"PYTHONPATH": path, "TORCHINDUCTOR_CACHE_DIR": str(cache),
-                        cpu_per_test.DIR_ENV: str(cpu)}  # fmt: skip
+    find the first one's kernels). PYTHONPATH stays as it is: the suite's own processes inherit
+    it (a test at a66fa3b planted a module through it, relying on it being unset)."""
+    cpu, cache = tmp / "cpu", tmp / "inductor"
+    cpu.mkdir()
+    env = os.environ | {"TORCHINDUCTOR_CACHE_DIR": str(cache), cpu_per_test.DIR_ENV: str(cpu)}
     return env, cpu
+
+
+def install_plugin(checkout: Path) -> None:
+    """The CPU plugin into the site-packages of both of the checkout's environments, which
+    test_time made for this run and removes after it, so that `-p cpu_per_test` finds it."""
+    for venv in (".venv", ".venv-train"):
+        purelib = subprocess.run(
+            [str(checkout / venv / "bin" / "python"), "-c",
+             "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True, text=True, check=True,
+        ).stdout.strip()  # fmt: skip
+        shutil.copy(Path(__file__).with_name(f"{CPU_PLUGIN}.py"), purelib)
 
 
 def read_cpu(folder: Path) -> dict[str, float]:
@@ -113,6 +122,7 @@ def run_suite(checkout: Path, log: Path) -> tuple[int, float, dict[str, float]]:
     """scripts/test.sh --durations=0 in `checkout` (suite_env), its output to the terminal and
     `log`; its exit code, wall seconds, and the CPU seconds of each test."""
     started = time.perf_counter()
+    install_plugin(checkout)
     with log.open("w") as out, tempfile.TemporaryDirectory(prefix="azdl-suite-") as tmp:
         env, cpu = suite_env(Path(tmp))
         proc = subprocess.Popen(

@@ -5,6 +5,8 @@ per-file sums are held to: with --durations=0 pytest lists every setup, call and
 (those under 5 ms hidden), so a stream's files add up to its time less collection and start-up."""
 
 import gzip
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -77,6 +79,11 @@ def test_idle():
 def test_each_tests_cpu_counts_the_processes_it_waited_for(tmp_path):
     (tmp_path / "test_pair.py").write_text(TESTS)
     env, cpu = test_time.suite_env(tmp_path)
+    assert env.get("PYTHONPATH") == os.environ.get("PYTHONPATH")  # the suite's processes inherit it
+    # As install_plugin puts it into a checkout's environments: importable by name.
+    (tmp_path / "site").mkdir()
+    shutil.copy(ROOT / "benchmarks" / f"{test_time.CPU_PLUGIN}.py", tmp_path / "site")
+    env = env | {"PYTHONPATH": str(tmp_path / "site")}
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "test_pair.py", "-q", "-p", test_time.CPU_PLUGIN,
          "-p", "no:cacheprovider"], cwd=tmp_path, env=env, capture_output=True, text=True,

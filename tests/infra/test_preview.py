@@ -18,6 +18,7 @@ import pulumi
 import pytest
 
 from azdl.cli import main
+from azdl.envs import PACKAGES_ROOT
 from infra import registry
 from infra.config import ConfigError, read_stack_file
 from infra.mocks import preview_outputs
@@ -142,9 +143,10 @@ def test_a_read_of_a_computed_property_fails_azdl_plan(tmp_path, monkeypatch, ca
     read fails there, as it fails a real first `pulumi preview`. The shipped program renders
     (the cli_plan_output fixture)."""
     (tmp_path / "sitecustomize.py").write_text(PLANTED)
-    monkeypatch.setenv(
-        "PYTHONPATH", os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])
-    )
+    # The checkout named, for the plant's own imports: an empty PYTHONPATH left a "" entry (the
+    # working folder) that did it, and any PYTHONPATH a user has set did not.
+    path = [str(tmp_path), str(PACKAGES_ROOT), os.environ.get("PYTHONPATH")]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, path)))
     assert main(["plan", "dev", "--out", str(tmp_path / "plan")]) == 2
     error = capsys.readouterr().err
     assert "rendering stack 'dev' failed (the program raised)" in error
