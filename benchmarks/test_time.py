@@ -121,8 +121,8 @@ def read_cpu(folder: Path) -> dict[str, float]:
 def run_suite(checkout: Path, log: Path) -> tuple[int, float, dict[str, float]]:
     """scripts/test.sh --durations=0 in `checkout` (suite_env), its output to the terminal and
     `log`; its exit code, wall seconds, and the CPU seconds of each test."""
-    started = time.perf_counter()
     install_plugin(checkout)
+    started = time.perf_counter()
     with log.open("w") as out, tempfile.TemporaryDirectory(prefix="azdl-suite-") as tmp:
         env, cpu = suite_env(Path(tmp))
         proc = subprocess.Popen(

@@ -31,8 +31,8 @@
 # CPU torch (linked from .venv-train, which set-up installed from the same pins),
 # prep.sh's carry with wheels for that Python, every variant for 2 steps on CPU (tiny model,
 # 32 px; the GPU-decode variant decodes on CPU; no sync check: it needs CUDA; torch.compile
-# captures the graphs but generates no kernels, see TORCH_COMPILE_OVERRIDE_BACKENDS), then, in place of
-# a second Horovod build, the wheel scripts/setup-training.sh built for .venv-train (the same
+# captures the graphs but generates no kernels: TORCH_COMPILE_OVERRIDE_BACKENDS below), then, in
+# place of a second Horovod build, the wheel scripts/setup-training.sh built for .venv-train (the same
 # build_horovod.sh, patch and CMake pin, with TensorFlow and MPI as well, no CUDA), refused
 # unless it was built from this tree's recipe (setup-training.sh --check-horovod), installed
 # and checked as a GPU run installs its own, then its row. --build-horovod builds from the
@@ -89,7 +89,8 @@ else
     train=$repo/.venv-train
     # torch.compile in the smoke run: graph capture and the backward graph (PyTorch's aot_eager
     # backend), no generated kernels. Inductor's C++ for a CPU is not the Triton code a GPU run
-    # compiles, and it took about a minute with an empty kernel cache, as CI's always is.
+    # compiles, and compiling it with an empty kernel cache, as CI's always is, was the smoke
+    # run's slowest step (benchmarks/results/test_time.md: the kit's time before and after).
     # PyTorch's own override (torch/_dynamo/config.py, torch 2.13: "for debugging/bisecting"),
     # every graph from the first; the flavour's --compile is untouched.
     export TORCH_COMPILE_OVERRIDE_BACKENDS=">=0:aot_eager"
