@@ -4,7 +4,8 @@
 
 run.sh calls it after every step, so the file always holds what has run so far. A line
 `{"label": ..., "failed": why}` or `{"label": ..., "skipped": why}` (the time budget left too
-little) is a step that produced no result: listed as such. The last line of a label counts.
+little) is a step that produced no result: listed as such; so is `{"label": ..., "gpu_only":
+why}`, a variant the CPU rehearsal does not run. The last line of a label counts.
 Targets: synthetic ≥ 3,000 images/s on one H100 (stretch
 4,000); real data ≥ 0.9× the synthetic rate. Ratios are against the synthetic row of the same
 session. `--smoke`: the CPU rehearsal (run.sh --smoke), labelled as such, with no verdicts.
@@ -43,6 +44,7 @@ def build(
     rows = [r for r in latest.values() if "images_per_sec" in r]
     failed = [r for r in latest.values() if "failed" in r]
     skipped = [r for r in latest.values() if "skipped" in r]
+    gpu_only = [r for r in latest.values() if "gpu_only" in r]
     base = next((r for r in rows if r["label"] == "synthetic"), None)
     for row in rows:
         row["vs_synthetic"] = row["images_per_sec"] / base["images_per_sec"] if base else None
@@ -58,6 +60,7 @@ def build(
         "rows": rows,
         "failed": failed,
         "skipped": skipped,
+        "gpu_only": gpu_only,
     }
     lines = [
         f"P3, one {report['device']}; torch {report['torch']}; {report['date']}"
@@ -95,6 +98,8 @@ def build(
         lines.append(f"| {r['label']} | FAILED: {r['failed']} | | | | | | | | |")
     for r in skipped:
         lines.append(f"| {r['label']} | SKIPPED: {r['skipped']} | | | | | | | | |")
+    for r in gpu_only:
+        lines.append(f"| {r['label']} | GPU ONLY: {r['gpu_only']} | | | | | | | | |")
     if base and not smoke:
         rate = base["images_per_sec"]
         verdict = (

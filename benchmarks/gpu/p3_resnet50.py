@@ -300,7 +300,13 @@ def measure(args, targs, workers, data, device) -> dict:
 
 
 def main(argv=None) -> int:
-    print(json.dumps(run(parse(argv))), flush=True)
+    args = parse(argv)
+    if args.data == "real" and not Path(args.data_dir).is_dir():  # before torch's import
+        sys.exit(
+            f"error: --data-dir '{args.data_dir}' is not a folder; allowed: a folder of "
+            "TFRecord shards (benchmarks/gpu/prep.sh writes one into .gpu-carry/data)"
+        )
+    print(json.dumps(run(args)), flush=True)
     return 0
 
 

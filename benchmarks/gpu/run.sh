@@ -30,8 +30,9 @@
 # environment in place of the GPU image, with the images' pip, setuptools and wheel and the pinned
 # CPU torch (linked from .venv-train, which set-up installed from the same pins),
 # prep.sh's carry with wheels for that Python, every variant for 2 steps on CPU (tiny model,
-# 32 px; the GPU-decode variant decodes on CPU; no sync check: it needs CUDA; torch.compile
-# captures the graphs but generates no kernels: TORCH_COMPILE_OVERRIDE_BACKENDS below), then, in
+# 32 px; no sync check: it needs CUDA; torch.compile captures the graphs but generates no
+# kernels: TORCH_COMPILE_OVERRIDE_BACKENDS below) but the GPU-decode one, listed as GPU only (on
+# a CPU it would decode on the CPU: the CPU-decode variant's run again), then, in
 # place of a second Horovod build, the wheel scripts/setup-training.sh built for .venv-train (the same
 # build_horovod.sh, patch and CMake pin, with TensorFlow and MPI as well, no CUDA), refused
 # unless it was built from this tree's recipe (setup-training.sh --check-horovod), installed
@@ -110,7 +111,12 @@ machine() {
     { if [[ $mode == gpu ]]; then
           nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
       fi
-      "$python" -c "import sys, torch; print('python', sys.version.split()[0], 'torch', torch.__version__, 'cuda', torch.version.cuda)"
+      # torch's build facts from its version.py, without importing torch (1.5 s of a CPU each
+      # time): the variants import it.
+      "$python" -c "
+import importlib.util, pathlib, runpy, sys
+torch = runpy.run_path(str(pathlib.Path(importlib.util.find_spec('torch').origin).with_name('version.py')))
+print('python', sys.version.split()[0], 'torch', torch['__version__'], 'cuda', torch['cuda'])"
       echo "cores $(nproc)"; gcc --version | head -1
       "$python" -c "
 from importlib.metadata import version, PackageNotFoundError
@@ -125,12 +131,22 @@ for name in ('setuptools', 'wheel'):
 # What the carried wheels hold, and the kit's own Horovod, go into $site (PYTHONPATH).
 use_site() { export PYTHONPATH=$site:$repo${PYTHONPATH:+:$PYTHONPATH}; }
 
+# A `measure` rerun keeps what an earlier run installed from the same wheels (their checksums,
+# recorded at install): the cmake wheel alone is 4,000 files.
 carried_wheels() {
     [[ -d $carry/wheels ]] || die "$carry/wheels is missing: run benchmarks/gpu/prep.sh on a machine with network and copy $carry here"
-    rm -rf "$kit" && mkdir -p "$site" "$kit/wheel"
-    log "carried wheels -> $site"
-    "$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
-        --target "$site" "$carry"/wheels/*.whl
+    local sums
+    sums=$(cd "$carry/wheels" && sha256sum ./*.whl)
+    if [[ $stage == measure && -f $kit/wheels.sha256 && $sums == "$(cat "$kit/wheels.sha256")" ]]; then
+        log "carried wheels: installed in $site already, from the same files"
+        rm -f "$kit/p3.jsonl"
+    else
+        rm -rf "$kit" && mkdir -p "$site" "$kit/wheel"
+        log "carried wheels -> $site"
+        "$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+            --target "$site" "$carry"/wheels/*.whl
+        echo "$sums" > "$kit/wheels.sha256"
+    fi
     use_site
 }
 
@@ -240,6 +256,10 @@ variant() {
     if [[ -n $budget ]] && ((remaining < need)); then
         log "$label skipped: ${remaining}s left of ${budget}s, it needs ${need}s"
         not_measured "$label" skipped "${remaining} s left of the ${budget} s budget; it needs ${need} s"
+    elif [[ $mode == smoke && " $* " == *" --decode gpu "* ]]; then
+        # On a CPU it would decode on the CPU: real-cpu-decode's run again, under another label.
+        log "$label not rehearsed: it decodes on the GPU; on a CPU it is real-cpu-decode's run"
+        record "{\"label\": \"$label\", \"gpu_only\": \"decodes on the GPU (nvJPEG); on a CPU it would be real-cpu-decode's run\"}"
     else
         local argv=(--label "$label" "$@")
         if [[ $mode == smoke ]]; then
@@ -280,26 +300,33 @@ measure() {
     ((picked > 0)) || die "no variant is named${only% }; the variants: eager-fp32 channels-last-fp32 synthetic synthetic-compile real-gpu-decode real-cpu-decode ddp-1-process"
 }
 
-# A Horovod WHEEL into $site, as the kit uses it, checked: `horovodrun --check-build` shows
-# PyTorch, Gloo (and NCCL on a GPU), and horovod loads from $site. horovodrun is run as the
-# module its script calls (horovod.runner.launch:run_commandline, the wheel's entry point): the
-# carried cmake wheel has made $site/bin already, and pip --target adds nothing to a folder that
-# exists (it warns and skips it).
+# A Horovod WHEEL into $site, as the kit uses it, checked in one interpreter: horovod loads
+# from $site, its PyTorch extension loads, and that extension was built with Gloo (and NCCL on
+# a GPU). These are the functions `horovodrun --check-build` calls (horovod/common/basics.py,
+# v0.28.1), but it calls each in a forked process per framework and feature, each importing
+# torch again: 8 s of a CPU in the smoke run, 2 s this way.
 install_horovod() {
     "$python" -m pip install -q --no-index --no-deps --no-compile --target "$site" "$1" || return 1
-    "$python" -m horovod.runner.launch --check-build | tee "$out/check-build.txt"
-    local features=(PyTorch Gloo)
-    [[ $mode == gpu ]] && features+=(NCCL)
-    for feature in "${features[@]}"; do
-        grep -qE "\[X\] $feature" "$out/check-build.txt" || {
-            echo "error: Horovod was built without $feature (see $out/check-build.txt)" >&2
-            return 1
-        }
-    done
-    "$python" -c "
-import horovod, sys
-sys.exit(0 if horovod.__file__.startswith('$site/') else f'horovod from {horovod.__file__}, not the kit build')
-" || { echo "error: Horovod does not load from the kit's build in $site" >&2; return 1; }
+    local need=Gloo
+    [[ $mode == gpu ]] && need="Gloo NCCL"
+    "$python" - "$site" $need <<'EOF' | tee "$out/horovod-build.txt" || return 1
+import sys
+
+import horovod
+
+site, need = sys.argv[1], sys.argv[2:]
+if not horovod.__file__.startswith(site + "/"):
+    sys.exit(f"error: horovod loads from {horovod.__file__}, not the kit's build in {site}")
+import horovod.torch as hvd  # its PyTorch extension: fails if that was not built
+
+built = {"Gloo": hvd.gloo_built(), "NCCL": hvd.nccl_built(), "MPI": hvd.mpi_built(),
+         "CUDA": hvd.cuda_built()}
+print(f"Horovod {horovod.__version__} in {site}, PyTorch extension loaded; built with:",
+      ", ".join(f"{name} {'yes' if on else 'no'}" for name, on in built.items()))
+missing = [name for name in need if not built[name]]
+if missing:
+    sys.exit(f"error: Horovod was built without {', '.join(missing)}")
+EOF
     log "Horovod installed in $site from $1"
 }
 
@@ -374,17 +401,20 @@ case $mode in
         if [[ $stage == all ]]; then
             log "fresh virtual environment: $smoke/venv"
             rm -rf "$smoke/venv"
-            # The training environment's interpreter, whose CPU torch build pip finds.
-            "$("$train/bin/python" -c "import sys; print(sys._base_executable)")" -m venv "$smoke/venv"
+            # The training environment's interpreter, whose CPU torch build pip finds; no pip
+            # of its own yet (ensurepip's would be replaced at once, for 3 s of a CPU).
+            "$("$train/bin/python" -c "import sys; print(sys._base_executable)")" -m venv \
+                --without-pip "$smoke/venv"
             # The pip, setuptools and wheel the images pin (training/install/image-steps.sh),
-            # then what the GPU image has and this machine's CPU build stands in for, at the
-            # training requirements' pins: linked from the training environment, which set-up
-            # installed from the same pins (benchmarks/gpu/link_pins.py refuses any other).
+            # installed by the training environment's pip (pip --python), then what the GPU
+            # image has and this machine's CPU build stands in for, at the training
+            # requirements' pins: linked from the training environment, which set-up installed
+            # from the same pins (benchmarks/gpu/link_pins.py refuses any other).
             tools=() pins=()
             for name in pip setuptools wheel; do
                 tools+=("$name==$(sed -n "s/^${name^^}_VERSION=//p" training/install/image-steps.sh)")
             done
-            "$python" -m pip install -q "${tools[@]}"
+            "$train/bin/python" -m pip --python "$python" install -q "${tools[@]}"
             for name in torch numpy pillow psutil PyYAML cloudpickle packaging; do
                 pins+=("$(grep -E "^$name==" training/requirements.txt | cut -d' ' -f1)")
             done

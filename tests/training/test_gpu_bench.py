@@ -4,9 +4,10 @@ build tools and the pinned CPU torch, linked from the training environment; ever
 CPU; then the Horovod wheel the training environment's set-up built, installed and checked as a
 GPU run installs its own, and its row)
 in a copy of the repository without .git; a wheel from another recipe is refused; a failed
-variant or Horovod build (built from the carried source with the pinned CMake) is listed and the
-rows before it stay; a budget too small skips what it cannot cover; P3's CPU mode on real
-TFRecords, its options, the runs run.sh asks for, the report."""
+variant is listed and the next one runs; a failed Horovod build (built from the carried source
+with the pinned CMake) is listed and the rows before it stay; a budget too small skips what it
+cannot cover; P3's CPU mode on real TFRecords, its options, the runs run.sh asks for, the
+report."""
 
 import filecmp
 import json
@@ -20,7 +21,6 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from conftest import write_tiny_tfrecords
 
 from azdl.envs import PACKAGES_ROOT, VENV_NAME, training_env
 
@@ -40,6 +40,7 @@ NO_BUILD = (
     "real-cpu-decode",
     "ddp-1-process",
 )
+ON_CPU = tuple(label for label in NO_BUILD if label != "real-gpu-decode")  # the smoke runs these
 HOROVOD_ROW = "horovod-1-worker-no-hooks"
 
 
@@ -83,29 +84,38 @@ def test_one_command_runs_every_variant_then_the_horovod_row_on_the_set_up_build
     assert "smoke run passed" in proc.stdout
     # What needs no build first, Horovod last: set-up's wheel, not a second build.
     order = [m.group(1) for m in re.finditer(r"p3_resnet50\.py --label (\S+)", proc.stdout)]
-    assert order == [*NO_BUILD, HOROVOD_ROW]
+    assert order == [*ON_CPU, HOROVOD_ROW]
     assert proc.stdout.index("--label ddp-1-process") < proc.stdout.index("Horovod: the wheel")
     assert "building Horovod" not in proc.stdout
+    # torch's build read from its version.py, not imported; the images' setuptools and wheel.
+    steps = (repo / "training" / "install" / "image-steps.sh").read_text()
+    pins = {name: re.search(rf"^{name.upper()}_VERSION=(\S+)$", steps, re.M)[1]
+            for name in ("setuptools", "wheel")}  # fmt: skip
+    machine = (out / "out" / "machine.txt").read_text().splitlines()
+    assert machine[0] == f"python {sys.version.split()[0]} torch {version('torch')} cuda None"
+    assert f"setuptools {pins['setuptools']}" in machine and f"wheel {pins['wheel']}" in machine
     (linked,) = re.findall(r"^linked from .*", proc.stdout, re.M)
     assert f"torch {version('torch')}," in linked and f"numpy {version('numpy')}," in linked
     assert "was built from this tree's recipe" in proc.stdout
     wheel = re.search(r"Horovod installed in \S+/kit/site from (\S+\.whl)", proc.stdout)
     assert wheel and wheel[1].startswith(f"{repo}/.venv-train/horovod-wheel/horovod-0.28.1-")
     assert re.search(r"distutils from \S+/setuptools/_distutils/__init__\.py", proc.stdout)
-    check = (out / "out" / "check-build.txt").read_text()
-    assert "[X] PyTorch" in check and "[X] Gloo" in check
+    check = (out / "out" / "horovod-build.txt").read_text()
+    assert f"in {out}/kit/site, PyTorch extension loaded; built with: Gloo yes, NCCL no" in check
     report = json.loads((out / "results" / "p3_gpu.json").read_text())
     assert report["benchmark"] == "p3_gpu_smoke" and report["failed"] == report["skipped"] == []
+    # The GPU-decode variant, which on a CPU would decode on the CPU, is listed, not run.
+    assert [r["label"] for r in report["gpu_only"]] == ["real-gpu-decode"]
     assert report["budget_s"] is None  # no time budget unless one is asked for
     rows = {row["label"]: row for row in report["rows"]}
-    assert list(rows) == [*NO_BUILD, HOROVOD_ROW]
+    assert list(rows) == [*ON_CPU, HOROVOD_ROW]
     workers = {label: row["workers"] for label, row in rows.items()}
-    assert workers == {**dict.fromkeys(NO_BUILD, "one"), "ddp-1-process": "ddp",
+    assert workers == {**dict.fromkeys(ON_CPU, "one"), "ddp-1-process": "ddp",
                        HOROVOD_ROW: "horovod"}  # fmt: skip
     for row in rows.values():
         assert row["timed_steps"] == 2 and row["device"] == "cpu" and row["images_per_sec"] > 0
         assert row["sync_debug"] is False  # the sync check needs CUDA: the smoke drops it
-    assert rows["real-cpu-decode"]["data"] == rows["real-gpu-decode"]["data"] == "real"
+    assert rows["real-cpu-decode"]["data"] == "real"
     # Compiled with no kernels generated on the CPU (run.sh's TORCH_COMPILE_OVERRIDE_BACKENDS):
     # none in the cache.
     compiled = rows["synthetic-compile"]
@@ -116,6 +126,7 @@ def test_one_command_runs_every_variant_then_the_horovod_row_on_the_set_up_build
     assert md.startswith("SMOKE RUN on CPU") and "budget" not in md
     assert "Horovod, 1 worker: no hooks, plain PyTorch under hvd.init" in md
     assert "| yes, backends >=0:aot_eager |" in md and "| no |" in md
+    assert "| real-gpu-decode | GPU ONLY: decodes on the GPU (nvJPEG); on a CPU" in md
     # The smoke run's report stays in its own folder: the repository's results are untouched.
     results = Path(PACKAGES_ROOT) / "benchmarks" / "results"
     for name in ("p3_gpu.md", "p3_gpu.json"):
@@ -140,15 +151,26 @@ def test_a_budget_too_small_skips_each_step_and_says_so(smoke):
 @pytest.mark.slow
 def test_a_variant_that_fails_is_reported_as_failed_and_the_others_stay(smoke):
     repo, out, _ = smoke
-    shutil.rmtree(out / "carry" / "data")  # the real-data variants have nothing to read
-    labels = ("synthetic", "real-gpu-decode", "real-cpu-decode")
-    bench = _kit(repo, "--smoke", out, "measure", *labels, timeout=600)
+    data = out / "carry" / "data"
+    data.rename(out / "data-aside")  # the real-data variants have nothing to read
+    try:
+        labels = ("real-cpu-decode", "ddp-1-process")  # a failure, then a run after it
+        bench = _kit(repo, "--smoke", out, "measure", *labels, timeout=600)
+    finally:
+        (out / "data-aside").rename(data)
     assert bench.returncode == 1, bench.stdout + bench.stderr
+    assert "carried wheels: installed in" in bench.stdout  # the full run's, same checksums
     report = json.loads((out / "results" / "p3_gpu.json").read_text())
-    assert {r["label"] for r in report["failed"]} == {"real-gpu-decode", "real-cpu-decode"}
-    assert [r["label"] for r in report["rows"]] == ["synthetic"]
+    assert [r["label"] for r in report["failed"]] == ["real-cpu-decode"]
+    assert [r["label"] for r in report["rows"]] == ["ddp-1-process"]
     md = (out / "results" / "p3_gpu.md").read_text()
-    assert "| real-gpu-decode | FAILED: exit " in md
+    assert "| real-cpu-decode | FAILED: exit 1; log: real-cpu-decode.log |" in md
+    # One line that names what is wrong, before torch is imported: no traceback.
+    log = (out / "out" / "real-cpu-decode.log").read_text()
+    assert (
+        log == f"error: --data-dir '{out}/carry/data' is not a folder; allowed: a folder of "
+        "TFRecord shards (benchmarks/gpu/prep.sh writes one into .gpu-carry/data)\n"
+    )
 
 
 @pytest.mark.slow
@@ -229,8 +251,8 @@ def test_the_kit_refuses_bad_options_in_one_line_before_doing_anything(argv, mes
 
 
 @pytest.mark.slow
-def test_p3_runs_the_flavour_with_horovod_on_tfrecords_in_cpu_mode_and_leaves_no_thread(tmp_path):
-    data = write_tiny_tfrecords(tmp_path / "data", per_shard=8)
+def test_p3_runs_the_flavour_with_horovod_on_tfrecords_in_cpu_mode_and_leaves_no_thread(smoke):
+    data = smoke[1] / "carry" / "data"  # prep.sh's, written by the data tool's converter
     argv = [
         "--device",
         "cpu",
