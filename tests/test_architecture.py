@@ -295,11 +295,10 @@ def is_test_module(name: str) -> bool:
 
 
 def beside(name: str, path: Path) -> str:
-    """A bare `import test_x` as pytest resolves it: the importing file's folder is on sys.path
-    (rootdir-relative imports), so it names the test module beside it. A bare `conftest` is not
-    resolved yet: tests/training's 15 files import their helpers so (issue 33's note)."""
+    """A bare `import test_x` or `from conftest import …` as pytest resolves it: the importing
+    file's folder is on sys.path (rootdir-relative imports), so it names the module beside it."""
     first = name.split(".", 1)[0]
-    if first.startswith("test_") and (path.parent / f"{first}.py").is_file():
+    if is_test_module(first) and (path.parent / f"{first}.py").is_file():
         return ".".join([*path.relative_to(ROOT).parent.parts, name])
     return name
 
@@ -326,3 +325,5 @@ def test_the_test_import_reader_sees_relative_imports(tmp_path):
     importer = TESTS / "jobs" / "test_y.py"
     assert beside("test_bench.bench", importer) == "tests.jobs.test_bench.bench"
     assert beside("test_nowhere", importer) == "test_nowhere"  # no such file beside it
+    training = TESTS / "training" / "test_z.py"
+    assert beside("conftest", training) == "tests.training.conftest"

@@ -3,7 +3,7 @@ sets it): one run, every epoch metric once per epoch, written by rank 0 alone. T
 tests' synthetic fixtures run with a store (tests/training/test_tf_training.py,
 test_torch_training.py) and hold their runs to this."""
 
-from conftest import BALANCED_FACTOR, Run
+from worker_runs import BALANCED_FACTOR, Run
 
 from azdl.jobs.safeguards import local_mlflow_uri
 from training import events, live

@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import TINY, launch, write_tiny_tfrecords
+from worker_runs import TINY, launch, write_tiny_tfrecords
 
 from azdl.envs import PACKAGES_ROOT, training_env
 

@@ -23,8 +23,8 @@ logits).
 import time
 
 import pytest
-from conftest import launch
 from learnable import write_folders
+from worker_runs import launch
 
 pytestmark = pytest.mark.slow
 

@@ -15,7 +15,7 @@ import subprocess
 import time
 
 import pytest
-from conftest import TINY, worker_pids
+from worker_runs import TINY, worker_pids
 
 from azdl.envs import PACKAGES_ROOT, training_bin, training_env
 from azdl.runtime import module_command

@@ -11,7 +11,7 @@ accumulation a Keras epoch was 2 passes.)
 """
 
 import pytest
-from conftest import TINY, launch
+from worker_runs import TINY, launch
 
 from training import schedule
 from training.throughput import parse_throughput_lines

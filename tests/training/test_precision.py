@@ -13,7 +13,7 @@ test_torch_training.py (the real model's run).
 
 import numpy as np
 import pytest
-from conftest import TINY, launch
+from worker_runs import TINY, launch
 
 pytestmark = pytest.mark.slow
 

@@ -27,7 +27,7 @@ import subprocess
 
 import numpy as np
 import pytest
-from conftest import Run
+from worker_runs import Run
 
 from azdl.envs import PACKAGES_ROOT, training_bin, training_env
 from azdl.launchers import local_horovodrun

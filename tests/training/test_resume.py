@@ -17,7 +17,7 @@ import time
 import numpy as np
 import psutil
 import pytest
-from conftest import TINY, launch
+from worker_runs import TINY, launch
 
 from azdl.envs import PACKAGES_ROOT, training_env
 from azdl.local import launch_command

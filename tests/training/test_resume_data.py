@@ -13,7 +13,7 @@ import threading
 from collections import Counter
 
 import pytest
-from conftest import TINY, write_tiny_tfrecords
+from worker_runs import TINY, write_tiny_tfrecords
 
 from training.data import record_count
 from training.data.shards import list_shards

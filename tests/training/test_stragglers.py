@@ -11,7 +11,7 @@ import time
 
 import pytest
 import torch
-from conftest import TINY
+from worker_runs import TINY
 
 from azdl.envs import PACKAGES_ROOT, training_env
 from azdl.jobs.safeguards import local_mlflow_uri

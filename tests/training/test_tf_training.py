@@ -10,8 +10,8 @@ import json
 
 import numpy as np
 import pytest
-from conftest import TINY, launch, write_tiny_tfrecords
 from mlflow_run import check_run, run_env
+from worker_runs import TINY, launch, write_tiny_tfrecords
 
 from training.throughput import FIELDS, SCHEMA, parse_throughput_lines
 

@@ -274,7 +274,7 @@ def test_shards_without_a_manifest_are_counted_once_per_job_from_their_headers(
     """TF-slim shards have no manifest: the torch flavour counts records from their headers, each
     worker only its own train shards, and shares the counts (training.data.record_count), so no
     worker reads another's shards to count them."""
-    from conftest import write_tiny_tfrecords
+    from worker_runs import write_tiny_tfrecords
 
     from training import schedule
     from training.data import record_count

@@ -13,8 +13,8 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import TINY, Run, launch, write_tiny_tfrecords
 from mlflow_run import TORCH_ARGS, check_run, run_env
+from worker_runs import TINY, Run, launch, write_tiny_tfrecords
 
 from azdl.envs import PACKAGES_ROOT, training_env
 from azdl.local import launch_command

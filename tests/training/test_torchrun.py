@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import TINY, launch, worker_pids, write_tiny_tfrecords
+from worker_runs import TINY, launch, worker_pids, write_tiny_tfrecords
 
 from azdl.envs import PACKAGES_ROOT
 from training.throughput import parse_throughput_lines

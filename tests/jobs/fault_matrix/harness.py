@@ -43,7 +43,7 @@ from training import rank_output
 CPU_SIZE = "Standard_D4s_v3"
 GPU_SIZE = "Standard_ND96isr_H100_v5"  # InfiniBand, the gate on by default, baselines published
 NODES = 2
-# The tiny model (tests/training/conftest.py TINY) for a few steps, one thread per worker.
+# The tiny model (tests/training/worker_runs.py TINY) for a few steps, one thread per worker.
 TRAINING = ("--model", "tiny", "--image-size", "32", "--num-classes", "4", "--warmup-epochs",
             "0", "--batch-size", "4", "--epochs", "1", "--steps-per-epoch", "10",
             "--timing-warmup-steps", "1", "--threads", "1")  # fmt: skip
