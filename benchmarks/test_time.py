@@ -273,8 +273,8 @@ def main() -> int:
         notes=[
             f"Before: `scripts/test.sh --durations=0` in a clone at `{before_commit}`, "
             f"{before_wall:.0f} s wall; after: the same in a fresh clone at `{commit}`, "
-            f"{wall:.0f} s wall, exit {code}; one after the other, in this run. The set-ups "
-            "(`make setup`) are not timed.",
+            f"{wall:.0f} s wall, exit {code}; one after the other, in this run. The before's "
+            "set-up (`make setup`) is not timed; the after's is, below.",
             "After: a fresh clone of HEAD, set up as the README has a newcomer do it; the cold "
             "`make demo` + `make test` took "
             + " + ".join(f"{name} {seconds:.0f} s" for name, seconds in cold.items())
@@ -283,8 +283,8 @@ def main() -> int:
             "The training stream runs in the foreground; the operator stream, then the kit's "
             "smoke run, in the background, both streams sharing the machine's cores.",
             "CPU s: the CPU time of the stream's tests, their pytest process's and that of the "
-            "processes they started and waited for (`benchmarks/cpu_per_test.py`); unlike a "
-            "stream's wall time it does not grow when the other stream keeps the cores busy.",
+            "processes they started and waited for (`benchmarks/cpu_per_test.py`); it grows far "
+            "less than a stream's wall time when the other stream keeps the cores busy.",
             "The 25 slowest files, seconds (setup + call + teardown of their tests), before → "
             "after, and their CPU seconds: "
             + "; ".join(f"`{f}` {b} → {x} (CPU {cb} → {cx})" for f, b, x, cb, cx in files)
